@@ -1,0 +1,5 @@
+"""Allow ``python -m cuzk_diag``."""
+
+from cuzk_diag.cli import main
+
+raise SystemExit(main())

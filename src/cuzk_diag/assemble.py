@@ -1,0 +1,1076 @@
+"""Events -> one record per GPU call, attributing the C++ prover's id-less lines.
+
+The C++ lines carry no job, partition, worker, GPU or timestamp (reference section 1.6). The
+assembler rebuilds each call from the anchors the code guarantees:
+
+* **GPU-region blocks.** Lines printed while a GPU's mutex is held (T17, T10-T16, T4-T6, T18, T19)
+  never interleave with another block *of the same GPU*; a block's stages come in a fixed order.
+  A line goes to the open block that can take its stage; when blocks of several GPUs are open at
+  once, the arithmetic relations of reference section 1.5 and the TIMELINE clock decide.
+* **Identity.** A block is bound to a call started by TIMELINE ``GPU_START``. The binding is
+  confirmed (or corrected) by same-thread evidence: ``T19`` -> ``GPU_TIMING spawn_blocking
+  prove_start`` (``prove_start_ms >= total_start_fn_ms``) on main, ``T7`` -> ``GPU_END``
+  (``gpu_ms >= pre_destructor_ms``) in Phases 4-11. Otherwise it stays FIFO-inferred.
+* **CPU-side lines** (T1, T2, T3, T8, T9) go to the open call that fits the TIMELINE clock best
+  (every C++ line lies between the offsets of the timestamped lines around it), FIFO on ties.
+
+Each record says how each group of fields was attributed (``records.Attribution``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from cuzk_diag.lines import EraDetector
+from cuzk_diag.records import (
+    PARTITION_COLUMNS,
+    Accounting,
+    Attribution,
+    Event,
+    Family,
+    RunInfo,
+    Value,
+)
+
+#: Stage order of GPU-region lines inside one block (reference section 1.4 / 1.6 anchor 1).
+_STAGE = {
+    "mutex_wait": 0,  # T17, right after the lock
+    "prestage_vram": 1,  # T10
+    "prestage_setup": 2,  # T11/T12/T13
+    "pool_threshold": 3,  # T14 (first call on a GPU)
+    "d_a_cache": 4,  # T15
+    "ntt_h": 5,  # T16 (once per circuit)
+    "ntt_msm_h": 6,  # T4
+    "barrier_wait": 7,  # T18
+    "batch_add": 8,  # T5
+    "tail_msm": 9,  # T6
+    "mutex_held": 10,  # T19, right before unlock
+}
+_CPU_KINDS = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc", "host_register"})
+
+#: Field renames from event keys to record columns.
+_RENAME = {
+    "host_register": {"err": "host_register_err"},
+    "prestage_setup": {"err": "prestage_err"},
+    "pool_threshold": {"gpu": "pool_threshold_gpu"},
+    "d_a_cache": {"gpu": "d_a_cache_gpu"},
+}
+_DROP = frozenset({"gpu_tid", "_words"})
+_RECORD_COLUMNS = frozenset(name for name, _ in PARTITION_COLUMNS)
+
+TOL_MS = 6  # clock truncation (gettimeofday +-1 ms, each value truncated) plus print latency
+
+
+def _ts_ms(ts: str) -> float | None:
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000.0
+    except ValueError:
+        return None
+
+
+class Block:
+    """The GPU-region lines of one call (what happens between lock and unlock)."""
+
+    __slots__ = (
+        "fields",
+        "stage",
+        "closed",
+        "call",
+        "lines",
+        "tids",
+        "has_t17",
+        "has_t10",
+        "opened_at",
+        "seq",
+        "confirmed",
+        "extra",
+        "lo",
+    )
+
+    def __init__(self, seq: int, line: int, lo: float | None) -> None:
+        self.fields: dict[str, Value] = {}
+        self.stage = -1
+        self.closed = False
+        self.call: Call | None = None
+        self.lines: list[int] = [line]
+        self.tids: set[int] = set()
+        self.has_t17 = False
+        self.has_t10 = False
+        self.opened_at = line
+        self.seq = seq
+        self.confirmed = False
+        self.extra: dict[str, Value] = {}
+        self.lo = lo  # earliest TIMELINE clock the block's first line can have
+
+    def accepts(self, kind: str, tid: int) -> bool:
+        if self.closed:
+            # Extra GPU threads of a multi-GPU call print T4-T6 with gpu_tid > 0.
+            return False
+        st = _STAGE[kind]
+        if kind == "ntt_h":
+            return self.stage <= st
+        if tid and tid not in self.tids and 5 <= st <= 9:
+            return True
+        return st > self.stage
+
+    def sum_ok(self) -> bool:
+        """gpu_total ~ ntt + barrier + batch + tail (barrier unknown before main: >= 0)."""
+        f = self.fields
+        total, ntt, batch, tail = (
+            f.get("gpu_total_ms"),
+            f.get("ntt_msm_h_ms"),
+            f.get("batch_add_ms"),
+            f.get("tail_msm_ms"),
+        )
+        if not all(isinstance(v, int) for v in (total, ntt, batch, tail)):
+            return True
+        parts = ntt + batch + tail  # type: ignore[operator]
+        barrier = f.get("barrier_wait_ms")
+        if isinstance(barrier, int):
+            return abs(total - parts - barrier) <= 3 * TOL_MS  # type: ignore[operator]
+        return total >= parts - TOL_MS  # type: ignore[operator]
+
+
+class Call:
+    """One C++ proving call: TIMELINE identity, CPU-side lines and (bound later) its block."""
+
+    __slots__ = (
+        "job_id",
+        "partition",
+        "worker",
+        "gpu",
+        "start",
+        "seq",
+        "fields",
+        "kinds",
+        "block",
+        "ended",
+        "status",
+        "lines",
+        "attr_ids",
+        "attr_cpu",
+        "cpu_weak",
+        "tl",
+        "extra",
+        "segment",
+        "source",
+        "emitted",
+        "t1_at",
+        "t2_at",
+        "t7_at",
+    )
+
+    def __init__(
+        self,
+        seq: int,
+        job_id: str | None,
+        partition: int | None,
+        worker: int | None,
+        start: float | None,
+        segment: int,
+        source: int,
+    ) -> None:
+        self.job_id = job_id
+        self.partition = partition
+        self.worker = worker
+        self.gpu: int | None = None
+        self.start = start
+        self.seq = seq
+        self.fields: dict[str, Value] = {}
+        self.kinds: set[str] = set()
+        self.block: Block | None = None
+        self.ended = False
+        self.status = "incomplete"
+        self.lines: list[int] = []
+        self.attr_ids = Attribution.EXACT if job_id is not None else Attribution.NONE
+        self.attr_cpu = Attribution.NONE
+        self.cpu_weak = False
+        self.tl: dict[str, Value] | None = None
+        self.extra: dict[str, Value] = {}
+        self.segment = segment
+        self.source = source
+        self.emitted = False
+        self.t1_at: float | None = None
+        self.t2_at: float | None = None
+        self.t7_at: float | None = None
+
+
+class Assembler:
+    """Incremental: ``feed(event)`` returns the records it completed; ``finish()`` the rest."""
+
+    def __init__(self, accounting: Accounting | None = None, info: RunInfo | None = None) -> None:
+        self.acc = accounting if accounting is not None else Accounting()
+        self.info = info if info is not None else RunInfo()
+        self.era = EraDetector()
+        self.calls: list[Call] = []  # open (not yet emitted) calls, start order
+        self.blocks: list[Block] = []  # open blocks (GPU region in progress)
+        self.closed_blocks: deque[Block] = deque()  # closed, identity not yet confirmed
+        self.tl: dict[tuple[str, int | None], dict[str, Value]] = {}
+        self.by_worker: dict[int, Call] = {}  # last call started per worker
+        self.seq = 0
+        self.block_seq = 0
+        self.record_seq = 0
+        self.segment = 0
+        self.clock: float | None = None  # latest TIMELINE-clock reading (ms)
+        self.epoch_ms: float | None = None  # wall clock of offset 0 (engine start line)
+        self.pending: list[Event] = []  # C++ events waiting for the next clock reading
+        self.out: list[dict[str, Any]] = []
+        self.unattributed: list[Event] = []
+        self.last_source = 0
+
+    # -- driving --------------------------------------------------------------------------------
+
+    def feed(self, ev: Event) -> list[dict[str, Any]]:
+        fam = ev.family
+        if ev.source != self.last_source:
+            self._new_segment()
+            self.last_source = ev.source
+        if fam is Family.TIMING or fam is Family.NTT_H:
+            self.era.observe(ev)
+            if ev.kind in ("timing_unknown",):
+                self._note_unattributed(ev)
+            else:
+                self.pending.append(ev)
+                if len(self.pending) > 256:
+                    self._drain(None)
+        elif fam is Family.TIMELINE:
+            self.era.observe(ev)
+            if ev.kind != "torn":
+                off = ev.fields.get("offset_ms")
+                if isinstance(off, int):
+                    self._drain(float(off))
+                    self.clock = max(self.clock or 0.0, float(off))
+                self._timeline(ev)
+        elif fam is Family.TRACING:
+            self._tracing(ev)
+        elif fam is Family.BENCH:
+            self._bench(ev)
+        if self.out:
+            out, self.out = self.out, []
+            return out
+        return []
+
+    def finish(self) -> list[dict[str, Any]]:
+        self._drain(None)
+        for blk in list(self.blocks):
+            self._close_block(blk)
+        for call in list(self.calls):
+            self._emit(call)
+        for blk in list(self.closed_blocks):
+            if blk.call is None:
+                self._emit_orphan_block(blk)
+        self.closed_blocks.clear()
+        self.era.apply(self.info)
+        for rec in self.out:
+            rec["era"] = self.info.era
+        out, self.out = self.out, []
+        return out
+
+    def run(self, events: Iterable[Event]) -> Iterator[dict[str, Any]]:
+        for ev in events:
+            yield from self.feed(ev)
+        yield from self.finish()
+
+    # -- clock ------------------------------------------------------------------------------------
+
+    def _drain(self, hi: float | None) -> None:
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        lo = self.clock
+        for ev in pending:
+            self._cpp(ev, lo, hi)
+
+    def _new_segment(self) -> None:
+        """The engine restarted (or a new input began): TIMELINE offsets start again at 0."""
+        self._drain(None)
+        for blk in list(self.blocks):
+            self._close_block(blk)
+        for call in list(self.calls):
+            self._emit(call)
+        for blk in list(self.closed_blocks):
+            if blk.call is None:
+                self._emit_orphan_block(blk)
+        self.closed_blocks.clear()
+        self.tl.clear()
+        self.by_worker.clear()
+        self.clock = None
+        self.segment += 1
+
+    # -- TIMELINE -------------------------------------------------------------------------------
+
+    def _timeline(self, ev: Event) -> None:
+        f = ev.fields
+        job = f.get("job_id")
+        job = job if isinstance(job, str) else ""
+        part = f.get("partition")
+        if part is None:
+            part = f.get("snap_partition")
+        part = part if isinstance(part, int) else None
+        key = (job, part)
+        tl = self.tl.get(key)
+        if tl is None:
+            tl = self.tl[key] = {}
+        off = f.get("offset_ms")
+        kind = ev.kind
+        if kind == "SYNTH_START":
+            tl["synth_start_ms"] = off
+            if isinstance(f.get("kind"), str):
+                tl["proof_kind"] = f["kind"]
+        elif kind == "SYNTH_END":
+            tl["synth_end_ms"] = off
+            tl["synth_ms"] = f.get("synth_ms")
+        elif kind in ("CHAN_SEND", "GPU_QUEUE"):
+            tl["queue_ms"] = off
+        elif kind == "GPU_PICKUP":
+            tl["pickup_ms"] = off
+        elif kind == "GPU_START":
+            tl["start_ms"] = off
+            worker = f.get("worker")
+            worker = worker if isinstance(worker, int) else None
+            self._start_call(job, part, worker, float(off) if isinstance(off, int) else None, ev)
+            # the new call shares its TIMELINE dict
+            self.calls[-1].tl = tl
+        elif kind == "GPU_END":
+            tl["end_ms"] = off
+            tl["gpu_ms"] = f.get("gpu_ms")
+            self._end_call(job, part, f, ev)
+
+    def _start_call(
+        self, job: str, part: int | None, worker: int | None, start: float | None, ev: Event
+    ) -> None:
+        self.seq += 1
+        call = Call(self.seq, job, part, worker, start, self.segment, ev.source)
+        call.lines.append(ev.line)
+        if worker is not None:
+            call.gpu = self._gpu_of(worker)
+            prev = self.by_worker.get(worker)
+            if prev is not None and not prev.ended and prev.block is None:
+                # The worker moved on without a GPU region (split prove disabled, or skipped).
+                pass
+            self.by_worker[worker] = call
+        self.calls.append(call)
+
+    def _gpu_of(self, worker: int) -> int | None:
+        info = self.info
+        if worker in info.worker_gpu:
+            return info.worker_gpu[worker]
+        if info.gw and info.gpus:
+            idx = worker // info.gw
+            if idx < len(info.gpus):
+                return info.gpus[idx]
+        if info.gw and info.n_gpus:
+            return worker // info.gw
+        return None
+
+    def _end_call(self, job: str, part: int | None, f: dict[str, Value], ev: Event) -> None:
+        worker = f.get("worker")
+        gpu_ms = f.get("gpu_ms")
+        call = self._find_call(job, part, worker if isinstance(worker, int) else None)
+        if call is None:
+            return
+        call.ended = True
+        call.status = "ok"
+        call.lines.append(ev.line)
+        # Phases 4-11: T7 of this call printed just before on the same thread; confirm its block.
+        if isinstance(gpu_ms, int):
+            self._confirm_by_t7(call, gpu_ms)
+        self._maybe_emit(call)
+
+    def _find_call(self, job: str, part: int | None, worker: int | None) -> Call | None:
+        for call in reversed(self.calls):
+            if call.job_id == job and call.partition == part and (
+                worker is None or call.worker is None or call.worker == worker
+            ):
+                return call
+        return None
+
+    # -- tracing ----------------------------------------------------------------------------------
+
+    def _tracing(self, ev: Event) -> None:
+        kind = ev.kind
+        f = ev.fields
+        if kind == "tracing":
+            level = f.get("level")
+            if level in ("ERROR", "WARN"):
+                self._problem(ev, str(level))
+            return
+        info = self.info
+        if kind == "engine_start":
+            if self.clock is not None or self.calls:
+                self._new_segment()
+            ts = f.get("ts")
+            self.epoch_ms = _ts_ms(ts) if isinstance(ts, str) else None
+            if isinstance(ts, str) and info.engine_start_ts is None:
+                info.engine_start_ts = ts
+        elif kind == "gpu_workers_init":
+            n = f.get("num_gpus")
+            if isinstance(n, int):
+                info.n_gpus = n
+            gw = f.get("gpu_workers_per_device")
+            if isinstance(gw, int):
+                info.gw = gw
+            tw = f.get("total_workers")
+            if isinstance(tw, int):
+                info.total_workers = tw
+            gpus = f.get("gpus")
+            if isinstance(gpus, str):
+                info.gpus = [int(x) for x in gpus.strip("[]").replace(",", " ").split() if x.isdigit()]
+            elif isinstance(gpus, int):
+                info.gpus = [gpus]
+        elif kind == "interlock":
+            gw = f.get("gpu_workers_per_device")
+            if isinstance(gw, int):
+                info.gw = gw
+        elif kind == "gpu_worker_started":
+            w, g = f.get("worker_id"), f.get("gpu")
+            if isinstance(w, int) and isinstance(g, int):
+                info.worker_gpu[w] = g
+        elif kind == "gpu_threads":
+            v = f.get("gpu_threads")
+            if isinstance(v, int):
+                info.gpu_threads = v
+        elif kind == "rayon_threads":
+            v = f.get("rayon_threads")
+            if isinstance(v, int):
+                info.rayon_threads = v
+        elif kind == "dispatch":
+            job = f.get("job_id")
+            if isinstance(job, str):
+                j = info.jobs.setdefault(job, {})
+                j["num_partitions"] = f.get("num_partitions")
+                j["dispatch_line"] = ev.line
+            pw = f.get("partition_workers")
+            if isinstance(pw, int):
+                info.partition_workers = pw
+        elif kind == "proof_assembled":
+            job = f.get("job_id")
+            if isinstance(job, str):
+                j = info.jobs.setdefault(job, {})
+                for k in ("total_ms", "synth_ms", "gpu_ms", "proof_len"):
+                    if k in f:
+                        j[k] = f[k]
+                j["assembled_line"] = ev.line
+        elif kind == "gpu_timing_prove_start":
+            self._confirm_by_prove_start(ev)
+        elif kind == "gpu_prove_time":
+            ms = f.get("gpu_prove_time_ms")
+            part = f.get("partition")
+            if isinstance(ms, float):
+                for call in reversed(self.calls):
+                    if call.block is not None and (part is None or call.partition == part):
+                        if "gpu_prove_time_ms" not in call.fields:
+                            call.fields["gpu_prove_time_ms"] = ms
+                        break
+        elif kind == "fin_timing_finalizer":
+            w, p = f.get("worker_id"), f.get("partition")
+            for call in reversed(self.calls):
+                if call.worker == w and call.partition == p:
+                    call.fields["finish_ms"] = f.get("finish_ms")
+                    break
+        elif kind in (
+            "partition_gpu_failed",
+            "gpu_prove_start_failed",
+            "self_check_failed",
+            "skip_failed_job",
+        ):
+            self._problem(ev, str(f.get("level", "ERROR")))
+            if kind in ("partition_gpu_failed", "skip_failed_job"):
+                job, part = f.get("job_id"), f.get("partition")
+                for call in reversed(self.calls):
+                    if call.job_id == job and call.partition == part:
+                        call.status = "failed"
+                        call.ended = True
+                        self._maybe_emit(call)
+                        break
+        elif kind == "pinned_fallback":
+            info.warnings["pinned_fallback"] += 1
+            info.warning_lines.setdefault("pinned_fallback", [])
+            if len(info.warning_lines["pinned_fallback"]) < 20:
+                info.warning_lines["pinned_fallback"].append(ev.line)
+
+    def _problem(self, ev: Event, level: str) -> None:
+        f = ev.fields
+        msg = str(f.get("message", ""))
+        text = " ".join(f"{k}={v}" for k, v in f.items() if k not in ("ts", "level", "spans"))
+        low = text.lower()
+        kind = ev.kind
+        if kind == "tracing":
+            if "out of memory" in low or "cudaerrormemoryallocation" in low or "oom" in low.split():
+                kind = "out_of_memory"
+            elif "cuda" in low and ("error" in low or "fail" in low):
+                kind = "cuda_error"
+            elif level == "WARN":
+                self.info.warnings["warn"] += 1
+                return
+            else:
+                kind = "error"
+        if len(self.info.failures) < 1000:
+            self.info.failures.append(
+                {
+                    "line": ev.line,
+                    "kind": kind,
+                    "level": level,
+                    "message": msg,
+                    "job_id": f.get("job_id"),
+                    "partition": f.get("partition"),
+                    "error": f.get("error"),
+                }
+            )
+
+    def _bench(self, ev: Event) -> None:
+        b = self.info.bench
+        k = ev.kind
+        f = ev.fields
+        if k == "bench_proof":
+            proofs = b.setdefault("proofs", [])
+            proofs.append(dict(f))
+        elif k == "bench_param":
+            b.update(f)
+        elif k in ("bench_total", "bench_completed", "bench_failed", "bench_throughput"):
+            b.update(f)
+        elif k in ("bench_wall", "bench_prove"):
+            name = k.split("_", 1)[1]
+            b[name] = dict(f)
+
+    # -- C++ lines ---------------------------------------------------------------------------------
+
+    def _cpp(self, ev: Event, lo: float | None, hi: float | None) -> None:
+        kind = ev.kind if ev.family is Family.TIMING else "ntt_h"
+        if kind in _STAGE:
+            self._gpu_line(ev, kind, lo, hi)
+        elif kind in _CPU_KINDS:
+            self._cpu_line(ev, kind, lo, hi)
+        elif kind == "epilogue":
+            self._t7(ev, lo, hi)
+        else:
+            self._note_unattributed(ev)
+
+    def _note_unattributed(self, ev: Event) -> None:
+        self.acc.note_unattributed(ev.line)
+        self.unattributed.append(ev) if len(self.unattributed) < 1000 else None
+
+    def _gpu_line(self, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
+        tid = ev.fields.get("gpu_tid")
+        tid = tid if isinstance(tid, int) else 0
+        cands = [b for b in self.blocks if b.accepts(kind, tid)]
+        blk: Block | None
+        if not cands:
+            blk = self._open_block(ev, kind, lo, hi)
+        elif len(cands) == 1:
+            blk = cands[0]
+            # A line that starts a block (T17, T10, T14, or T4 in old code) while another block
+            # is open could also open a new block on another GPU.
+            if self._starts_block(kind) and self._could_open(kind, blk):
+                blk = self._open_block(ev, kind, lo, hi)
+        else:
+            blk = self._choose_block(cands, ev, kind, lo, hi)
+        if blk is None:
+            self._note_unattributed(ev)
+            return
+        self._put_gpu(blk, ev, kind, tid)
+
+    def _starts_block(self, kind: str) -> bool:
+        return kind in ("mutex_wait", "prestage_vram", "pool_threshold", "d_a_cache", "ntt_h", "ntt_msm_h")
+
+    def _could_open(self, kind: str, blk: Block) -> bool:
+        """Is a new block more plausible than continuing ``blk``?"""
+        st = _STAGE[kind]
+        if kind == "mutex_wait":
+            return True  # T17 always starts a block
+        if blk.has_t17 or blk.has_t10:
+            return False
+        if kind == "prestage_vram":
+            return True
+        # Old code (no T17/T10): a T4 or NTT_H line when blk already has a later stage
+        return blk.stage >= st and not (kind == "ntt_h" and blk.stage == st)
+
+    def _open_block(self, ev: Event, kind: str, lo: float | None, hi: float | None) -> Block:
+        self.block_seq += 1
+        blk = Block(self.block_seq, ev.line, lo)
+        self.blocks.append(blk)
+        self._bind_block(blk, ev, kind, lo, hi)
+        return blk
+
+    def _choose_block(
+        self, cands: list[Block], ev: Event, kind: str, lo: float | None, hi: float | None
+    ) -> Block:
+        f = ev.fields
+        # Arithmetic relations of reference section 1.5 pick the block the values fit.
+        if kind == "tail_msm":
+            fits = []
+            for b in cands:
+                trial = dict(b.fields)
+                b_fields, b.fields = b.fields, trial
+                trial["tail_msm_ms"] = f.get("tail_msm_ms")
+                trial["gpu_total_ms"] = f.get("gpu_total_ms")
+                ok = b.sum_ok()
+                b.fields = b_fields
+                if ok:
+                    fits.append(b)
+            if len(fits) >= 1:
+                cands = fits
+        elif kind == "mutex_held":
+            held, total = f.get("mutex_held_ms"), f.get("total_start_fn_ms")
+            fits = []
+            for b in cands:
+                gt = b.fields.get("gpu_total_ms")
+                pre, wait = b.fields.get("pre_lock_cpu_ms"), b.fields.get("mutex_wait_ms")
+                ok = True
+                if isinstance(gt, int) and isinstance(held, int) and held < gt - TOL_MS:
+                    ok = False
+                if (
+                    isinstance(pre, int)
+                    and isinstance(wait, int)
+                    and isinstance(held, int)
+                    and isinstance(total, int)
+                    and abs(total - pre - wait - held) > 3
+                ):
+                    ok = False
+                if ok:
+                    fits.append(b)
+            if fits:
+                cands = fits
+        elif kind in ("batch_add", "barrier_wait", "ntt_msm_h"):
+            # The block whose earlier stages end soonest prints its next stage first.
+            timed = [(self._block_elapsed(b), b) for b in cands]
+            if all(t is not None for t, _ in timed) and lo is not None:
+                cands = [min(timed, key=lambda tb: tb[0])[1]]  # type: ignore[arg-type,return-value]
+        # Prefer the block whose stage is furthest along (it started earlier), then FIFO.
+        return min(cands, key=lambda b: (-b.stage, b.seq))
+
+    def _block_elapsed(self, b: Block) -> float | None:
+        """Clock time at which the block's last printed stage happened (if its lock time is known)."""
+        if b.lo is None:
+            return None
+        f = b.fields
+        t = 0
+        for k in ("ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms"):
+            v = f.get(k)
+            if isinstance(v, int):
+                t += v
+        return b.lo + t
+
+    def _put_gpu(self, blk: Block, ev: Event, kind: str, tid: int) -> None:
+        blk.lines.append(ev.line)
+        f = ev.fields
+        ren = _RENAME.get(kind, {})
+        if kind == "ntt_h":
+            for k, v in f.items():
+                if isinstance(v, int):
+                    old = blk.fields.get(k)
+                    blk.fields[k] = v + old if isinstance(old, int) else v
+        elif tid:
+            # Additional GPU thread of a multi-GPU call: keep the longest.
+            blk.tids.add(tid)
+            for k, v in f.items():
+                if k in _DROP:
+                    continue
+                old = blk.fields.get(k)
+                if isinstance(v, int) and (not isinstance(old, int) or v > old):
+                    blk.fields[k] = v
+        else:
+            for k, v in f.items():
+                if k in _DROP:
+                    continue
+                blk.fields[ren.get(k, k)] = v
+        if kind in ("ntt_msm_h", "batch_add", "tail_msm", "barrier_wait"):
+            blk.tids.add(tid)
+        if kind == "mutex_wait":
+            blk.has_t17 = True
+        elif kind == "prestage_vram":
+            blk.has_t10 = True
+        if not tid:
+            blk.stage = max(blk.stage, _STAGE[kind])
+        if ev.malformed:
+            blk.extra["malformed_line"] = ev.line
+        # The block ends at T19 on main, else at T6.
+        if kind == "mutex_held" or (kind == "tail_msm" and not blk.has_t17 and not tid):
+            self._close_block(blk)
+
+    def _close_block(self, blk: Block) -> None:
+        if blk.closed:
+            return
+        blk.closed = True
+        if blk in self.blocks:
+            self.blocks.remove(blk)
+        if blk.has_t10 and "prestage_setup" not in blk.fields:
+            blk.fields["prestage_setup"] = "silent"
+        self.closed_blocks.append(blk)
+        while len(self.closed_blocks) > 64:
+            old = self.closed_blocks.popleft()
+            if old.call is None:
+                self._emit_orphan_block(old)
+        if blk.call is not None:
+            self._maybe_emit(blk.call)
+
+    # -- binding blocks to calls ------------------------------------------------------------------
+
+    def _bind_block(self, blk: Block, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
+        """Tentatively bind a new block to the call that most plausibly holds the lock."""
+        busy_gpus = {b.call.gpu for b in self.blocks if b is not blk and b.call is not None}
+        cands = [
+            c
+            for c in self.calls
+            if c.block is None and not c.ended and (c.gpu is None or c.gpu not in busy_gpus)
+        ]
+        if not cands:
+            # No TIMELINE call to bind to (stderr without TIMELINE, or a log that starts mid-run):
+            # the call is formed from the C++ structure alone.
+            call = self._anonymous_call(ev)
+            blk.call = call
+            call.block = blk
+            return
+        f = ev.fields
+        if kind == "mutex_wait" and lo is not None:
+            pre, wait = f.get("pre_lock_cpu_ms"), f.get("mutex_wait_ms")
+            if isinstance(pre, int) and isinstance(wait, int):
+                cands = self._by_clock(cands, lambda c: c.start + pre + wait, lo, hi)  # type: ignore[operator]
+        # FIFO: the call that entered the C++ function first (T1 seen first), then start order.
+        best = min(cands, key=lambda c: (0 if "split_vectors" in c.kinds else 1, c.seq))
+        blk.call = best
+        best.block = blk
+        if best.gpu is None and len({c.gpu for c in cands}) <= 1:
+            pass
+
+    def _by_clock(
+        self, cands: list[Call], predict: Callable[[Call], float], lo: float | None, hi: float | None
+    ) -> list[Call]:
+        scored = []
+        for c in cands:
+            if c.start is None:
+                scored.append((0.0, c))
+                continue
+            p = predict(c)
+            cost = 0.0
+            if lo is not None and p < lo - TOL_MS:
+                cost += lo - TOL_MS - p
+            if hi is not None and p > hi + TOL_MS:
+                cost += p - hi - TOL_MS
+            scored.append((cost, c))
+        best = min(s for s, _ in scored)
+        return [c for s, c in scored if s <= best + 1e-9]
+
+    def _anonymous_call(self, ev: Event) -> Call:
+        # Reuse the oldest anonymous call that entered (T1) but has no block yet.
+        for c in self.calls:
+            if c.job_id is None and c.block is None:
+                return c
+        self.seq += 1
+        call = Call(self.seq, None, None, None, None, self.segment, ev.source)
+        self.calls.append(call)
+        return call
+
+    def _rebind(self, blk: Block, call: Call) -> None:
+        """Evidence says ``blk`` belongs to ``call``: swap with whatever was bound before."""
+        if blk.call is call:
+            blk.confirmed = True
+            return
+        old_call = blk.call
+        other = call.block
+        blk.call = call
+        call.block = blk
+        if old_call is not None:
+            old_call.block = other
+            if other is not None:
+                other.call = old_call
+        elif other is not None:
+            other.call = None
+        blk.confirmed = True
+        if old_call is not None and old_call.job_id is None and old_call.block is None:
+            # An anonymous placeholder: its CPU lines move with the block.
+            self._merge_anonymous(old_call, call)
+
+    def _merge_anonymous(self, anon: Call, into: Call) -> None:
+        for k, v in anon.fields.items():
+            into.fields.setdefault(k, v)
+        into.kinds |= anon.kinds
+        into.lines.extend(anon.lines)
+        if anon in self.calls:
+            self.calls.remove(anon)
+
+    def _confirm_by_prove_start(self, ev: Event) -> None:
+        """main: T19 is followed on the same thread by `GPU_TIMING spawn_blocking prove_start`."""
+        f = ev.fields
+        p_ms = f.get("prove_start_ms")
+        worker, part = f.get("worker_id"), f.get("partition")
+        if not isinstance(p_ms, int):
+            return
+        self._drain(None)
+        best: Block | None = None
+        best_gap = None
+        for blk in self.closed_blocks:
+            if blk.confirmed:
+                continue
+            t = blk.fields.get("total_start_fn_ms")
+            if not isinstance(t, int) or t > p_ms + 1:
+                continue
+            gap = p_ms - t
+            if best_gap is None or gap < best_gap:
+                best, best_gap = blk, gap
+        if best is None:
+            return
+        call = None
+        for c in reversed(self.calls):
+            if c.worker == worker and (part is None or c.partition == part):
+                call = c
+                break
+        if call is None:
+            return
+        self._rebind(best, call)
+        call.fields["prove_start_ms"] = p_ms
+        if isinstance(f.get("spawn_to_enter_ms"), int):
+            call.fields["spawn_to_enter_ms"] = f["spawn_to_enter_ms"]
+        self._maybe_emit(call)
+
+    def _t7(self, ev: Event, lo: float | None, hi: float | None) -> None:
+        """T7 (Phases 4-11): printed by the call's main thread after its block and b_g2."""
+        pd = ev.fields.get("pre_destructor_ms")
+        cands = [
+            c
+            for c in self.calls
+            if "epilogue" not in c.kinds and c.block is not None and c.block.closed
+        ]
+        if isinstance(pd, int):
+            fit = [
+                c
+                for c in cands
+                if not isinstance(c.block.fields.get("gpu_total_ms"), int)  # type: ignore[union-attr]
+                or c.block.fields["gpu_total_ms"] <= pd + TOL_MS  # type: ignore[union-attr,operator]
+            ]
+            cands = fit or cands
+            if lo is not None:
+                timed = [c for c in cands if c.start is not None]
+                if timed:
+                    cands = self._by_clock(cands, lambda c: c.start + pd, lo, hi)  # type: ignore[operator]
+        if not cands:
+            anon = [c for c in self.calls if "epilogue" not in c.kinds and c.job_id is None]
+            cands = anon
+        if not cands:
+            self._note_unattributed(ev)
+            return
+        call = min(cands, key=lambda c: c.block.seq if c.block is not None else c.seq)
+        self._put_cpu(call, ev, "epilogue")
+        call.t7_at = lo
+
+    def _confirm_by_t7(self, call: Call, gpu_ms: int) -> None:
+        """GPU_END follows T7 on the same thread: the T7 with gpu_ms >= pre_destructor_ms."""
+        self._drain(None)
+        best = None
+        best_gap = None
+        for c in self.calls:
+            pd = c.fields.get("pre_destructor_ms")
+            if not isinstance(pd, int) or c.block is None or c.fields.get("_t7_confirmed"):
+                continue
+            gap = gpu_ms - pd
+            if gap < -1:
+                continue
+            if best_gap is None or gap < best_gap:
+                best, best_gap = c, gap
+        if best is None or best_gap is None or best_gap > 1000:
+            return
+        best.fields["_t7_confirmed"] = 1
+        if best is call:
+            if call.block is not None:
+                call.block.confirmed = True
+            return
+        # Move the T7 fields and block of `best` (the C++ call) to `call` (the TIMELINE call).
+        blk = best.block
+        t7 = {k: best.fields.pop(k) for k in ("epilogue_ms", "pre_destructor_ms", "_t7_confirmed")}
+        best.kinds.discard("epilogue")
+        other_t7 = {}
+        if "epilogue" in call.kinds:
+            other_t7 = {
+                k: call.fields.pop(k) for k in ("epilogue_ms", "pre_destructor_ms") if k in call.fields
+            }
+            call.kinds.discard("epilogue")
+        call.fields.update(t7)
+        call.kinds.add("epilogue")
+        if other_t7:
+            best.fields.update(other_t7)
+            best.kinds.add("epilogue")
+        if blk is not None:
+            self._rebind(blk, call)
+
+    # -- CPU-side lines -----------------------------------------------------------------------------
+
+    def _cpu_line(self, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
+        f = ev.fields
+        if kind == "split_vectors":
+            cands = [c for c in self.calls if "split_vectors" not in c.kinds and c.job_id is not None and not c.ended]
+            pred: Callable[[Call], float] | None = None
+            s = f.get("setup_to_split_ms")
+            if isinstance(s, int):
+                pred = lambda c: c.start + s  # noqa: E731
+            if not cands:
+                call = self._anonymous_for_t1(ev)
+                self._put_cpu(call, ev, kind)
+                return
+        elif kind == "host_register":
+            cands = [c for c in self.calls if "split_vectors" in c.kinds and kind not in c.kinds and (c.block is None or not c.block.closed)]
+            pred = None
+        elif kind == "prep_msm":
+            cands = [c for c in self.calls if "split_vectors" in c.kinds and kind not in c.kinds]
+            v = f.get("prep_msm_ms")
+            pred = None
+            if isinstance(v, int):
+                pred = lambda c: (c.t1_at if c.t1_at is not None else c.start) + v  # noqa: E731
+        elif kind == "b_g2_msm":
+            cands = [c for c in self.calls if "prep_msm" in c.kinds and kind not in c.kinds]
+            v = f.get("b_g2_msm_ms")
+            pred = None
+            if isinstance(v, int):
+                pred = lambda c: (c.t2_at if c.t2_at is not None else c.start) + v  # noqa: E731
+        else:  # async_dealloc: after the call's epilogue/finalize
+            cands = [
+                c
+                for c in self.calls
+                if kind not in c.kinds
+                and c.block is not None
+                and c.block.closed
+                and ("epilogue" in c.kinds or "pre_destructor_ms" not in c.fields)
+            ]
+            pred = None
+            # In Phases 4-11 the dealloc thread is spawned after T7.
+            with_t7 = [c for c in cands if "epilogue" in c.kinds]
+            if self.era.era in ("phase4-8", "phase9-11") and with_t7:
+                cands = with_t7
+        if not cands:
+            self._note_unattributed(ev)
+            return
+        strong = len(cands) == 1
+        if not strong and pred is not None and lo is not None:
+            timed = [c for c in cands if c.start is not None]
+            if timed:
+                cands = self._by_clock(timed, pred, lo, hi)
+        call = min(cands, key=lambda c: c.seq)
+        self._put_cpu(call, ev, kind)
+        if kind == "split_vectors":
+            call.t1_at = lo
+        elif kind == "prep_msm":
+            call.t2_at = lo
+        if not strong and len(cands) > 1:
+            call.cpu_weak = True
+
+    def _anonymous_for_t1(self, ev: Event) -> Call:
+        # stderr-only / C++-only logs: every call starts with T1.
+        self.seq += 1
+        call = Call(self.seq, None, None, None, None, self.segment, ev.source)
+        self.calls.append(call)
+        return call
+
+    def _put_cpu(self, call: Call, ev: Event, kind: str) -> None:
+        call.kinds.add(kind)
+        call.lines.append(ev.line)
+        ren = _RENAME.get(kind, {})
+        for k, v in ev.fields.items():
+            if k in _DROP:
+                continue
+            call.fields[ren.get(k, k)] = v
+        if call.attr_cpu is Attribution.NONE:
+            call.attr_cpu = Attribution.INFERRED
+        if kind == "async_dealloc":
+            self._maybe_emit(call)
+
+    # -- emission -----------------------------------------------------------------------------------
+
+    def _maybe_emit(self, call: Call) -> None:
+        """Emit a call once nothing more can arrive for it."""
+        if call.emitted or not call.ended:
+            return
+        blk = call.block
+        if blk is None or not blk.closed:
+            if call.status != "failed":
+                return
+        if "async_dealloc" not in call.kinds and call.status != "failed":
+            # T8 (and, from Phase 12 on, T3) come after GPU_END; wait for them unless the worker
+            # has moved on twice since (then they are not coming for this call).
+            later = sum(1 for c in self.calls if c.worker == call.worker and c.seq > call.seq)
+            if later < 2:
+                return
+        self._emit(call)
+
+    def _emit(self, call: Call) -> None:
+        if call.emitted:
+            return
+        call.emitted = True
+        if call in self.calls:
+            self.calls.remove(call)
+        blk = call.block
+        rec: dict[str, Any] = {}
+        tl = call.tl or {}
+        self.record_seq += 1
+        rec["record"] = blk.seq if blk is not None else None
+        rec["source"] = call.source
+        rec["job_id"] = call.job_id
+        rec["partition"] = call.partition
+        rec["worker"] = call.worker
+        rec["gpu"] = call.gpu
+        rec["proof_kind"] = tl.get("proof_kind")
+        rec["era"] = self.era.era
+        for k in ("synth_start_ms", "synth_end_ms", "queue_ms", "pickup_ms", "start_ms", "end_ms", "synth_ms", "gpu_ms"):
+            rec[k] = tl.get(k)
+        extra: dict[str, Value] = {}
+        for src in (call.fields, blk.fields if blk is not None else {}):
+            for k, v in src.items():
+                if k.startswith("_"):
+                    continue
+                if k in _RECORD_COLUMNS:
+                    rec[k] = v
+                else:
+                    extra[k] = v
+        if blk is not None:
+            extra.update(blk.extra)
+            if blk.tids:
+                rec["gpu_threads"] = len(blk.tids)
+            if rec.get("gpu") is None and isinstance(blk.fields.get("d_a_cache_gpu"), int):
+                rec["gpu"] = blk.fields["d_a_cache_gpu"]
+        rec["num_circuits"] = call.fields.get("num_circuits")
+        if call.status == "ok" and (blk is None or not blk.closed):
+            rec["status"] = "incomplete"
+        else:
+            rec["status"] = call.status if call.ended else "incomplete"
+        rec["attr_ids"] = str(call.attr_ids)
+        if blk is None:
+            rec["attr_gpu"] = str(Attribution.NONE)
+        elif blk.confirmed or call.job_id is None:
+            rec["attr_gpu"] = str(Attribution.EXACT)
+        else:
+            rec["attr_gpu"] = str(Attribution.INFERRED)
+        if call.attr_cpu is Attribution.NONE:
+            rec["attr_cpu"] = str(Attribution.NONE)
+        else:
+            rec["attr_cpu"] = str(Attribution.AMBIGUOUS if call.cpu_weak else Attribution.INFERRED)
+        lines = call.lines + (blk.lines if blk is not None else [])
+        rec["first_line"] = min(lines) if lines else None
+        rec["last_line"] = max(lines) if lines else None
+        rec["extra"] = json.dumps(extra, sort_keys=True) if extra else None
+        if call.job_id is None and blk is None and not call.fields:
+            return
+        self.out.append(rec)
+        if blk is not None and blk in self.closed_blocks:
+            self.closed_blocks.remove(blk)
+
+    def _emit_orphan_block(self, blk: Block) -> None:
+        """A GPU region with no call to bind to: still a record, identity unknown."""
+        self.seq += 1
+        call = Call(self.seq, None, None, None, None, self.segment, 0)
+        call.block = blk
+        blk.call = call
+        call.ended = True
+        call.status = "incomplete"
+        self._emit(call)
+
+
+def assemble(
+    events: Iterable[Event], accounting: Accounting | None = None, info: RunInfo | None = None
+) -> tuple[list[dict[str, Any]], Assembler]:
+    """Assemble a whole event stream; returns the records (lock order) and the assembler."""
+    asm = Assembler(accounting, info)
+    records = list(asm.run(events))
+    records.sort(key=lambda r: (r["record"] is None, r["record"] or 0))
+    return records, asm

@@ -1,0 +1,87 @@
+"""`cuzk-diag export`: partition records (default) or the classified line table."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from cuzk_diag.cli import cli
+from cuzk_diag.exit_codes import ExitCode
+from cuzk_diag.records import Accounting
+
+
+@cli.command("export")
+@click.argument("logs", nargs=-1, required=True, metavar="LOG...")
+@click.option("-o", "--output", required=True, metavar="FILE", help="Output file (- for stdout; csv/jsonl only).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["parquet", "csv", "jsonl"]),
+    default=None,
+    help="Output format (default: from the suffix of FILE).",
+)
+@click.option("--lines", "line_table", is_flag=True, help="Export one row per input line instead of one per GPU call.")
+@click.option("--unattributed", is_flag=True, help="Also list timing lines that could not be attributed (stderr).")
+@click.option("-q", "--quiet", is_flag=True, help="Do not print the accounting summary on stderr.")
+def export_cmd(
+    logs: tuple[str, ...], output: str, fmt: str | None, line_table: bool, unattributed: bool, quiet: bool
+) -> int:
+    """Write one row per GPU call (or with --lines, per log line) as Parquet, CSV or JSON Lines.
+
+    LOG may be a path, a .gz or .zst file, or - for stdin. Columns use the log's own key names
+    (gpu_total_ms, pre_destructor_ms, ...); the schema is fixed (see docs/export.md). The
+    accounting of every input line goes to stderr.
+    """
+    from cuzk_diag.writers import TableWriter, format_for
+
+    fmt = format_for(output, fmt)
+    if line_table:
+        from cuzk_diag.lines import iter_events
+        from cuzk_diag.linetable import LINE_SCHEMA, iter_line_batches
+
+        acc = Accounting()
+        with TableWriter(output, fmt, LINE_SCHEMA) as w:
+            for batch in iter_line_batches(iter_events(logs, acc, full=True)):
+                w.write(batch)
+        rows = w.rows
+    else:
+        from cuzk_diag.pipeline import load_run, run_metadata
+
+        run = load_run(list(logs))
+        acc = run.accounting
+        assert run.table is not None
+        with TableWriter(output, fmt, run.table.schema, run_metadata(run)) as w:
+            w.write(run.table)
+        rows = w.rows
+        if unattributed and acc.unattributed:
+            click.echo(f"unattributed timing lines (first {len(acc.unattributed_examples)}): "
+                       + ", ".join(map(str, acc.unattributed_examples)), err=True)
+    if not quiet:
+        click.echo(accounting_summary(acc, rows, "lines" if line_table else "records", output), err=True)
+    return ExitCode.OK
+
+
+def accounting_summary(acc: Accounting, rows: int, what: str, output: str) -> str:
+    d = acc.to_dict()
+    fam = ", ".join(f"{k} {v}" for k, v in d["by_family"].items() if v)
+    parts = [f"{rows} {what} -> {output}", f"{d['lines_total']} lines read ({fam or 'none'})"]
+    issues = []
+    for key, label in (
+        ("malformed", "malformed"),
+        ("torn_repaired", "torn TIMELINE repaired"),
+        ("torn_unrepaired", "torn TIMELINE unrepaired"),
+        ("unknown_timing_lines", "unknown timing lines"),
+        ("unattributed", "unattributed"),
+        ("decode_errors", "with invalid UTF-8"),
+        ("oversized_lines", "oversized"),
+        ("ansi_lines", "with ANSI colour"),
+        ("journald_lines", "with journald prefix"),
+    ):
+        if d[key]:
+            issues.append(f"{d[key]} {label}")
+    if d["unknown_keys"]:
+        issues.append("unknown keys: " + json.dumps(d["unknown_keys"]))
+    if issues:
+        parts.append("; ".join(issues))
+    return "cuzk-diag: " + "\n  ".join(parts)

@@ -1,0 +1,119 @@
+"""Parse + assemble: inputs -> ``Run`` (partition frame, run info, accounting)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from cuzk_diag.assemble import Assembler
+from cuzk_diag.errors import InputError
+from cuzk_diag.frame import records_to_table, table_to_frame
+from cuzk_diag.lines import iter_events
+from cuzk_diag.records import PARTITION_SCHEMA, Accounting, RunInfo
+
+META_INFO = b"cuzk_diag.info"
+META_ACCOUNTING = b"cuzk_diag.accounting"
+
+
+@dataclass
+class Run:
+    """One analysed run: a row per GPU call plus what the log says about the run."""
+
+    partitions: pd.DataFrame
+    info: RunInfo
+    accounting: Accounting
+    inputs: list[str] = field(default_factory=list)
+    table: pa.Table | None = None  # the same rows as Arrow (for export)
+
+
+def assemble_inputs(
+    inputs: Sequence[str], progress: Callable[[int], None] | None = None
+) -> tuple[list[dict[str, Any]], RunInfo, Accounting]:
+    """Stream the inputs through the parser and the assembler."""
+    acc = Accounting()
+    info = RunInfo()
+    asm = Assembler(acc, info)
+    records: list[dict[str, Any]] = []
+    for ev in iter_events(inputs, acc, full=False, progress=progress):
+        out = asm.feed(ev)
+        if out:
+            records.extend(out)
+    records.extend(asm.finish())
+    records.sort(key=lambda r: (r["record"] is None, r["record"] or 0))
+    return records, info, acc
+
+
+def load_run(
+    inputs: Sequence[str] | str, progress: Callable[[int], None] | None = None
+) -> Run:
+    """Parse and assemble the inputs (paths, ``-`` for stdin, .gz/.zst) into a ``Run``."""
+    names = [inputs] if isinstance(inputs, str) else list(inputs)
+    if not names:
+        raise InputError("no input given")
+    records, info, acc = assemble_inputs(names, progress)
+    table = records_to_table(records)
+    return Run(table_to_frame(table), info, acc, names, table)
+
+
+def run_metadata(run: Run) -> dict[bytes, bytes]:
+    return {
+        META_INFO: json.dumps(run.info.to_dict(), default=str).encode(),
+        META_ACCOUNTING: json.dumps(run.accounting.to_dict(), default=str).encode(),
+    }
+
+
+def read_export(path: str) -> Run:
+    """Rebuild a ``Run`` from a Parquet partition export (a baseline kept without its log)."""
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise InputError(f"{path}: not a readable Parquet export ({exc})") from None
+    missing = [n for n in PARTITION_SCHEMA.names if n not in table.column_names]
+    if missing:
+        raise InputError(
+            f"{path}: not a cuzk-diag partition export (missing columns: {', '.join(missing[:5])})"
+        )
+    meta = table.schema.metadata or {}
+    info = RunInfo.from_dict(json.loads(meta[META_INFO])) if META_INFO in meta else RunInfo()
+    acc = Accounting()
+    if META_ACCOUNTING in meta:
+        d = json.loads(meta[META_ACCOUNTING])
+        for k, v in d.items():
+            if k == "by_family":
+                acc.by_family.update(v)
+            elif k == "unknown_keys":
+                acc.unknown_keys.update(v)
+            elif hasattr(acc, k) and not callable(getattr(acc, k)):
+                setattr(acc, k, v)
+    table = table.select(PARTITION_SCHEMA.names).cast(PARTITION_SCHEMA)
+    return Run(table_to_frame(table), info, acc, [path], table)
+
+
+def is_parquet(path: str) -> bool:
+    if path == "-":
+        return False
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
+def load_any(path: str) -> Run:
+    """A log (any form ``load_run`` takes) or a Parquet export of one."""
+    return read_export(path) if is_parquet(path) else load_run([path])
+
+
+def iter_records(inputs: Iterable[str]) -> Iterable[dict[str, Any]]:
+    """Records as they complete (streaming use)."""
+    acc = Accounting()
+    asm = Assembler(acc, RunInfo())
+    for ev in iter_events(inputs, acc, full=False):
+        yield from asm.feed(ev)
+    yield from asm.finish()

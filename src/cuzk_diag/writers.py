@@ -1,0 +1,106 @@
+"""Write Arrow record batches as Parquet, CSV or JSON Lines, incrementally."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from cuzk_diag.errors import InputError
+
+FORMATS = ("parquet", "csv", "jsonl")
+_SUFFIXES = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+}
+
+
+def format_for(path: str, explicit: str | None) -> str:
+    """The output format: ``explicit`` if given, else from the file suffix."""
+    if explicit:
+        return explicit
+    ext = os.path.splitext(path)[1].lower()
+    fmt = _SUFFIXES.get(ext)
+    if fmt is None:
+        raise InputError(
+            f"{path}: cannot tell the format from the suffix {ext or '(none)'!r}; "
+            "use .parquet, .csv or .jsonl, or --format"
+        )
+    return fmt
+
+
+class TableWriter:
+    """Streams batches of one schema to a file (or stdout for csv/jsonl with path ``-``)."""
+
+    def __init__(
+        self, path: str, fmt: str, schema: pa.Schema, metadata: dict[bytes, bytes] | None = None
+    ) -> None:
+        self.path = path
+        self.fmt = fmt
+        self.schema = schema.with_metadata(metadata) if metadata else schema
+        self.rows = 0
+        self._pq: pq.ParquetWriter | None = None
+        self._csv: pacsv.CSVWriter | None = None
+        self._fh: IO[Any] | None = None
+        if fmt == "parquet":
+            if path == "-":
+                raise InputError("Parquet output needs a file: give -o FILE")
+            self._pq = pq.ParquetWriter(path, self.schema, compression="zstd")
+        elif fmt == "csv":
+            self._fh = _open(path, binary=True)
+            self._csv = pacsv.CSVWriter(self._fh, schema)
+        elif fmt == "jsonl":
+            self._fh = _open(path, binary=False)
+        else:
+            raise InputError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
+
+    def write(self, batch: pa.RecordBatch | pa.Table) -> None:
+        self.rows += batch.num_rows
+        if self._pq is not None:
+            if isinstance(batch, pa.RecordBatch):
+                batch = pa.Table.from_batches([batch], schema=self.schema)
+            self._pq.write_table(batch.cast(self.schema))
+        elif self._csv is not None:
+            self._csv.write(batch)
+        else:
+            assert self._fh is not None
+            dumps = json.dumps
+            fh = self._fh
+            for row in batch.to_pylist():
+                fh.write(dumps(row, ensure_ascii=False, default=str))
+                fh.write("\n")
+
+    def close(self) -> None:
+        if self._pq is not None:
+            self._pq.close()
+        if self._csv is not None:
+            self._csv.close()
+        if self._fh is not None and self.path != "-":
+            self._fh.close()
+        elif self._fh is not None:
+            self._fh.flush()
+
+    def __enter__(self) -> TableWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _open(path: str, *, binary: bool) -> IO[Any]:
+    import sys
+
+    if path == "-":
+        return sys.stdout.buffer if binary else sys.stdout
+    try:
+        return open(path, "wb" if binary else "w", encoding=None if binary else "utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write ({exc.strerror or exc})") from None

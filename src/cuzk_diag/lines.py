@@ -478,7 +478,7 @@ class LineParser:
         if head is not None:
             self._bench_open = True
             return Event(no, self.source, Family.BENCH, head, {})
-        if self._bench_open:
+        if self._bench_open or (s[:1] == "[" and "\u2014" in s):
             ev = self._bench(s, no)
             if ev is not None:
                 return ev

@@ -98,19 +98,35 @@ def read_chunks(
     With ``follow`` the stream is read with ``read1`` so that data is yielded as it arrives.
     """
     carry = b""
-    read = getattr(stream, "read1", None) if follow else None
-    reader = read if read is not None else stream.read
-    while True:
+    read1 = getattr(stream, "read1", None)
+    reader = read1 if read1 is not None else stream.read
+    eof = False
+    while not eof:
+        pieces: list[bytes] = []
+        got = 0
         try:
-            block = reader(chunk_size)
-        except (EOFError, OSError, gzip.BadGzipFile) as exc:
+            # read1 hands over what is there (pipes, live logs, a truncated .gz) without
+            # waiting for a whole chunk; pieces are joined so that chunks stay large.
+            while got < chunk_size:
+                piece = reader(chunk_size - got)
+                if not piece:
+                    eof = True
+                    break
+                pieces.append(piece)
+                got += len(piece)
+                if follow:
+                    break
+        except (EOFError, OSError, gzip.BadGzipFile, zstd_error()) as exc:
             # A truncated .gz/.zst ends the input; what was read so far still counts.
-            stats.missing_final_newline = bool(carry)
-            if carry:
-                yield clean_text(carry + b"\n", stats)
+            tail = carry + b"".join(pieces)
+            stats.bytes_read += got
+            if tail:
+                stats.missing_final_newline = not tail.endswith(b"\n")
+                yield clean_text(tail if tail.endswith(b"\n") else tail + b"\n", stats)
             raise InputError(f"{stats.name}: input ends early ({exc})") from None
+        block = b"".join(pieces)
         if not block:
-            break
+            continue
         stats.bytes_read += len(block)
         buf = carry + block if carry else block
         cut = buf.rfind(b"\n") + 1
@@ -132,6 +148,15 @@ def read_chunks(
     if carry:
         stats.missing_final_newline = True
         yield clean_text(carry + b"\n", stats)
+
+
+def zstd_error() -> type[Exception]:
+    try:
+        import zstandard
+
+        return zstandard.ZstdError  # type: ignore[no-any-return]
+    except ImportError:  # pragma: no cover
+        return OSError
 
 
 def _lone_cr_cut(buf: bytes) -> int:

@@ -1,0 +1,337 @@
+"""Line parsing: every line form of the format reference, with the exact fields expected."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cuzk_diag.lines import EraDetector, LineParser, iter_events, parse_duration_ms, parse_text
+from cuzk_diag.records import Accounting, Family
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures" / "lines"
+
+
+def events_of(name: str):
+    acc = Accounting()
+    evs = list(iter_events([str(FIX / name)], acc))
+    return evs, acc
+
+
+def kinds(evs):
+    return [(e.family.value, e.kind) for e in evs]
+
+
+def test_main_era_timing_lines():
+    evs, acc = events_of("timing_main.log")
+    assert [(e.kind, e.fields) for e in evs] == [
+        ("split_vectors", {"split_vectors_ms": 3, "setup_to_split_ms": 4}),
+        ("prep_msm", {"prep_msm_ms": 1187}),
+        ("mutex_wait", {"pre_lock_cpu_ms": 5, "mutex_wait_ms": 1260}),
+        ("pool_threshold", {"gpu": 0}),
+        ("d_a_cache", {"d_a_cache_mib": 4096, "gpu": 0}),
+        (
+            "ntt_h",
+            {
+                "d_b_alloc_ms": 0,
+                "ntt_kernels_ms": 2,
+                "coset_intt_sync_ms": 301,
+                "msm_init_ms": 0,
+                "msm_invoke_ms": 148,
+                "msm_dtor_ms": 1,
+                "ntt_h_total_ms": 452,
+            },
+        ),
+        ("ntt_msm_h", {"gpu_tid": 0, "ntt_msm_h_ms": 453}),
+        ("barrier_wait", {"gpu_tid": 0, "barrier_wait_ms": 0}),
+        ("batch_add", {"gpu_tid": 0, "batch_add_ms": 402}),
+        ("tail_msm", {"gpu_tid": 0, "tail_msm_ms": 79, "gpu_total_ms": 934}),
+        ("mutex_held", {"mutex_held_ms": 941, "total_start_fn_ms": 2206}),
+        ("b_g2_msm", {"b_g2_msm_ms": 1705, "num_circuits": 1}),
+        ("async_dealloc", {"async_dealloc_ms": 211}),
+    ]
+    assert [e.line for e in evs] == list(range(1, 14))
+    assert acc.malformed == 0 and not acc.unknown_keys
+    det = EraDetector()
+    for e in evs:
+        det.observe(e)
+    assert det.era == "main"
+
+
+def test_prestage_era_timing_lines():
+    evs, acc = events_of("timing_prestage.log")
+    got = {e.line: (e.kind, e.fields) for e in evs}
+    assert got[2] == ("host_register", {"host_register": "fallback", "err": 2})
+    assert got[4] == (
+        "prestage_vram",
+        {"free_mib": 9870, "usable_mib": 9358, "need_da_mib": 4096, "need_dbc_mib": 8192, "total_mib": 12288},
+    )
+    assert got[5] == ("prestage_setup", {"prestage_setup": "skip_vram"})
+    assert got[6] == ("prestage_setup", {"prestage_setup": "ok", "domain": 134217728, "lot_of_memory": 1})
+    assert got[7][1] == {
+        "prestage_setup": "ok",
+        "domain": 134217728,
+        "lot_of_memory": 1,
+        "sync_ms": 2,
+        "trim_ms": 0,
+        "alloc_ms": 9,
+        "upload_ms": 7,
+        "total_ps_ms": 18,
+    }
+    assert got[8] == ("prestage_setup", {"prestage_setup": "fallback", "err": 700})
+    assert got[12] == ("epilogue", {"epilogue_ms": 5, "pre_destructor_ms": 5312})
+    assert acc.malformed == 0
+    det = EraDetector()
+    for e in evs:
+        det.observe(e)
+    assert det.era == "phase9-11"
+
+
+def test_era_detection_from_markers():
+    def era(text: str) -> str:
+        det = EraDetector()
+        for e in parse_text(text)[0]:
+            det.observe(e)
+        return det.era
+
+    assert era("CUZK_TIMING: epilogue_ms=5 pre_destructor_ms=3800\n") == "phase4-8"
+    assert era("CUZK_TIMING: prestage_setup=skip_vram\n") == "phase12"
+    assert era("CUZK_NTT_H: d_b_alloc=0ms ntt_kernels=2ms coset_intt_sync=1ms msm_init=0ms "
+               "msm_invoke=1ms msm_dtor=1ms total=5ms\n") == "pool-cache"
+    assert era("CUZK_TIMING: gpu_tid=0 barrier_wait_ms=3\n") == "main"
+    assert era("hello\n") == "unknown"
+
+
+def test_timeline_lines_of_every_era():
+    evs, acc = events_of("timeline_eras.log")
+    f = {e.line: (e.kind, e.fields) for e in evs}
+    assert f[1] == ("SYNTH_START", {"offset_ms": 100, "job_id": "job-a", "kind": "porep-c2"})
+    assert f[3] == ("CHAN_SEND", {"offset_ms": 54801, "job_id": "job-a"})  # empty detail
+    assert f[6] == ("GPU_END", {"offset_ms": 88803, "job_id": "job-a", "worker": 0, "gpu_ms": 34000})
+    assert f[10][1]["snap_partition"] == 7
+    assert f[13] == ("GPU_QUEUE", {"offset_ms": 30300, "job_id": "0b1e6c52-7d0f-4b8e-9d51-3f6a2c9e8a41", "partition": 4})
+    assert f[14] == (
+        "GPU_QUEUE",
+        {"offset_ms": 30301, "job_id": "wdpost-t01000-3-[12 34 56 78 9 10 11 12]", "monolithic": 1},
+    )
+    assert f[16][1] == {
+        "offset_ms": 415854,
+        "job_id": "0b1e6c52-7d0f-4b8e-9d51-3f6a2c9e8a41",
+        "worker": 1,
+        "partition": 3,
+        "gpu_ms": 2951,
+    }
+    assert acc.by_family["timeline"] == 16 and acc.malformed == 0
+    det = EraDetector()
+    for e in evs:
+        det.observe(e)
+    assert det.timeline_era == "T4"
+
+
+def test_tracing_lines():
+    evs, acc = events_of("tracing.log")
+    by = {e.line: e for e in evs}
+    assert [by[i].kind for i in range(1, 15)] == [
+        "daemon_start",
+        "gpu_threads",
+        "engine_start",
+        "gpu_workers_init",
+        "gpu_worker_started",
+        "gpu_timing_overhead",
+        "gpu_timing_prove_start",
+        "gpu_prove_time",
+        "gpu_prove_complete",
+        "partition_gpu_complete",
+        "fin_timing_finalizer",
+        "pinned_fallback",
+        "partition_gpu_failed",
+        "tracing",
+    ]
+    assert by[2].fields["gpu_threads"] == 32
+    init = by[4].fields
+    assert (init["num_gpus"], init["gpu_workers_per_device"], init["total_workers"]) == (2, 2, 4)
+    assert init["gpus"] == "[0, 1]"
+    ov = by[6].fields
+    assert ov["spans"].startswith("gpu_worker{worker_id=1")
+    assert (ov["worker_id"], ov["gpu"], ov["partition"], ov["proof_kind"]) == (1, 0, 3, "porep-c2")
+    assert ov["target"] == "cuzk_core::engine"
+    assert ov["message"] == "GPU_TIMING hot_path pre-prove overhead"
+    assert by[7].fields["prove_start_ms"] == 2231 and by[7].fields["partition"] == 3
+    assert by[8].fields["gpu_prove_time_ms"] == pytest.approx(5318.412345)
+    assert by[8].fields["target"] == "bellperson::groth16::prover::supraseal"
+    assert by[8].fields["circuit_id"] == "porep-32g"
+    assert by[11].fields["finish_ms"] == 719
+    fail = by[13].fields
+    assert fail["level"] == "ERROR"
+    assert fail["error"] == "CUDA error: out of memory"
+    assert fail["job_id"] == "wdpost-t01000-3-[12 34 56]"
+    assert fail["partition"] == 2
+    assert by[14].fields["level"] == "DEBUG" and by[14].fields["n"] == 5
+    assert acc.by_family["tracing"] == 14
+
+
+def test_bench_output():
+    evs, _ = events_of("bench.log")
+    f = {e.kind: e.fields for e in evs if e.kind != "bench_proof"}
+    proofs = [e.fields for e in evs if e.kind == "bench_proof"]
+    assert proofs[0] == {"index": 1, "total": 20, "status": "COMPLETED", "wall_s": 61.2, "prove_ms": 57400, "queue_ms": 0}
+    assert proofs[1]["status"] == "FAILED"
+    assert f["bench_throughput"] == {"proofs_per_min": 1.635, "s_per_proof": 36.7}
+    assert f["bench_total"] == {"total_s": 734.0}
+    assert f["bench_wall"] == {"avg_s": 61.0, "min_s": 55.1, "max_s": 70.2}
+
+
+def test_messy_capture_is_fully_accounted():
+    evs, acc = events_of("messy.log")
+    assert acc.lines_total == 11
+    assert sum(acc.by_family.values()) == 11
+    assert acc.ansi_lines == 1 and acc.journald_lines == 1 and acc.decode_errors == 1
+    assert acc.torn_repaired == 1 and acc.torn_unrepaired == 0
+    assert acc.malformed == 2 and acc.malformed_examples == [5, 6]
+    assert acc.unknown_keys == {"future_key": 1}
+    by = {(e.line, e.kind): e for e in evs}
+    assert by[(1, "fin_timing_finalizer")].fields["finish_ms"] == 719  # ANSI stripped
+    assert by[(2, "prep_msm")].fields == {"prep_msm_ms": 1187}  # journald prefix stripped
+    torn = by[(3, "GPU_START")]
+    assert torn.fields["job_id"] == "0b1e6c52-7d0f-4b8e-9d51-3f6a2c9e8a41"
+    assert torn.fields["partition"] == 3 and torn.fields["torn_line"] == 4
+    assert by[(3, "split_vectors")].fields == {"split_vectors_ms": 3, "setup_to_split_ms": 4}
+    assert by[(5, "prep_msm")].malformed and by[(5, "prep_msm")].fields == {"prep_msm_ms": None}
+    assert by[(11, "async_dealloc")].fields == {"async_dealloc_ms": 211}  # no final newline
+
+
+def test_torn_line_at_chunk_boundary_is_joined():
+    p = LineParser()
+    out = p.feed("TIMELINE,7,GPU_END,CUZK_TIMING: prep_msm_ms=9\n")
+    out += p.feed("job,worker=0,partition=1,gpu_ms=5\n")
+    out += p.close()
+    assert [(e.kind, e.line) for e in out] == [("GPU_END", 1), ("prep_msm", 1)]
+    assert out[0].fields["gpu_ms"] == 5
+    assert p.acc.torn_repaired == 1 and p.acc.lines_total == 2
+
+
+def test_torn_line_that_cannot_be_joined_is_counted():
+    evs, acc = parse_text("TIMELINE,7,GPU_END,\nrandom text\n")
+    assert acc.torn_unrepaired == 1 and acc.malformed == 1
+    assert [e.kind for e in evs] == ["torn", "other"]
+
+
+def test_unknown_timing_line_kept():
+    evs, acc = parse_text("CUZK_TIMING: new_stage_ms=12 other=3\nCUZK_TIMING: \n")
+    assert evs[0].kind == "timing_unknown" and evs[0].fields == {"new_stage_ms": 12, "other": 3}
+    assert acc.unknown_timing_lines == 2 and acc.unknown_keys["new_stage_ms"] == 1
+    assert evs[1].malformed
+
+
+@pytest.mark.parametrize(
+    "text,ms", [("5.318412345s", 5318.412345), ("718.2ms", 718.2), ("12µs", 0.012), ("100ns", 0.0001)]
+)
+def test_rust_duration(text, ms):
+    assert parse_duration_ms(f"GPU prove time: {text}") == pytest.approx(ms)
+
+
+def test_compressed_inputs(tmp_path):
+    raw = (FIX / "timing_main.log").read_bytes()
+    gz = tmp_path / "a.log.gz"
+    gz.write_bytes(gzip.compress(raw))
+    zst = tmp_path / "a.log.zst"
+    zst.write_bytes(zstandard.ZstdCompressor().compress(raw))
+    plain = [(e.kind, e.fields) for e in iter_events([str(FIX / "timing_main.log")])]
+    assert [(e.kind, e.fields) for e in iter_events([str(gz)])] == plain
+    assert [(e.kind, e.fields) for e in iter_events([str(zst)])] == plain
+
+
+def test_truncated_gzip_counts_what_was_read(tmp_path):
+    from cuzk_diag.errors import InputError
+
+    raw = (FIX / "timing_main.log").read_bytes() * 200
+    gz = tmp_path / "t.log.gz"
+    gz.write_bytes(gzip.compress(raw)[:-200])
+    acc = Accounting()
+    with pytest.raises(InputError, match="ends early"):
+        for _ in iter_events([str(gz)], acc):
+            pass
+    assert acc.lines_total > 0
+
+
+def test_huge_line_is_cut_and_counted(tmp_path):
+    p = tmp_path / "huge.log"
+    p.write_bytes(b"CUZK_TIMING: prep_msm_ms=5\n" + b"x" * (3 << 20) + b"\nCUZK_TIMING: prep_msm_ms=6\n")
+    acc = Accounting()
+    evs = list(iter_events([str(p)], acc))
+    assert acc.oversized_lines == 1 and acc.lines_total == 3
+    assert [e.fields.get("prep_msm_ms") for e in evs if e.kind == "prep_msm"] == [5, 6]
+
+
+def test_memory_does_not_hold_lines(tmp_path):
+    # The reader yields bounded chunks: a 40 MB input never becomes one string.
+    from cuzk_diag.sources import SourceStats, read_chunks
+
+    p = tmp_path / "big.log"
+    p.write_bytes(b"CUZK_TIMING: prep_msm_ms=5\n" * 1_500_000)
+    sizes = [len(c) for c in read_chunks(open(p, "rb"), SourceStats("x"), 1 << 20)]
+    assert max(sizes) <= (1 << 20) + 64 and sum(sizes) == p.stat().st_size
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=2000))
+def test_arbitrary_bytes_never_raise_and_every_line_is_counted(data):
+    from cuzk_diag.sources import SourceStats, read_chunks
+    import io
+
+    stats = SourceStats("x")
+    p = LineParser()
+    evs = []
+    for chunk in read_chunks(io.BytesIO(data), stats, 64):
+        evs += p.feed(chunk)
+    evs += p.close()
+    normalized = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    expected = normalized.count(b"\n") + (0 if normalized.endswith(b"\n") or not normalized else 1)
+    assert p.acc.lines_total == expected
+    assert sum(p.acc.by_family.values()) == expected
+    physical = {e.line for e in evs}
+    assert physical == set(range(1, expected + 1))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "CUZK_TIMING: prep_msm_ms=",
+                "CUZK_TIMING: gpu_tid=0 tail_msm_ms=1 gpu_total_ms=",
+                "TIMELINE,1,GPU_START,",
+                "TIMELINE,x,GPU_END,j,worker=0",
+                "CUZK_NTT_H: total=5",
+                "2026-03-13T20:41:09.364197Z  INFO a: b c=",
+                "=== Batch Summary ===",
+                "throughput: x",
+                "\x1b[2m",
+                "",
+            ]
+        ),
+        max_size=40,
+    )
+)
+def test_near_miss_lines_never_raise(lines):
+    text = "".join(line + "\n" for line in lines)
+    evs, acc = parse_text(text)
+    assert acc.lines_total == len(lines)
+    assert sum(acc.by_family.values()) == len(lines)
+
+
+def test_family_counts_sum_to_lines_on_all_fixtures():
+    for path in sorted(FIX.glob("*.log")):
+        acc = Accounting()
+        list(iter_events([str(path)], acc))
+        assert sum(acc.by_family.values()) == acc.lines_total, path.name
+        assert acc.lines_total > 0
+
+
+def test_families_of_fixture_lines():
+    evs, _ = events_of("timeline_eras.log")
+    assert {e.family for e in evs} == {Family.TIMELINE}

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from cuzk_diag.records import Accounting, Event, Family, RunInfo, Value
+from cuzk_diag.sources import MAX_LINE
 
 TIMING_PREFIX = "CUZK_TIMING: "
 NTT_H_PREFIX = "CUZK_NTT_H: "
@@ -79,6 +80,23 @@ _GPU_TID_KIND = {
 }
 #: Keys whose values are words, not numbers.
 _WORD_KEYS = frozenset({"prestage_setup", "host_register"})
+
+#: The exact key sequence of every all-integer format string -> kind (fast path).
+_CANONICAL: dict[tuple[str, ...], str] = {
+    ("split_vectors_ms", "setup_to_split_ms"): "split_vectors",
+    ("prep_msm_ms",): "prep_msm",
+    ("b_g2_msm_ms", "num_circuits"): "b_g2_msm",
+    ("gpu_tid", "ntt_msm_h_ms"): "ntt_msm_h",
+    ("gpu_tid", "batch_add_ms"): "batch_add",
+    ("gpu_tid", "tail_msm_ms", "gpu_total_ms"): "tail_msm",
+    ("gpu_tid", "barrier_wait_ms"): "barrier_wait",
+    ("epilogue_ms", "pre_destructor_ms"): "epilogue",
+    ("async_dealloc_ms",): "async_dealloc",
+    ("pre_lock_cpu_ms", "mutex_wait_ms"): "mutex_wait",
+    ("mutex_held_ms", "total_start_fn_ms"): "mutex_held",
+}
+_new = tuple.__new__
+_TIMING = Family.TIMING
 
 _POOL_RE = re.compile(r"set pool release threshold to MAX on gpu (-?\d+)\s*$")
 _DA_CACHE_RE = re.compile(r"d_a_cache allocated (\d+) MiB on gpu (-?\d+)\s*$")
@@ -220,10 +238,19 @@ class LineParser:
     # -- public -----------------------------------------------------------------------------
 
     def feed(self, text: str) -> list[Event]:
-        """Parse a chunk of whole lines (ending in a newline) and return its events."""
+        """Parse a chunk of whole lines (ending in a newline) and return its events.
+
+        With ``full=False`` only the lines analysis needs become events (every C++ and TIMELINE
+        line, the tracing messages of ``TRACING_KINDS``, warnings, errors and bench output); the
+        rest are classified and counted in bulk by Arrow compute kernels, never touched by Python.
+        """
+        if not self.full and len(text) > 4096:
+            return self._feed_selected(text)
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
+        if len(text) > MAX_LINE and max(map(len, lines)) > MAX_LINE:
+            lines = self._cut(lines)
         out: list[Event] = []
         append = out.append
         lineno = self.next_line
@@ -287,6 +314,95 @@ class LineParser:
         acc.lines_total += n
         return out
 
+    def _feed_selected(self, text: str) -> list[Event]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = pc.list_flatten(pc.split_pattern(pa.array([text]), "\n"))
+        n = len(arr) - 1 if text.endswith("\n") else len(arr)
+        arr = arr.slice(0, n)
+        if len(text) > MAX_LINE and (pc.max(pc.binary_length(arr)).as_py() or 0) > MAX_LINE:
+            arr = pa.array(self._cut(arr.to_pylist()), pa.string())
+        timing = pc.starts_with(arr, "CUZK_")
+        timeline = pc.starts_with(arr, TIMELINE_PREFIX)
+        tracing = pc.match_substring_regex(arr, _TRACING_HEAD_RE2)
+        relevant = pc.and_(tracing, pc.match_substring_regex(arr, _RELEVANT_RE2))
+        bench = pc.and_not(pc.match_substring_regex(arr, _BENCH_HEAD_RE2), tracing)
+        selected = pc.or_(pc.or_(timing, timeline), pc.or_(relevant, bench))
+        lineno = self.next_line
+        self.next_line += n
+        counts = Counter[str]()
+        counts["tracing"] = pc.sum(tracing).as_py() or 0
+        counts["blank"] = pc.sum(pc.equal(pc.binary_length(arr), 0)).as_py() or 0
+        out: list[Event] = []
+        skip = -1
+        if self._torn is not None and n:
+            if self._finish_torn(arr[0].as_py(), lineno, out, counts):
+                skip = 0
+        idx = pc.indices_nonzero(selected).to_pylist()
+        sel = arr.filter(selected).to_pylist()
+        append = out.append
+        parse_timing = self._timing
+        source = self.source
+        n_timing = n_ntt = n_timeline = n_sel_tracing = 0
+        for j, ln in zip(idx, sel, strict=True):
+            if j == skip:
+                continue
+            no = lineno + j
+            c = ln[:1]
+            if c == "C":
+                if ln.startswith(TIMING_PREFIX):
+                    append(parse_timing(ln, no))
+                    n_timing += 1
+                    continue
+                if ln.startswith(NTT_H_PREFIX):
+                    append(self._ntt_h(ln, no))
+                    n_ntt += 1
+                    continue
+            elif c == "T" and ln.startswith(TIMELINE_PREFIX):
+                ev = self._timeline(ln, no)
+                if ev is not None:
+                    append(ev)
+                    n_timeline += 1
+                elif j + 1 < n:
+                    tail = arr[j + 1].as_py()
+                    if self._repair(ln, no, tail, no + 1, out, counts):
+                        skip = j + 1
+                        counts[_mask_family(tail)] -= 1
+                    else:
+                        self._unrepaired(ln, no, out, counts)
+                else:
+                    self._torn = (no, ln)
+                continue
+            ev = self._tracing(ln, no) if c.isdigit() else self._misc(ln, no)
+            append(ev)
+            if ev.family is Family.BENCH:
+                counts["bench"] += 1
+            elif ev.family is Family.TRACING:
+                n_sel_tracing += 1
+        counts["timing"] += n_timing
+        counts["ntt_h"] += n_ntt
+        counts["timeline"] += n_timeline
+        # Lines starting "CUZK_" that are neither family, and everything unselected, are other.
+        known = (
+            n_timing + n_ntt + counts["tracing"] + counts["blank"] + counts["bench"]
+        )
+        torn_lines = counts["timeline"] - n_timeline
+        counts["other"] += n - known - n_timeline - torn_lines
+        self.acc.by_family.update(counts)
+        self.acc.lines_total += n
+        return out
+
+    def _cut(self, lines: list[str]) -> list[str]:
+        """Cut lines longer than MAX_LINE (counted as oversized)."""
+        out = []
+        for ln in lines:
+            if len(ln) > MAX_LINE:
+                self.acc.oversized_lines += 1
+                ln = ln[:MAX_LINE]
+            out.append(ln)
+        return out
+
     def close(self) -> list[Event]:
         """End of input: a torn head that never got its tail is counted as malformed."""
         out: list[Event] = []
@@ -301,6 +417,19 @@ class LineParser:
     # -- families -----------------------------------------------------------------------------
 
     def _timing(self, ln: str, no: int) -> Event:
+        # Fast path: a canonical line (known key sequence, integer values).
+        try:
+            fields: dict[str, Value] = {
+                k: int(v) for k, v in (t.split("=", 1) for t in ln[13:].split())
+            }
+            kind = _CANONICAL.get(tuple(fields))
+            if kind is not None:
+                return _new(Event, (no, self.source, _TIMING, kind, fields, False))
+        except ValueError:
+            pass
+        return self._timing_general(ln, no)
+
+    def _timing_general(self, ln: str, no: int) -> Event:
         body = ln[13:].strip()
         if body[:1] in ("s", "d") and "=" not in body:
             m = _POOL_RE.match(body)
@@ -592,6 +721,59 @@ class LineParser:
         self._unrepaired(head, head_no, out, counts)
         return 0
 
+
+def _mask_family(line: str) -> str:
+    """The family the bulk classifier counted a line under (for moving a torn tail)."""
+    if line.startswith(TIMING_PREFIX):
+        return "timing"
+    if line.startswith(NTT_H_PREFIX):
+        return "ntt_h"
+    if _TRACING_RE.match(line):
+        return "tracing"
+    return "blank" if not line else "other"
+
+
+# RE2 forms (Arrow compute) of the classifiers the per-line parser applies.
+_TRACING_HEAD_RE2 = (
+    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) +"
+    r"(?:TRACE|DEBUG|INFO|WARN|ERROR) "
+)
+_BENCH_HEAD_RE2 = (
+    r"^(?:=== |\s*\[\d+/\d+\] |(?:proof type|count|concurrency|total time|completed|failed|"
+    r"wall time|prove time|throughput|status|job_id|timings|proof):)"
+)
+#: Tracing lines analysis needs; the others are only counted.
+ANALYSIS_TRACING_KINDS = frozenset(
+    {
+        "engine_start",
+        "gpu_workers_init",
+        "interlock",
+        "gpu_worker_started",
+        "gpu_threads",
+        "rayon_threads",
+        "pipeline_start",
+        "dispatch",
+        "proof_assembled",
+        "self_check_failed",
+        "gpu_prove_time",
+        "partition_gpu_failed",
+        "gpu_prove_start_failed",
+        "skip_failed_job",
+        "gpu_timing_prove_start",
+        "fin_timing_finalizer",
+        "pinned_fallback",
+    }
+)
+
+
+def _relevant_re2() -> str:
+    import re as _re
+
+    words = [_re.escape(p) for p, k in TRACING_KINDS if k in ANALYSIS_TRACING_KINDS]
+    return r"^\S+ +(?:WARN|ERROR) |" + "|".join(words)
+
+
+_RELEVANT_RE2 = _relevant_re2()
 
 _TIMELINE_DETAIL_KEYS = frozenset(
     {"partition", "snap_partition", "worker", "gpu_ms", "synth_ms", "kind", "monolithic"}

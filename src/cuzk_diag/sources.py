@@ -190,8 +190,6 @@ def clean_text(data: bytes, stats: SourceStats) -> str:
     except UnicodeDecodeError:
         text = data.decode("utf-8", "replace")
         stats.decode_errors += sum(1 for ln in text.split("\n") if "\ufffd" in ln)
-    if len(text) > MAX_LINE and "\n" in text:
-        text = _cut_long_lines(text, stats)
     if "\x1b" in text:
         stats.ansi_lines += len(_ANSI_LINE_RE.findall(text))
         text = ANSI_RE.sub("", text)
@@ -221,17 +219,6 @@ def _strip_journald(text: str, stats: SourceStats) -> str:
     new, n = JOURNALD_RE.subn(repl, text)
     stats.journald_lines += n
     return new
-
-
-def _cut_long_lines(text: str, stats: SourceStats) -> str:
-    """Cut lines longer than MAX_LINE (only called when the chunk itself is that long)."""
-    out = []
-    for ln in text.split("\n"):
-        if len(ln) > MAX_LINE:
-            stats.oversized_lines += 1
-            ln = ln[:MAX_LINE]
-        out.append(ln)
-    return "\n".join(out)
 
 
 def iter_input(

@@ -209,6 +209,7 @@ class Assembler:
         self.calls: list[Call] = []  # open (not yet emitted) calls, start order
         self.blocks: list[Block] = []  # open blocks (GPU region in progress)
         self.closed_blocks: deque[Block] = deque()  # closed, identity not yet confirmed
+        self.awaiting_t7: deque[Block] = deque(maxlen=64)  # closed blocks (Phases 4-11: T7 due)
         self.tl: dict[tuple[str, int | None], dict[str, Value]] = {}
         self.by_worker: dict[int, Call] = {}  # last call started per worker
         self.seq = 0
@@ -701,6 +702,13 @@ class Assembler:
         if blk.has_t10 and "prestage_setup" not in blk.fields:
             blk.fields["prestage_setup"] = "silent"
         self.closed_blocks.append(blk)
+        if self.era.era in ("unknown", "phase4-8", "phase9-11"):
+            self.awaiting_t7.append(blk)
+        call = blk.call
+        if call is not None and call.job_id is None:
+            # No TIMELINE for this call: its GPU region closing is the best end marker there is.
+            call.ended = True
+            call.status = "ok"
         while len(self.closed_blocks) > 64:
             old = self.closed_blocks.popleft()
             if old.call is None:
@@ -828,32 +836,55 @@ class Assembler:
         self._maybe_emit(call)
 
     def _t7(self, ev: Event, lo: float | None, hi: float | None) -> None:
-        """T7 (Phases 4-11): printed by the call's main thread after its block and b_g2."""
+        """T7 (Phases 4-11): the main thread's last line, after its block closed and b_g2 joined.
+
+        Its block is the oldest closed block still without a T7 (whose kernels fit inside
+        ``pre_destructor_ms``); its call is the one whose TIMELINE start plus
+        ``pre_destructor_ms`` matches the clock when T7 printed. Together they bind block to call.
+        """
         pd = ev.fields.get("pre_destructor_ms")
-        cands = [
-            c
-            for c in self.calls
-            if "epilogue" not in c.kinds and c.block is not None and c.block.closed
+        blocks = [
+            b
+            for b in self.awaiting_t7
+            if b.call is None or "epilogue" not in b.call.kinds
         ]
         if isinstance(pd, int):
             fit = [
-                c
-                for c in cands
-                if not isinstance(c.block.fields.get("gpu_total_ms"), int)  # type: ignore[union-attr]
-                or c.block.fields["gpu_total_ms"] <= pd + TOL_MS  # type: ignore[union-attr,operator]
+                b
+                for b in blocks
+                if not isinstance(b.fields.get("gpu_total_ms"), int)
+                or b.fields["gpu_total_ms"] <= pd + TOL_MS  # type: ignore[operator]
             ]
-            cands = fit or cands
-            if lo is not None:
-                timed = [c for c in cands if c.start is not None]
-                if timed:
-                    cands = self._by_clock(cands, lambda c: c.start + pd, lo, hi)  # type: ignore[operator]
-        if not cands:
-            anon = [c for c in self.calls if "epilogue" not in c.kinds and c.job_id is None]
-            cands = anon
-        if not cands:
+            blocks = fit or blocks
+        blk = blocks[0] if blocks else None
+        calls = [
+            c
+            for c in self.calls
+            if "epilogue" not in c.kinds and (c.block is None or c.block.closed)
+        ]
+        call: Call | None = None
+        if isinstance(pd, int) and lo is not None:
+            timed = [c for c in calls if c.start is not None]
+            if timed:
+                best = self._by_clock(timed, lambda c: c.start + pd, lo, hi)  # type: ignore[operator]
+                if len(best) == 1:
+                    call = best[0]
+                elif blk is not None and blk.call in best:
+                    call = blk.call
+                else:
+                    call = min(best, key=lambda c: c.seq)
+        if call is None and blk is not None:
+            call = blk.call
+        if call is None:
+            anon = [c for c in calls if c.job_id is None]
+            call = anon[0] if anon else None
+        if call is None:
             self._note_unattributed(ev)
             return
-        call = min(cands, key=lambda c: c.block.seq if c.block is not None else c.seq)
+        if blk is not None:
+            self.awaiting_t7.remove(blk)
+            if blk.call is not call:
+                self._rebind(blk, call)
         self._put_cpu(call, ev, "epilogue")
         call.t7_at = lo
 

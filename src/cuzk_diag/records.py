@@ -157,14 +157,14 @@ _F = pa.float64()
 IDENTITY_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("record", _I),  # sequential id in lock-acquisition (GPU region) order
     ("source", _I),  # index of the input file
-    ("job_id", _S),
+    ("job_id", _S),  # TIMELINE job id (request id; may hold spaces and brackets)
     ("partition", _I),  # null for a monolithic (batch) call
     ("worker", _I),  # global GPU worker index (TIMELINE worker=)
     ("gpu", _I),  # GPU ordinal
-    ("proof_kind", _S),
-    ("era", _S),  # code era of the C++ lines (see lines.CodeEra)
-    ("num_circuits", _I),
-    ("status", _S),  # ok | failed | incomplete
+    ("proof_kind", _S),  # from SYNTH_START kind= (monolithic path)
+    ("era", _S),  # code era of the C++ lines: phase4-8, phase9-11, phase12, pool-cache, main
+    ("num_circuits", _I),  # circuits in the call (b_g2_msm line): 1 per partition
+    ("status", _S),  # ok, failed (error line, no GPU_END) or incomplete (lines missing)
 ]
 
 #: TIMELINE offsets (ms since engine start) and durations.
@@ -199,7 +199,7 @@ TIMING_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("need_da_mib", _I),
     ("need_dbc_mib", _I),
     ("total_mib", _I),
-    ("prestage_setup", _S),  # ok | skip_vram | fallback | silent (T10 with no outcome line)
+    ("prestage_setup", _S),  # ok, skip_vram, fallback, or silent (T10 with no outcome line)
     ("prestage_err", _I),
     ("domain", _I),
     ("lot_of_memory", _I),
@@ -255,9 +255,9 @@ TIMING_FIELD_NAMES = [name for name, _ in TIMING_COLUMNS]
 class RunInfo:
     """What the log says about the run as a whole (startup lines, bench output, failures)."""
 
-    era: str = "unknown"  # code era of the C++ lines: phase4-8 | phase9-11 | phase12 | pool-cache | main
+    era: str = "unknown"  # phase4-8, phase9-11, phase12, pool-cache, main or unknown
     era_evidence: dict[str, int] = field(default_factory=dict)  # marker -> first line number
-    timeline_era: str = "none"  # T0 | T1 | T2 | T3 | T4 | none
+    timeline_era: str = "none"  # T0, T1-T3, T2, T4 or none
     n_gpus: int | None = None
     gpus: list[int] = field(default_factory=list)  # GPU ordinals from `initializing GPU workers`
     gw: int | None = None  # gpu_workers_per_device

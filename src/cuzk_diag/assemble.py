@@ -50,6 +50,8 @@ _STAGE = {
     "tail_msm": 9,  # T6
     "mutex_held": 10,  # T19, right before unlock
 }
+_TID_KINDS = frozenset({"ntt_h", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm"})
+_TID_PRED = {"barrier_wait": "ntt_msm_h", "batch_add": "ntt_msm_h", "tail_msm": "batch_add"}
 _CPU_KINDS = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc", "host_register"})
 
 #: Field renames from event keys to record columns.
@@ -63,6 +65,22 @@ _DROP = frozenset({"gpu_tid", "_words"})
 _RECORD_COLUMNS = frozenset(name for name, _ in PARTITION_COLUMNS)
 
 TOL_MS = 6  # clock truncation (gettimeofday +-1 ms, each value truncated) plus print latency
+
+
+def _int0(v: Value) -> int:
+    return v if isinstance(v, int) else 0
+
+
+def _call_done(c: Call) -> float:
+    """Clock time at which a call's main/finalizer thread finished (before its dealloc)."""
+    tl = c.tl or {}
+    end = tl.get("end_ms")
+    if isinstance(end, int):
+        return float(end)
+    pd = c.fields.get("pre_destructor_ms")
+    if c.start is not None and isinstance(pd, int):
+        return c.start + pd
+    return c.start if c.start is not None else 0.0
 
 
 def _ts_ms(ts: str) -> float | None:
@@ -89,9 +107,20 @@ class Block:
         "confirmed",
         "extra",
         "lo",
+        "seen",
+        "tid_seen",
+        "multi_circuit",
+        "lock_lo",
+        "lock_hi",
     )
 
     def __init__(self, seq: int, line: int, lo: float | None) -> None:
+        self.seen: set[str] = set()
+        self.tid_seen: set[tuple[str, int]] = set()
+        self.multi_circuit = False
+        # Feasible interval of the lock-acquisition time on the TIMELINE clock (ms).
+        self.lock_lo = -1e18
+        self.lock_hi = 1e18
         self.fields: dict[str, Value] = {}
         self.stage = -1
         self.closed = False
@@ -106,16 +135,95 @@ class Block:
         self.extra: dict[str, Value] = {}
         self.lo = lo  # earliest TIMELINE clock the block's first line can have
 
-    def accepts(self, kind: str, tid: int) -> bool:
+    def accepts(self, kind: str, tid: int, ntt_era: bool) -> bool:
+        """Can this block take a line of ``kind`` next? (per-thread order of reference 1.4)"""
         if self.closed:
-            # Extra GPU threads of a multi-GPU call print T4-T6 with gpu_tid > 0.
             return False
-        st = _STAGE[kind]
+        seen = self.seen
+        if tid:
+            # Further GPU threads of a multi-GPU call print T16/T4-T6 with gpu_tid > 0.
+            return kind in _TID_KINDS and (kind, tid) not in self.tid_seen and (
+                kind in ("ntt_h", "ntt_msm_h") or (_TID_PRED[kind], tid) in self.tid_seen
+            )
+        if kind in seen and kind != "ntt_h":
+            return False
+        if _STAGE[kind] <= self.stage and kind != "ntt_h":
+            return False
         if kind == "ntt_h":
-            return self.stage <= st
-        if tid and tid not in self.tids and 5 <= st <= 9:
+            if self.stage > _STAGE["ntt_h"]:
+                return False
+            # One NTT_H per circuit: a second one belongs here only for a batch call.
+            return "ntt_h" not in seen or self.multi_circuit
+        if kind == "ntt_msm_h":
+            return "ntt_h" in seen or not ntt_era
+        if kind == "prestage_setup":
+            return "prestage_vram" in seen
+        if kind in ("pool_threshold", "d_a_cache"):
             return True
-        return st > self.stage
+        if kind == "barrier_wait":
+            return "ntt_msm_h" in seen
+        if kind == "batch_add":
+            return "ntt_msm_h" in seen and ("barrier_wait" in seen or not self.has_t17)
+        if kind == "tail_msm":
+            return "batch_add" in seen
+        if kind == "mutex_held":
+            return "tail_msm" in seen and self.has_t17
+        return True
+
+    def lock_offset(self, kind: str, f: dict[str, Value]) -> tuple[float, float] | None:
+        """How long after the lock a line of ``kind`` prints, from its values and the block's."""
+        b = self.fields
+
+        def iv(d: dict[str, Value], k: str) -> int | None:
+            v = d.get(k)
+            return v if isinstance(v, int) else None
+
+        if kind == "mutex_wait":
+            return (0.0, 2.0)
+        if kind in ("prestage_vram", "prestage_setup", "pool_threshold"):
+            return (0.0, 300.0)
+        if kind == "d_a_cache":
+            return (0.0, 5000.0)
+        if kind == "ntt_h":
+            total = iv(f, "ntt_h_total_ms")
+            if total is None:
+                return None
+            slack = 5000.0 if "d_a_cache" in self.seen else 60.0
+            return (float(total), total + slack)
+        ntt = iv(b, "ntt_msm_h_ms")
+        if kind == "ntt_msm_h":
+            v = iv(f, "ntt_msm_h_ms")
+            return None if v is None else (float(v), v + 2.0)
+        if kind == "barrier_wait":
+            v = iv(f, "barrier_wait_ms")
+            return None if v is None or ntt is None else (float(ntt + v), ntt + v + 3.0)
+        if kind == "batch_add":
+            v = iv(f, "batch_add_ms")
+            if v is None or ntt is None:
+                return None
+            bw = iv(b, "barrier_wait_ms")
+            if bw is not None:
+                return (float(ntt + bw + v), ntt + bw + v + 4.0)
+            return (float(ntt + v), 1e12)
+        if kind == "tail_msm":
+            v = iv(f, "gpu_total_ms")
+            return None if v is None else (float(v), v + 2.0)
+        if kind == "mutex_held":
+            v = iv(f, "mutex_held_ms")
+            return None if v is None else (float(v), v + 2.0)
+        return None
+
+    def lock_cost(
+        self, kind: str, f: dict[str, Value], lo: float | None, hi: float | None
+    ) -> tuple[float, float, float]:
+        """(cost, new_lo, new_hi): how far the line's clock bracket misses the lock interval."""
+        off = self.lock_offset(kind, f)
+        if off is None or (lo is None and hi is None):
+            return 0.0, self.lock_lo, self.lock_hi
+        new_lo = self.lock_lo if lo is None else max(self.lock_lo, lo - off[1] - TOL_MS)
+        new_hi = self.lock_hi if hi is None else min(self.lock_hi, hi - off[0] + TOL_MS)
+        cost = max(0.0, new_lo - new_hi)
+        return cost, new_lo, new_hi
 
     def sum_ok(self) -> bool:
         """gpu_total ~ ntt + barrier + batch + tail (barrier unknown before main: >= 0)."""
@@ -558,7 +666,8 @@ class Assembler:
     def _gpu_line(self, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
         tid = ev.fields.get("gpu_tid")
         tid = tid if isinstance(tid, int) else 0
-        cands = [b for b in self.blocks if b.accepts(kind, tid)]
+        ntt_era = "ntt_h" in self.era.markers
+        cands = [b for b in self.blocks if b.accepts(kind, tid, ntt_era)]
         blk: Block | None
         if not cands:
             blk = self._open_block(ev, kind, lo, hi)
@@ -573,6 +682,8 @@ class Assembler:
         if blk is None:
             self._note_unattributed(ev)
             return
+        if not tid:
+            _, blk.lock_lo, blk.lock_hi = blk.lock_cost(kind, ev.fields, lo, hi)
         self._put_gpu(blk, ev, kind, tid)
 
     def _starts_block(self, kind: str) -> bool:
@@ -601,20 +712,17 @@ class Assembler:
         self, cands: list[Block], ev: Event, kind: str, lo: float | None, hi: float | None
     ) -> Block:
         f = ev.fields
-        # Arithmetic relations of reference section 1.5 pick the block the values fit.
+        # Arithmetic relations of reference section 1.5 rule out blocks the values do not fit.
         if kind == "tail_msm":
             fits = []
             for b in cands:
-                trial = dict(b.fields)
-                b_fields, b.fields = b.fields, trial
-                trial["tail_msm_ms"] = f.get("tail_msm_ms")
-                trial["gpu_total_ms"] = f.get("gpu_total_ms")
+                saved = b.fields
+                b.fields = dict(saved, tail_msm_ms=f.get("tail_msm_ms"), gpu_total_ms=f.get("gpu_total_ms"))
                 ok = b.sum_ok()
-                b.fields = b_fields
+                b.fields = saved
                 if ok:
                     fits.append(b)
-            if len(fits) >= 1:
-                cands = fits
+            cands = fits or cands
         elif kind == "mutex_held":
             held, total = f.get("mutex_held_ms"), f.get("total_start_fn_ms")
             fits = []
@@ -634,27 +742,15 @@ class Assembler:
                     ok = False
                 if ok:
                     fits.append(b)
-            if fits:
-                cands = fits
-        elif kind in ("batch_add", "barrier_wait", "ntt_msm_h"):
-            # The block whose earlier stages end soonest prints its next stage first.
-            timed = [(self._block_elapsed(b), b) for b in cands]
-            if all(t is not None for t, _ in timed) and lo is not None:
-                cands = [min(timed, key=lambda tb: tb[0])[1]]  # type: ignore[arg-type,return-value]
-        # Prefer the block whose stage is furthest along (it started earlier), then FIFO.
+            cands = fits or cands
+        if len(cands) > 1:
+            # The TIMELINE clock: the line must print when the block's lock time plus the
+            # line's offset from the lock says it does.
+            costs = [(b.lock_cost(kind, f, lo, hi)[0], b) for b in cands]
+            best = min(c for c, _ in costs)
+            cands = [b for c, b in costs if c <= best + 1e-6]
+        # Then the block that is furthest along (it started earlier), then FIFO.
         return min(cands, key=lambda b: (-b.stage, b.seq))
-
-    def _block_elapsed(self, b: Block) -> float | None:
-        """Clock time at which the block's last printed stage happened (if its lock time is known)."""
-        if b.lo is None:
-            return None
-        f = b.fields
-        t = 0
-        for k in ("ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms"):
-            v = f.get(k)
-            if isinstance(v, int):
-                t += v
-        return b.lo + t
 
     def _put_gpu(self, blk: Block, ev: Event, kind: str, tid: int) -> None:
         blk.lines.append(ev.line)
@@ -681,6 +777,8 @@ class Assembler:
                 blk.fields[ren.get(k, k)] = v
         if kind in ("ntt_msm_h", "batch_add", "tail_msm", "barrier_wait"):
             blk.tids.add(tid)
+        blk.seen.add(kind)
+        blk.tid_seen.add((kind, tid))
         if kind == "mutex_wait":
             blk.has_t17 = True
         elif kind == "prestage_vram":
@@ -945,17 +1043,35 @@ class Assembler:
             cands = [c for c in self.calls if "split_vectors" in c.kinds and kind not in c.kinds and (c.block is None or not c.block.closed)]
             pred = None
         elif kind == "prep_msm":
-            cands = [c for c in self.calls if "split_vectors" in c.kinds and kind not in c.kinds]
+            cands = [
+                c
+                for c in self.calls
+                if "split_vectors" in c.kinds and kind not in c.kinds and not c.ended
+            ]
             v = f.get("prep_msm_ms")
             pred = None
             if isinstance(v, int):
-                pred = lambda c: (c.t1_at if c.t1_at is not None else c.start) + v  # noqa: E731
+                # The prep thread starts right after T1: T2 prints at entry + split + prep.
+                pred = lambda c: c.start + _int0(c.fields.get("setup_to_split_ms")) + v  # noqa: E731
         elif kind == "b_g2_msm":
-            cands = [c for c in self.calls if "prep_msm" in c.kinds and kind not in c.kinds]
+            # T3 comes after the call's T2 and always before its GPU_END (and T7).
+            cands = [
+                c
+                for c in self.calls
+                if "prep_msm" in c.kinds
+                and kind not in c.kinds
+                and not c.ended
+                and "epilogue" not in c.kinds
+            ]
             v = f.get("b_g2_msm_ms")
             pred = None
             if isinstance(v, int):
-                pred = lambda c: (c.t2_at if c.t2_at is not None else c.start) + v  # noqa: E731
+                pred = lambda c: (  # noqa: E731
+                    c.start
+                    + _int0(c.fields.get("setup_to_split_ms"))
+                    + _int0(c.fields.get("prep_msm_ms"))
+                    + v
+                )
         else:  # async_dealloc: after the call's epilogue/finalize
             cands = [
                 c
@@ -965,7 +1081,10 @@ class Assembler:
                 and c.block.closed
                 and ("epilogue" in c.kinds or "pre_destructor_ms" not in c.fields)
             ]
+            v = f.get("async_dealloc_ms")
             pred = None
+            if isinstance(v, int):
+                pred = lambda c: _call_done(c) + v  # noqa: E731
             # In Phases 4-11 the dealloc thread is spawned after T7.
             with_t7 = [c for c in cands if "epilogue" in c.kinds]
             if self.era.era in ("phase4-8", "phase9-11") and with_t7:
@@ -974,7 +1093,7 @@ class Assembler:
             self._note_unattributed(ev)
             return
         strong = len(cands) == 1
-        if not strong and pred is not None and lo is not None:
+        if not strong and pred is not None and (lo is not None or hi is not None):
             timed = [c for c in cands if c.start is not None]
             if timed:
                 cands = self._by_clock(timed, pred, lo, hi)

@@ -275,6 +275,7 @@ class LineParser:
                 ev = self._timeline(ln, no)
                 if ev is None:
                     # A TIMELINE line split by another writer: join it with the next line.
+                    n_timeline += 1  # the head line; the tail counts as the line that tore it
                     if i + 1 < n:
                         if self._repair(ln, no, lines[i + 1], no + 1, out, counts):
                             i += 2
@@ -331,20 +332,28 @@ class LineParser:
         selected = pc.or_(pc.or_(timing, timeline), pc.or_(relevant, bench))
         lineno = self.next_line
         self.next_line += n
+        # Physical lines by family, counted in bulk; the parse loop below only corrects bench
+        # lines (counted as other here) and torn TIMELINE tails.
         counts = Counter[str]()
+        n_timing = pc.sum(pc.starts_with(arr, TIMING_PREFIX)).as_py() or 0
+        n_ntt = pc.sum(pc.starts_with(arr, NTT_H_PREFIX)).as_py() or 0
+        counts["timing"] = n_timing
+        counts["ntt_h"] = n_ntt
+        counts["timeline"] = pc.sum(timeline).as_py() or 0
         counts["tracing"] = pc.sum(tracing).as_py() or 0
         counts["blank"] = pc.sum(pc.equal(pc.binary_length(arr), 0)).as_py() or 0
+        counts["other"] = n - sum(counts.values())
         out: list[Event] = []
         skip = -1
         if self._torn is not None and n:
-            if self._finish_torn(arr[0].as_py(), lineno, out, counts):
+            first = arr[0].as_py()
+            if self._finish_torn(first, lineno, out, counts):
                 skip = 0
+                counts[_mask_family(first)] -= 1
         idx = pc.indices_nonzero(selected).to_pylist()
         sel = arr.filter(selected).to_pylist()
         append = out.append
         parse_timing = self._timing
-        source = self.source
-        n_timing = n_ntt = n_timeline = n_sel_tracing = 0
         for j, ln in zip(idx, sel, strict=True):
             if j == skip:
                 continue
@@ -353,17 +362,14 @@ class LineParser:
             if c == "C":
                 if ln.startswith(TIMING_PREFIX):
                     append(parse_timing(ln, no))
-                    n_timing += 1
                     continue
                 if ln.startswith(NTT_H_PREFIX):
                     append(self._ntt_h(ln, no))
-                    n_ntt += 1
                     continue
             elif c == "T" and ln.startswith(TIMELINE_PREFIX):
                 ev = self._timeline(ln, no)
                 if ev is not None:
                     append(ev)
-                    n_timeline += 1
                 elif j + 1 < n:
                     tail = arr[j + 1].as_py()
                     if self._repair(ln, no, tail, no + 1, out, counts):
@@ -378,17 +384,7 @@ class LineParser:
             append(ev)
             if ev.family is Family.BENCH:
                 counts["bench"] += 1
-            elif ev.family is Family.TRACING:
-                n_sel_tracing += 1
-        counts["timing"] += n_timing
-        counts["ntt_h"] += n_ntt
-        counts["timeline"] += n_timeline
-        # Lines starting "CUZK_" that are neither family, and everything unselected, are other.
-        known = (
-            n_timing + n_ntt + counts["tracing"] + counts["blank"] + counts["bench"]
-        )
-        torn_lines = counts["timeline"] - n_timeline
-        counts["other"] += n - known - n_timeline - torn_lines
+                counts["other"] -= 1
         self.acc.by_family.update(counts)
         self.acc.lines_total += n
         return out
@@ -690,7 +686,8 @@ class LineParser:
             return False
         ev.fields["torn_line"] = tail_no
         out.append(ev)
-        counts["timeline"] += 2
+        # The head line is counted as TIMELINE by the caller; the tail line is counted under
+        # the family of the line that tore it (so families still add up to physical lines).
         self.acc.torn_repaired += 1
         intruder = head[m.start() :]
         out.extend(self._reparse_intruder(intruder, head_no))
@@ -699,17 +696,14 @@ class LineParser:
 
     def _reparse_intruder(self, text: str, no: int) -> list[Event]:
         """Parse the line that tore a TIMELINE line; it is not a physical line of its own."""
-        saved = self.acc.by_family.copy()
-        sub = LineParser(self.source, self.acc, full=self.full, first_line=no)
+        sub = LineParser(self.source, self.acc, full=True, first_line=no)
         events = sub.feed(text + "\n")
-        self.acc.by_family = saved  # its physical line is already counted as the TIMELINE head
-        self.acc.lines_total -= 1
+        self.acc.lines_total -= 1  # feed() counts the tail line as the physical line
         return events
 
     def _unrepaired(self, ln: str, no: int, out: list[Event], counts: Counter[str]) -> None:
         self.acc.torn_unrepaired += 1
         self.acc.note_malformed(no)
-        counts["timeline"] += 1
         out.append(Event(no, self.source, Family.TIMELINE, "torn", {"text": ln[:200]}, True))
 
     def _finish_torn(self, first: str, no: int, out: list[Event], counts: Counter[str]) -> int:

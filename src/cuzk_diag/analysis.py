@@ -1,0 +1,139 @@
+"""The library entry point: parse a run, compute its facts and stages, run the rules.
+
+from cuzk_diag.analysis import analyze
+result = analyze(["daemon.log"])
+for f in result.findings:
+    print(f.severity, f.code, f.message)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import pandas as pd
+
+from cuzk_diag import __version__
+from cuzk_diag.config import Config, load_config
+from cuzk_diag.facts import RunFacts, compute_facts, stage_table
+from cuzk_diag.records import Accounting, Finding, RunInfo, Severity
+from cuzk_diag.rules import RuleContext, run_rules
+from cuzk_diag.rules.base import clean_value
+
+#: Version of the JSON report layout (docs/report-schema.md). Bump on incompatible changes.
+SCHEMA_VERSION = 1
+
+
+class RunLike(Protocol):
+    """What ``pipeline.load_run`` returns: the partition frame plus run-level information."""
+
+    @property
+    def partitions(self) -> pd.DataFrame: ...
+
+    @property
+    def info(self) -> RunInfo: ...
+
+    @property
+    def accounting(self) -> Accounting: ...
+
+
+@dataclass(slots=True)
+class Analysis:
+    """A diagnosed run: the data, the facts, the stage table and the findings."""
+
+    partitions: pd.DataFrame
+    facts: RunFacts
+    stages: pd.DataFrame
+    findings: list[Finding]  # most severe first
+    accounting: Accounting
+    info: RunInfo
+    inputs: list[str] = field(default_factory=list)
+    config: Config = field(default_factory=Config)
+
+    def counts(self) -> dict[str, int]:
+        """Findings per severity name (error, warning, info)."""
+        return {
+            str(s): sum(f.severity == s for f in self.findings)
+            for s in sorted(Severity, reverse=True)
+        }
+
+    def worst(self) -> Severity | None:
+        return max((f.severity for f in self.findings), default=None)
+
+    def at_or_above(self, severity: Severity) -> list[Finding]:
+        return [f for f in self.findings if f.severity >= severity]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report (layout in docs/report-schema.md)."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "cuzk-diag", "version": __version__},
+            "inputs": list(self.inputs),
+            "facts": jsonable(self.facts.to_dict()),
+            "stages": jsonable(self.stages.to_dict(orient="records")),
+            "summary": self.counts(),
+            "findings": [jsonable(f.to_dict()) for f in self.findings],
+            "accounting": jsonable(self.accounting.to_dict()),
+            "info": jsonable(self.info.to_dict()),
+            "config": jsonable(self.config.to_dict()),
+        }
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON types all the way down (numpy scalars unwrapped, NaN/NA -> None)."""
+    return clean_value(value)
+
+
+def analyze_run(
+    run: RunLike, config: Config | str | Path | None = None, *, inputs: Sequence[str] = ()
+) -> Analysis:
+    """Facts, stages and findings of an already loaded run."""
+    cfg = _config(config)
+    df = run.partitions
+    facts = compute_facts(df, run.info)
+    stages = stage_table(df)
+    ctx = RuleContext(df, facts, run.info, run.accounting, stages)
+    findings = run_rules(ctx, cfg)
+    sources = list(inputs) or list(run.accounting.sources)
+    return Analysis(df, facts, stages, findings, run.accounting, run.info, sources, cfg)
+
+
+def analyze(
+    inputs: str | Path | Sequence[str | Path],
+    config: Config | str | Path | None = None,
+    *,
+    progress: Callable[..., Any] | None = None,
+) -> Analysis:
+    """Parse ``inputs`` (paths, ``-`` for stdin) and diagnose the run.
+
+    ``config`` is a ``Config``, a TOML path, or None for the built-in defaults (the CLI, not
+    the library, looks for a ``pyproject.toml``).
+    """
+    from cuzk_diag.pipeline import load_run  # imported late: parsing is a layer below
+
+    paths = _paths(inputs)
+    run = load_run(paths, progress=progress)
+    return analyze_run(run, config, inputs=paths)
+
+
+def load(path_or_paths: str | Path | Sequence[str | Path]) -> pd.DataFrame:
+    """Just the partition frame (``records.PARTITION_SCHEMA`` columns) of one or more logs."""
+    from cuzk_diag.pipeline import load_run
+
+    return load_run(_paths(path_or_paths)).partitions
+
+
+def _paths(inputs: str | Path | Sequence[str | Path]) -> list[str]:
+    if isinstance(inputs, str | Path):
+        return [str(inputs)]
+    return [str(p) for p in inputs]
+
+
+def _config(config: Config | str | Path | None) -> Config:
+    if config is None:
+        return Config()
+    if isinstance(config, Config):
+        return config
+    return load_config(str(config))

@@ -1,0 +1,266 @@
+"""`cuzk-diag check`: CI gates on a run, optionally against a baseline run."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from cuzk_diag.cli import UsageError, cli
+from cuzk_diag.errors import CuzkDiagError
+from cuzk_diag.exit_codes import ExitCode
+
+FORMATS = ["console", "json", "markdown", "github"]
+INPUT = click.Path(exists=True, dir_okay=False, allow_dash=True)
+
+
+def input_label(inputs: Sequence[str]) -> str:
+    return ", ".join("<stdin>" if p == "-" else p for p in inputs)
+
+
+def load_analysis(inputs: Sequence[str], config: Any) -> tuple[Any, Any]:
+    """(Analysis, Run) of logs, or of one Parquet export (detected by its PAR1 magic)."""
+    from cuzk_diag.analysis import analyze_run
+    from cuzk_diag.pipeline import is_parquet, load_run, read_export
+
+    parquet = [p for p in inputs if is_parquet(p)]
+    if parquet:
+        if len(inputs) > 1:
+            raise UsageError(
+                f"{parquet[0]} is a Parquet export; give it alone, not together with other inputs"
+            )
+        run = read_export(parquet[0])
+    else:
+        run = load_run(list(inputs))
+    return analyze_run(run, config, inputs=list(inputs)), run
+
+
+def run_metrics(inputs: Sequence[str], config: Any) -> Any:
+    """RunMetrics of the inputs."""
+    from cuzk_diag.gate import metrics_from_analysis
+
+    analysis, _ = load_analysis(inputs, config)
+    return metrics_from_analysis(analysis, input_label(inputs))
+
+
+def _check_stdin(*groups: Sequence[str]) -> None:
+    if sum(list(g).count("-") for g in groups) > 1:
+        raise UsageError("stdin (-) can be read only once")
+
+
+@cli.command("check")
+@click.argument("logs", nargs=-1, required=True, metavar="LOG...", type=INPUT)
+@click.option(
+    "--baseline",
+    metavar="BASE",
+    type=INPUT,
+    help="Reference run: a log (path, .gz/.zst, -) or a Parquet export of one (cuzk-diag export).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    metavar="FILE",
+    help="TOML config (pyproject.toml or a plain file); default: the nearest pyproject.toml "
+    "with [tool.cuzk-diag].",
+)
+@click.option(
+    "--gate",
+    "gates",
+    multiple=True,
+    metavar="'METRIC OP N'",
+    help="A bound, e.g. 's_per_proof <= 40' or 'prestage_fallback.rate == 0'. Repeatable; "
+    "replaces configured bounds on the same metric.",
+)
+@click.option(
+    "--regression",
+    "regressions",
+    multiple=True,
+    metavar="'METRIC: LIMIT'",
+    help="A regression limit against --baseline, e.g. 'gpu_total_ms.p50: +5%', "
+    "'util_kernel: -3%' or 's_per_proof: off'. Repeatable.",
+)
+@click.option(
+    "--fail-on",
+    "--max-severity",
+    "fail_on",
+    type=click.Choice(["info", "warning", "error", "never"], case_sensitive=False),
+    default=None,
+    help="Fail on findings at or above this severity (default: error).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=None,
+    help="Significance level of the regression tests (default 0.05).",
+)
+@click.option(
+    "--no-default-regressions",
+    is_flag=True,
+    help="Drop the built-in +5% limits on s_per_proof and the median GPU kernel time.",
+)
+@click.option(
+    "--allow-different-config",
+    is_flag=True,
+    help="Compare with a baseline even when era, GPUs, gw, proof kind or cuzk-bench -c/-j differ.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="console",
+    show_default=True,
+    help="Report on stdout.",
+)
+@click.option(
+    "--junit", "junit_path", metavar="FILE", help="Also write JUnit XML (one testcase per gate)."
+)
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour in console output (auto honours NO_COLOR and pipes).",
+)
+@click.pass_context
+def check_cmd(
+    ctx: click.Context,
+    logs: tuple[str, ...],
+    baseline: str | None,
+    config_path: str | None,
+    gates: tuple[str, ...],
+    regressions: tuple[str, ...],
+    fail_on: str | None,
+    alpha: float | None,
+    no_default_regressions: bool,
+    allow_different_config: bool,
+    fmt: str,
+    junit_path: str | None,
+    color: str,
+) -> None:
+    """Evaluate CI gates on LOG and exit 0 (pass), 1 (a gate failed) or 2 (unusable input).
+
+    \b
+    Built-in gates, so that `cuzk-diag check LOG` is useful with no configuration:
+      - no finding at error level;
+      - with --baseline: s_per_proof and the median gpu_total_ms (or the kernel-time sum
+        where gpu_total_ms is absent) at most 5% worse.
+
+    Against a baseline, a timing regression fails only when it exceeds its limit AND is
+    statistically significant (one-sided Mann-Whitney U over the per-partition values at
+    --alpha). Metrics without per-partition samples, such as s_per_proof, are judged by the
+    limit alone. Runs of different shape (era, GPUs, gw, proof kind, cuzk-bench -c/-j) are
+    refused unless --allow-different-config.
+
+    Gates come from [tool.cuzk-diag.gates] (see docs/ci.md); --gate, --regression and
+    --fail-on override them. A summary is appended to $GITHUB_STEP_SUMMARY when it is set.
+    """
+    from cuzk_diag import gate
+    from cuzk_diag.config import load_config
+
+    _check_stdin(logs, [baseline] if baseline else [])
+    try:
+        config = load_config(config_path)
+        spec = build_spec(config, gates, regressions, fail_on, alpha, no_default_regressions)
+    except CuzkDiagError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        cand = run_metrics(logs, config)
+        base = run_metrics([baseline], config) if baseline else None
+        result = gate.check(spec, cand, base, allow_different_config=allow_different_config)
+    except CuzkDiagError as exc:
+        _report_input_error(str(exc), logs, baseline, fmt, junit_path)
+        raise UsageError(str(exc)) from None
+
+    emit(result, fmt, color)
+    if junit_path:
+        from cuzk_diag.report.junit import write_junit
+
+        _write_or_fail(lambda: write_junit(result, junit_path), junit_path)
+    from cuzk_diag.report.github import append_step_summary, markdown_summary
+
+    _write_or_fail(lambda: append_step_summary(markdown_summary(result)), "$GITHUB_STEP_SUMMARY")
+    code = result.exit_code
+    if code is not ExitCode.OK:
+        ctx.exit(int(code))
+
+
+def build_spec(
+    config: Any,
+    gates: Sequence[str],
+    regressions: Sequence[str],
+    fail_on: str | None,
+    alpha: float | None,
+    no_default_regressions: bool,
+) -> Any:
+    """The configured gates with the command-line values on top."""
+    from cuzk_diag import gate
+
+    table = dict((getattr(config, "raw", None) or {}).get("gates", {}) or {})
+    spec = gate.spec_from_config(table, where=getattr(config, "path", None) or "<config>")
+    if not any(k in table for k in ("fail_on", "fail-on")) and getattr(config, "fail_on", None):
+        # the top-level fail-on of [tool.cuzk-diag] applies when the gates table has none
+        spec = spec.override(fail_on=config.fail_on)
+    return spec.override(
+        fail_on=gate.parse_fail_on(fail_on) if fail_on is not None else "keep",
+        alpha=alpha,
+        bounds=[gate.parse_bound(g, gate.Origin.CLI) for g in gates],
+        regressions=[gate.parse_regression(r, gate.Origin.CLI) for r in regressions],
+        default_regressions=False if no_default_regressions else None,
+    )
+
+
+def emit(result: Any, fmt: str, color: str) -> None:
+    """The report on stdout in the chosen format."""
+    out = click.get_text_stream("stdout")
+    if fmt == "json":
+        out.write(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
+    elif fmt == "markdown":
+        from cuzk_diag.report.github import markdown_summary
+
+        out.write(markdown_summary(result))
+    elif fmt == "github":
+        from cuzk_diag.report.github import render_github
+
+        out.write(render_github(result))
+    else:
+        from cuzk_diag.report.compare_console import render_check
+
+        render_check(result, out, color)
+    out.flush()
+
+
+def _write_or_fail(write: Any, path: str) -> None:
+    try:
+        write()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _report_input_error(
+    message: str, logs: Sequence[str], baseline: str | None, fmt: str, junit_path: str | None
+) -> None:
+    """Leave a trace of an input error where CI looks: the JUnit file, annotations, summary."""
+    from cuzk_diag.report.github import append_step_summary, command
+
+    if junit_path:
+        from cuzk_diag.report.junit import render_junit_error
+
+        try:
+            with open(junit_path, "w", encoding="utf-8") as fh:
+                fh.write(render_junit_error(message, input_label(logs)))
+        except OSError:
+            pass
+    if fmt == "github":
+        sys.stdout.write(command("error", message, title="cuzk-diag check: unusable input") + "\n")
+        sys.stdout.flush()
+    try:
+        append_step_summary(
+            f"## cuzk-diag check ⛔ could not be evaluated\n\nRun: `{input_label(logs)}`"
+            + (f" against baseline `{baseline}`" if baseline else "")
+            + f"\n\n> {message}\n"
+        )
+    except OSError:
+        pass

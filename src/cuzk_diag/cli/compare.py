@@ -1,0 +1,95 @@
+"""`cuzk-diag compare`: two runs side by side, stage by stage."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from cuzk_diag.cli import UsageError, cli
+from cuzk_diag.cli.check import INPUT
+from cuzk_diag.errors import CuzkDiagError
+
+
+@cli.command("compare")
+@click.argument("base", metavar="BASE", type=INPUT)
+@click.argument("candidate", metavar="CANDIDATE", type=INPUT)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["console", "json", "markdown"]),
+    default="console",
+    show_default=True,
+    help="Report on stdout.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=None,
+    help="Significance level (default: gates.alpha of the config, else 0.05).",
+)
+@click.option(
+    "--allow-different-config",
+    is_flag=True,
+    help="Compare even when era, GPUs, gw, proof kind or cuzk-bench -c/-j differ.",
+)
+@click.option(
+    "--config", "config_path", metavar="FILE", help="TOML config (rule selection, alpha)."
+)
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour in console output (auto honours NO_COLOR and pipes).",
+)
+def compare_cmd(
+    base: str,
+    candidate: str,
+    fmt: str,
+    alpha: float | None,
+    allow_different_config: bool,
+    config_path: str | None,
+    color: str,
+) -> None:
+    """Compare CANDIDATE with BASE: every stage's median and p95, the change, and whether it is
+    statistically real; run-level numbers; findings present in only one run.
+
+    Each of BASE and CANDIDATE is a log (path, .gz/.zst, -) or a Parquet export of one.
+    Significance: two-sided Mann-Whitney U over the per-partition values, Holm-adjusted over the
+    stages. Runs of different shape are refused unless --allow-different-config.
+    """
+    from cuzk_diag import compare, gate
+    from cuzk_diag.cli.check import run_metrics
+    from cuzk_diag.config import load_config
+
+    if base == "-" and candidate == "-":
+        raise UsageError("stdin (-) can be read only once")
+    try:
+        config = load_config(config_path)
+        if alpha is None:
+            table = dict((getattr(config, "raw", None) or {}).get("gates", {}) or {})
+            alpha = gate.spec_from_config(
+                {k: v for k, v in table.items() if k == "alpha"},
+                where=getattr(config, "path", None) or "<config>",
+            ).alpha
+    except CuzkDiagError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        base_m = run_metrics([base], config)
+        cand_m = run_metrics([candidate], config)
+        cmp = compare.compare_metrics(
+            base_m, cand_m, alpha=alpha, allow_different_config=allow_different_config
+        )
+    except CuzkDiagError as exc:
+        raise UsageError(str(exc)) from None
+    out = click.get_text_stream("stdout")
+    if fmt == "json":
+        out.write(json.dumps(cmp.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
+    elif fmt == "markdown":
+        out.write(compare.to_markdown(cmp))
+    else:
+        from cuzk_diag.report.compare_console import render_compare
+
+        render_compare(cmp, out, color)
+    out.flush()

@@ -1,0 +1,665 @@
+"""Run facts: shape of the run, throughput, GPU utilisation, idle gaps, stage statistics and a
+waterfall model of a typical partition (format reference sections 1.5, 5.2 and 7).
+
+Everything here is computed from the partition frame (``records.PARTITION_SCHEMA``) and
+``RunInfo``; the rules read these facts instead of recomputing them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cuzk_diag.records import PARTITION_COLUMNS, RunInfo
+
+#: TIMELINE columns that are offsets since engine start, not durations.
+OFFSET_COLUMNS = frozenset(
+    {"synth_start_ms", "synth_end_ms", "queue_ms", "pickup_ms", "start_ms", "end_ms"}
+)
+#: Idle-gap buckets of proposal-8 (ms): < 50, 50-500, > 500 (the last are cross-sector gaps).
+GAP_BUCKETS = (50.0, 500.0)
+#: In V3-V7 ``gpu_ms - pre_destructor_ms`` is Rust pointer setup, a few ms; more than this is
+#: time outside the C++ timer, i.e. the V1-V2 static-mutex wait.
+WRAPPER_TOL_MS = 50.0
+#: Unmodelled terms of the pre_destructor gap (thread spawn/join, msm_t dtors, cleanup) are a
+#: few tens of ms; a remainder above the CPU excess by less than this is not called lock wait.
+CPU_TOL_MS = 50.0
+#: Eras whose TIMELINE ``gpu_ms`` spans start + finalize (no pre_destructor, no mutex timing).
+SPLIT_ERAS = frozenset({"phase12", "pool-cache"})
+
+_COLUMN_ORDER = {name: i for i, (name, _) in enumerate(PARTITION_COLUMNS)}
+
+
+# -- column access --------------------------------------------------------------------------
+
+
+def num(df: pd.DataFrame, col: str) -> pd.Series:
+    """A column as float64 with NaN for nulls (all-NaN when the column is absent)."""
+    if col not in df.columns:
+        return pd.Series(np.nan, index=df.index, dtype="float64")
+    return pd.to_numeric(df[col], errors="coerce").astype("float64")
+
+
+def text(df: pd.DataFrame, col: str) -> pd.Series:
+    """A string column as object dtype with None for nulls."""
+    if col not in df.columns:
+        return pd.Series([None] * len(df), index=df.index, dtype="object")
+    s = df[col].astype("object")
+    return s.where(s.notna(), None)
+
+
+def has(df: pd.DataFrame, col: str) -> bool:
+    return col in df.columns and bool(df[col].notna().any())
+
+
+def median(s: pd.Series) -> float | None:
+    s = s.dropna()
+    return float(s.median()) if len(s) else None
+
+
+def _int(x: Any) -> int | None:
+    try:
+        return None if x is None or pd.isna(x) else int(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def _float(x: Any) -> float | None:
+    try:
+        return None if x is None or pd.isna(x) else float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+# -- stage table ----------------------------------------------------------------------------
+
+
+def duration_columns(df: pd.DataFrame) -> list[str]:
+    """Timing and TIMELINE duration columns (``*_ms``) that hold at least one value."""
+    cols = [
+        c
+        for c in df.columns
+        if c.endswith("_ms") and c not in OFFSET_COLUMNS and num(df, c).notna().any()
+    ]
+    return sorted(cols, key=lambda c: _COLUMN_ORDER.get(c, len(_COLUMN_ORDER)))
+
+
+def stage_table(partitions: pd.DataFrame) -> pd.DataFrame:
+    """One row per duration field: field, n, median, p95, mean, min, max (ms).
+
+    Besides the log's own fields it has ``gpu_queue_wait_ms`` = GPU_PICKUP − CHAN_SEND/GPU_QUEUE
+    (a partition's wait for a free GPU worker) when those TIMELINE events are present.
+    """
+    series: list[tuple[str, pd.Series]] = [
+        (c, num(partitions, c)) for c in duration_columns(partitions)
+    ]
+    qwait = num(partitions, "pickup_ms") - num(partitions, "queue_ms")
+    if qwait.notna().any():
+        series.append(("gpu_queue_wait_ms", qwait))
+    rows = []
+    for name, s in series:
+        s = s.dropna()
+        if s.empty:
+            continue
+        rows.append(
+            {
+                "field": name,
+                "n": int(len(s)),
+                "median": float(s.median()),
+                "p95": float(s.quantile(0.95)),
+                "mean": float(s.mean()),
+                "min": float(s.min()),
+                "max": float(s.max()),
+            }
+        )
+    return pd.DataFrame(rows, columns=["field", "n", "median", "p95", "mean", "min", "max"])
+
+
+# -- lock wait (measured or inferred, reference section 1.5) --------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LockWait:
+    """Per-partition GPU-mutex wait: measured (V11) or inferred from a gap (earlier code)."""
+
+    method: str  # measured | pre_destructor | timeline | none
+    wait: pd.Series  # ms per row, NaN where unknown
+    gap: pd.Series  # total − gpu_total_ms (NaN when measured)
+    known: pd.Series  # setup_to_split + epilogue + pre-stage setup: the logged part of the gap
+    cpu_residual: pd.Series  # max(0, prep + b_g2 − (wait + gpu_total)) as solved
+    total_field: str | None  # pre_destructor_ms | gpu_ms | None
+
+    @property
+    def known_any(self) -> bool:
+        return self.method != "none" and bool(self.wait.notna().any())
+
+
+def estimate_lock_wait(df: pd.DataFrame, era: str = "unknown") -> LockWait:
+    """Lock wait per partition.
+
+    V11 logs ``mutex_wait_ms``. Before that the wait is solved from the gap decomposition of
+    section 1.5: ``total − gpu_total ≈ known + W + max(0, C − (W + G))`` where ``known`` =
+    setup_to_split + epilogue + pre-stage setup, ``C`` = prep_msm + b_g2_msm, ``G`` =
+    gpu_total. With ``R`` = gap − known this is ``R = max(W, C − G)``: when ``R`` exceeds the
+    CPU excess ``max(0, C − G)`` (by ``CPU_TOL_MS``) the wait is ``R`` and the CPU residual 0;
+    otherwise the gap is the CPU path and the wait cannot be told apart (taken as 0).
+    ``total`` is ``pre_destructor_ms`` (V1-V7; V1-V2 exclude the static-mutex wait, which shows
+    as ``gpu_ms − pre_destructor_ms`` and is added) or, for V8-V10, TIMELINE ``gpu_ms`` (which
+    also holds finalizer scheduling, so the result is an upper bound).
+    """
+    nan = pd.Series(np.nan, index=df.index, dtype="float64")
+    if has(df, "mutex_wait_ms"):
+        return LockWait("measured", num(df, "mutex_wait_ms"), nan, nan, nan, None)
+    g = num(df, "gpu_total_ms")
+    if has(df, "pre_destructor_ms") and g.notna().any():
+        total_field = "pre_destructor_ms"
+        total = num(df, total_field)
+        beyond = num(df, "gpu_ms") - total
+        outside = beyond.where(beyond > WRAPPER_TOL_MS, 0.0).fillna(0)
+        method = "pre_destructor"
+    elif era in SPLIT_ERAS and has(df, "gpu_ms") and g.notna().any():
+        total_field = "gpu_ms"
+        total = num(df, total_field)
+        outside = pd.Series(0.0, index=df.index)
+        method = "timeline"
+    else:
+        return LockWait("none", nan, nan, nan, nan, None)
+    known = (
+        num(df, "setup_to_split_ms").fillna(0)
+        + num(df, "epilogue_ms").fillna(0)
+        + num(df, "total_ps_ms").fillna(0)
+    )
+    gap = total - g
+    rest = gap - known
+    cpu = num(df, "prep_msm_ms") + num(df, "b_g2_msm_ms")
+    if cpu.notna().any():  # CPU lines that could not be attributed: use the run's median
+        cpu = cpu.fillna(cpu.median())
+    cpu_excess = (cpu - g).clip(lower=0).fillna(0)
+    lock = rest.where(rest > cpu_excess + CPU_TOL_MS, 0.0).clip(lower=0)
+    lock = lock.where(rest.notna())
+    cpu_residual = (rest - lock).clip(lower=0)
+    return LockWait(method, lock + outside, gap, known, cpu_residual, total_field)
+
+
+def barrier_estimate(df: pd.DataFrame, lock: LockWait) -> tuple[pd.Series, pd.Series, str]:
+    """GPU-thread wait for CPU pre-processing: (barrier, unaccounted, method) per row.
+
+    V11 logs ``barrier_wait_ms``. Before, the GPU-region time not in NTT+H, batch add and tail
+    MSM (``gpu_total − ntt − batch − tail``) holds the barrier wait plus unmeasured gaps; it is
+    attributed to the barrier only up to ``max(0, prep_msm − lock wait − ntt_msm_h)`` (prep
+    starts at the lock request, the GPU thread at the acquisition), the rest is ``unaccounted``.
+    Without a lock-wait estimate the whole remainder is an upper bound.
+    """
+    if has(df, "barrier_wait_ms"):
+        b = num(df, "barrier_wait_ms")
+        return b, pd.Series(0.0, index=df.index), "measured"
+    ntt = num(df, "ntt_msm_h_ms")
+    rest = num(df, "gpu_total_ms") - ntt - num(df, "batch_add_ms") - num(df, "tail_msm_ms")
+    rest = rest.clip(lower=0)
+    if lock.known_any:
+        bound = (num(df, "prep_msm_ms") - lock.wait.fillna(0) - ntt).clip(lower=0)
+        barrier = np.minimum(rest, bound.fillna(rest))
+        barrier = barrier.where(rest.notna())
+        return barrier, rest - barrier, "estimated"
+    return rest, pd.Series(0.0, index=df.index).where(rest.notna()), "upper_bound"
+
+
+# -- GPU utilisation and idle gaps (reference section 7) ------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IdleGap:
+    """A hole in one GPU's merged GPU_START..GPU_END union."""
+
+    gpu: int
+    start_ms: float
+    end_ms: float
+    duration_ms: float
+    before_job: str | None
+    after_job: str | None
+
+    @property
+    def between_proofs(self) -> bool:
+        return self.before_job != self.after_job
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "between_proofs": self.between_proofs}
+
+
+@dataclass(frozen=True, slots=True)
+class GpuUsage:
+    """Merged-interval and kernel utilisation of one GPU over its first-start..last-end span."""
+
+    gpu: int
+    calls: int
+    workers: int
+    span_ms: float
+    busy_ms: float  # |union of [GPU_START, GPU_END]|
+    kernel_ms: float  # Σ gpu_total_ms of the calls in the span
+    gaps: tuple[IdleGap, ...]
+
+    @property
+    def util(self) -> float | None:
+        return self.busy_ms / self.span_ms if self.span_ms > 0 else None
+
+    @property
+    def kernel_util(self) -> float | None:
+        return self.kernel_ms / self.span_ms if self.span_ms > 0 and self.kernel_ms > 0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu,
+            "calls": self.calls,
+            "workers": self.workers,
+            "span_ms": self.span_ms,
+            "busy_ms": self.busy_ms,
+            "kernel_ms": self.kernel_ms,
+            "util": self.util,
+            "kernel_util": self.kernel_util,
+            "idle_gaps": len(self.gaps),
+            "idle_ms": sum(g.duration_ms for g in self.gaps),
+        }
+
+
+def gpu_of_rows(df: pd.DataFrame, info: RunInfo, gw: int | None) -> pd.Series:
+    """GPU ordinal per row: the ``gpu`` column, else ``gpus[worker // gw]`` (section 3.1), or 0."""
+    gpu = num(df, "gpu")
+    worker = num(df, "worker")
+    mapped = worker.map(lambda w: info.worker_gpu.get(int(w)) if pd.notna(w) else None)
+    gpu = gpu.fillna(pd.to_numeric(mapped, errors="coerce"))
+    if gw:
+        idx = worker // gw
+        if info.gpus:
+            gpus = info.gpus
+            idx = idx.map(lambda i: gpus[int(i)] if pd.notna(i) and int(i) < len(gpus) else i)
+        gpu = gpu.fillna(pd.to_numeric(idx, errors="coerce"))
+    return gpu.fillna(0).astype("int64")
+
+
+def gpu_usage(df: pd.DataFrame, gpu: pd.Series) -> list[GpuUsage]:
+    """Utilisation per GPU from TIMELINE GPU_START/GPU_END (calls lacking either are skipped)."""
+    start, end = num(df, "start_ms"), num(df, "end_ms")
+    ok = start.notna() & end.notna() & (end >= start)
+    if not ok.any():
+        return []
+    kernel = num(df, "gpu_total_ms")
+    jobs = text(df, "job_id")
+    worker = num(df, "worker")
+    out = []
+    for g in sorted(set(gpu[ok])):
+        sel = ok & (gpu == g)
+        order = np.argsort(start[sel].to_numpy(), kind="stable")
+        starts = start[sel].to_numpy()[order]
+        ends = end[sel].to_numpy()[order]
+        job_ids = jobs[sel].to_numpy()[order]
+        busy = 0.0
+        gaps: list[IdleGap] = []
+        cur_s, cur_e, cur_job = float(starts[0]), float(ends[0]), job_ids[0]
+        for s, e, job in zip(starts[1:].tolist(), ends[1:].tolist(), job_ids[1:], strict=True):
+            if s > cur_e:
+                busy += cur_e - cur_s
+                gaps.append(IdleGap(int(g), cur_e, s, s - cur_e, cur_job, job))
+                cur_s, cur_e, cur_job = s, e, job
+            elif e >= cur_e:
+                cur_e, cur_job = e, job
+        busy += cur_e - cur_s
+        k = kernel[sel]
+        out.append(
+            GpuUsage(
+                gpu=int(g),
+                calls=int(sel.sum()),
+                workers=int(worker[sel].nunique()),
+                span_ms=float(ends.max() - starts[0]),
+                busy_ms=busy,
+                kernel_ms=float(k.sum()) if k.notna().any() else 0.0,
+                gaps=tuple(gaps),
+            )
+        )
+    return out
+
+
+# -- waterfall of a typical partition -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One bar of the waterfall: a phase of a typical call, at its median duration."""
+
+    name: str
+    lane: str  # cpu | lock | gpu
+    start_ms: float
+    duration_ms: float
+    source: str  # the field(s) it comes from
+    measured: bool  # False for estimates (drawn differently)
+
+    @property
+    def end_ms(self) -> float:
+        return self.start_ms + self.duration_ms
+
+
+@dataclass(frozen=True, slots=True)
+class Waterfall:
+    """Median phases of one call laid out on a common time axis (ms from the call's entry)."""
+
+    segments: tuple[Segment, ...]
+    total_ms: float
+    reference: dict[str, float | None]  # measured whole-call figures to compare with
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total_ms": self.total_ms,
+            "segments": [{**asdict(s), "end_ms": s.end_ms} for s in self.segments],
+            "reference": dict(self.reference),
+        }
+
+
+def waterfall(df: pd.DataFrame, lock: LockWait) -> Waterfall | None:
+    """Median waiting, CPU prep, NTT+H, barrier, batch add, tail MSM and epilogue/finalize.
+
+    Each phase is its median over the calls that logged it, placed by the code's order
+    (section 1.4): setup, then the lock wait with prep_msm (and b_g2_msm after it) running
+    alongside on the prep thread; after the acquisition pre-stage setup, NTT+H, barrier wait,
+    batch add, tail MSM; after unlock the epilogue (V1-V7) or finalize (V11 ``finish_ms``).
+    """
+    g = median(num(df, "gpu_total_ms"))
+    if g is None:
+        return None
+
+    def med(col: str) -> float:
+        return median(num(df, col)) or 0.0
+
+    segs: list[Segment] = []
+
+    def add(name: str, lane: str, start: float, dur: float | None, src: str, meas: bool) -> float:
+        if dur is not None and dur > 0:
+            segs.append(Segment(name, lane, start, float(dur), src, meas))
+            return start + float(dur)
+        return start
+
+    if has(df, "pre_lock_cpu_ms"):
+        setup_end = add("setup", "cpu", 0.0, med("pre_lock_cpu_ms"), "pre_lock_cpu_ms", True)
+    else:
+        setup_end = add("setup", "cpu", 0.0, med("setup_to_split_ms"), "setup_to_split_ms", True)
+    wait = median(lock.wait) if lock.known_any else None
+    acquired = add(
+        "lock wait",
+        "lock",
+        setup_end,
+        wait,
+        "mutex_wait_ms" if lock.method == "measured" else f"estimated from {lock.total_field}",
+        lock.method == "measured",
+    )
+    prep_end = add("CPU prep (prep_msm)", "cpu", setup_end, med("prep_msm_ms"), "prep_msm_ms", True)
+    bg2_end = add("b_g2_msm", "cpu", prep_end, med("b_g2_msm_ms"), "b_g2_msm_ms", True)
+    t = add("pre-stage setup", "gpu", acquired, med("total_ps_ms"), "total_ps_ms", True)
+    region_start = t
+    t = add("NTT+H", "gpu", t, med("ntt_msm_h_ms"), "ntt_msm_h_ms", True)
+    barrier, unaccounted, bmethod = barrier_estimate(df, lock)
+    t = add(
+        "barrier wait",
+        "gpu",
+        t,
+        median(barrier),
+        "barrier_wait_ms" if bmethod == "measured" else "gpu_total − ntt − batch − tail",
+        bmethod == "measured",
+    )
+    t = add("batch add", "gpu", t, med("batch_add_ms"), "batch_add_ms", True)
+    t = add("tail MSM", "gpu", t, med("tail_msm_ms"), "tail_msm_ms", True)
+    region_end = max(t, region_start + g)
+    add(
+        "unaccounted",
+        "gpu",
+        t,
+        region_end - t if region_end - t >= 1 else None,
+        "gpu_total − phases",
+        False,
+    )
+    unlock = region_end
+    if has(df, "mutex_held_ms"):
+        unlock = region_start + max(med("mutex_held_ms"), g)
+        add("held, not GPU", "gpu", region_end, unlock - region_end, "mutex_held − gpu_total", True)
+    if has(df, "epilogue_ms"):
+        end = add("epilogue", "cpu", max(unlock, bg2_end), med("epilogue_ms"), "epilogue_ms", True)
+    elif has(df, "finish_ms"):
+        end = add("finalize", "cpu", unlock, med("finish_ms"), "finish_ms", True)
+    else:
+        end = max(unlock, bg2_end)
+    total = max([end, *(s.end_ms for s in segs)])
+    reference = {
+        c: median(num(df, c))
+        for c in ("pre_destructor_ms", "total_start_fn_ms", "gpu_ms")
+        if has(df, c)
+    }
+    return Waterfall(tuple(segs), total, reference)
+
+
+# -- run facts ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RunFacts:
+    """What kind of run this was and how it performed."""
+
+    era: str = "unknown"
+    timeline_era: str = "none"
+    gpus: list[int] = field(default_factory=list)
+    gw: int | None = None  # GPU workers per device
+    gw_source: str | None = None  # log | inferred
+    workers: int = 0  # distinct GPU workers seen
+    gpu_threads: int | None = None
+    proofs: int | None = None  # jobs
+    proofs_completed: int = 0
+    proofs_failed: int = 0
+    partitions: int = 0  # GPU calls (rows)
+    partitions_ok: int = 0
+    partitions_failed: int = 0
+    partitions_incomplete: int = 0
+    partitions_per_proof: float | None = None
+    max_proofs_in_flight: int | None = None
+    bench_count: int | None = None  # cuzk-bench -c
+    bench_concurrency: int | None = None  # cuzk-bench -j
+    total_secs: float | None = None
+    s_per_proof: float | None = None
+    s_per_proof_source: str | None = None  # bench | timeline
+    span_ms: float | None = None  # Σ over GPUs of first GPU_START .. last GPU_END
+    gpu_util: float | None = None  # merged-interval utilisation (all GPUs)
+    kernel_util: float | None = None  # Σ gpu_total_ms / span (all GPUs)
+    per_gpu: list[GpuUsage] = field(default_factory=list)
+    idle_gaps: list[IdleGap] = field(default_factory=list)
+    lock_wait_method: str = "none"
+    waterfall: Waterfall | None = None
+
+    @property
+    def n_gpus(self) -> int:
+        return len(self.gpus)
+
+    def gap_summary(self) -> dict[str, Any]:
+        gaps = self.idle_gaps
+        lo, hi = GAP_BUCKETS
+        between = [g for g in gaps if g.between_proofs]
+        return {
+            "count": len(gaps),
+            "total_ms": sum(g.duration_ms for g in gaps),
+            "largest_ms": max((g.duration_ms for g in gaps), default=None),
+            "between_proofs": len(between),
+            "between_proofs_ms": sum(g.duration_ms for g in between),
+            "buckets": {
+                f"lt_{lo:.0f}": sum(g.duration_ms < lo for g in gaps),
+                f"{lo:.0f}_{hi:.0f}": sum(lo <= g.duration_ms <= hi for g in gaps),
+                f"gt_{hi:.0f}": sum(g.duration_ms > hi for g in gaps),
+            },
+            "largest": [g.to_dict() for g in sorted(gaps, key=lambda g: -g.duration_ms)[:5]],
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "era": self.era,
+            "timeline_era": self.timeline_era,
+            "gpus": list(self.gpus),
+            "gw": self.gw,
+            "gw_source": self.gw_source,
+            "workers": self.workers,
+            "gpu_threads": self.gpu_threads,
+            "proofs": self.proofs,
+            "proofs_completed": self.proofs_completed,
+            "proofs_failed": self.proofs_failed,
+            "partitions": self.partitions,
+            "partitions_ok": self.partitions_ok,
+            "partitions_failed": self.partitions_failed,
+            "partitions_incomplete": self.partitions_incomplete,
+            "partitions_per_proof": self.partitions_per_proof,
+            "max_proofs_in_flight": self.max_proofs_in_flight,
+            "bench_count": self.bench_count,
+            "bench_concurrency": self.bench_concurrency,
+            "total_secs": self.total_secs,
+            "s_per_proof": self.s_per_proof,
+            "s_per_proof_source": self.s_per_proof_source,
+            "span_ms": self.span_ms,
+            "gpu_util": self.gpu_util,
+            "kernel_util": self.kernel_util,
+            "per_gpu": [u.to_dict() for u in self.per_gpu],
+            "idle_gaps": self.gap_summary(),
+            "lock_wait_method": self.lock_wait_method,
+            "waterfall": self.waterfall.to_dict() if self.waterfall else None,
+        }
+
+
+def _bench_value(bench: dict[str, Any], *keys: str) -> Any:
+    for k in keys:
+        if bench.get(k) is not None:
+            return bench[k]
+    return None
+
+
+def _job_status(df: pd.DataFrame, info: RunInfo) -> dict[str, str]:
+    """completed | failed | incomplete per job id (partition statuses, then RunInfo.jobs)."""
+    frame = pd.DataFrame({"job": text(df, "job_id"), "status": text(df, "status")}).dropna(
+        subset=["job"]
+    )
+    by_job = frame.groupby("job", sort=False)["status"]
+    any_failed = by_job.agg(lambda s: bool((s == "failed").any())).to_dict()
+    all_ok = by_job.agg(lambda s: bool((s == "ok").all())).to_dict()
+    failed_jobs = {str(f.get("job_id")) for f in info.failures if f.get("job_id")}
+    status: dict[str, str] = {}
+    for job in [*any_failed, *(j for j in info.jobs if j not in any_failed)]:
+        declared = str((info.jobs.get(job) or {}).get("status") or "").lower()
+        if declared == "failed" or job in failed_jobs or any_failed.get(job, False):
+            status[job] = "failed"
+        elif declared in ("completed", "ok") or all_ok.get(job, False):
+            status[job] = "completed"
+        else:
+            status[job] = "incomplete"
+    return status
+
+
+def _max_in_flight(df: pd.DataFrame) -> int | None:
+    jobs = text(df, "job_id")
+    if jobs.isna().all():
+        return None
+    first = pd.concat(
+        [num(df, c) for c in ("synth_start_ms", "queue_ms", "pickup_ms", "start_ms")], axis=1
+    ).min(axis=1)
+    last = pd.concat([num(df, c) for c in ("end_ms", "start_ms", "pickup_ms")], axis=1).max(axis=1)
+    frame = pd.DataFrame({"job": jobs, "first": first, "last": last}).dropna()
+    if frame.empty:
+        return None
+    spans = frame.groupby("job").agg(first=("first", "min"), last=("last", "max"))
+    events = sorted(
+        [(s, 1) for s in spans["first"]] + [(e, -1) for e in spans["last"]],
+        key=lambda x: (x[0], x[1]),  # an end and a start at the same ms do not overlap
+    )
+    cur = best = 0
+    for _, d in events:
+        cur += d
+        best = max(best, cur)
+    return best
+
+
+def _s_per_proof(
+    df: pd.DataFrame, info: RunInfo, status: dict[str, str]
+) -> tuple[float | None, float | None, str | None]:
+    """(total_secs, s/proof, source): cuzk-bench's ``total_secs / completed`` (section 5.2)."""
+    bench = info.bench or {}
+    total = _float(_bench_value(bench, "total_s", "total_secs", "total_time_s"))
+    done = _int(_bench_value(bench, "completed"))
+    if total is not None and done:
+        return total, total / done, "bench"
+    sp = _float(_bench_value(bench, "s_per_proof"))
+    if sp is not None:
+        return total, sp, "bench"
+    completed = [j for j, s in status.items() if s == "completed"]
+    if not completed:
+        return None, None, None
+    rows = text(df, "job_id").isin(completed)
+    sub = df[rows]
+    first = num(sub, "synth_start_ms").min()
+    if pd.isna(first):
+        first = pd.concat([num(sub, c) for c in OFFSET_COLUMNS], axis=1).min(axis=1).min()
+    last = num(sub, "end_ms").max()
+    if pd.isna(first) or pd.isna(last) or last <= first:
+        return None, None, None
+    secs = float(last - first) / 1000.0
+    return secs, secs / len(completed), "timeline"
+
+
+def compute_facts(partitions: pd.DataFrame, info: RunInfo) -> RunFacts:
+    """Build ``RunFacts`` from the partition frame and ``RunInfo``."""
+    df = partitions
+    f = RunFacts(era=info.era, timeline_era=info.timeline_era, gpu_threads=info.gpu_threads)
+    st = text(df, "status")
+    f.partitions = len(df)
+    f.partitions_ok = int((st == "ok").sum())
+    f.partitions_failed = int((st == "failed").sum())
+    f.partitions_incomplete = int((st == "incomplete").sum())
+
+    worker = num(df, "worker")
+    f.workers = int(worker.nunique())
+    raw_gpu = num(df, "gpu")
+    per_gpu_workers = (
+        pd.DataFrame({"g": raw_gpu.fillna(0), "w": worker}).dropna().groupby("g")["w"].nunique()
+    )
+    if info.gw:
+        f.gw, f.gw_source = int(info.gw), "log"
+    elif len(per_gpu_workers) and raw_gpu.notna().any():
+        f.gw, f.gw_source = int(per_gpu_workers.max()), "inferred"
+    elif f.workers:
+        n = len(info.gpus) or 1
+        f.gw, f.gw_source = max(1, -(-f.workers // n)), "inferred"
+    gpu = gpu_of_rows(df, info, f.gw)
+    f.gpus = sorted(info.gpus) if info.gpus else sorted(int(g) for g in set(gpu)) if len(df) else []
+
+    status = _job_status(df, info)
+    bench = info.bench or {}
+    f.bench_count = _int(_bench_value(bench, "count"))
+    f.bench_concurrency = _int(_bench_value(bench, "concurrency"))
+    if status:
+        f.proofs = len(status)
+    elif f.bench_count is not None:
+        f.proofs = f.bench_count
+    f.proofs_completed = sum(s == "completed" for s in status.values())
+    f.proofs_failed = sum(s == "failed" for s in status.values())
+    if not status and bench:
+        f.proofs_completed = _int(bench.get("completed")) or 0
+        f.proofs_failed = _int(bench.get("failed")) or 0
+    jobs = text(df, "job_id")
+    if jobs.notna().any():
+        f.partitions_per_proof = float(jobs.dropna().value_counts().median())
+    f.max_proofs_in_flight = _max_in_flight(df)
+    f.total_secs, f.s_per_proof, f.s_per_proof_source = _s_per_proof(df, info, status)
+
+    f.per_gpu = gpu_usage(df, gpu)
+    if f.per_gpu:
+        span = sum(u.span_ms for u in f.per_gpu)
+        f.span_ms = span
+        if span > 0:
+            f.gpu_util = sum(u.busy_ms for u in f.per_gpu) / span
+            kernel = sum(u.kernel_ms for u in f.per_gpu)
+            f.kernel_util = kernel / span if kernel > 0 else None
+        f.idle_gaps = [g for u in f.per_gpu for g in u.gaps]
+    lock = estimate_lock_wait(df, info.era)
+    f.lock_wait_method = lock.method
+    f.waterfall = waterfall(df, lock)
+    return f

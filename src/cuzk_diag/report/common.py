@@ -1,0 +1,206 @@
+"""Text pieces shared by the human-readable reporters: numbers, evidence, facts, waterfall bars."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from cuzk_diag.records import Accounting
+
+if TYPE_CHECKING:
+    from cuzk_diag.analysis import Analysis
+    from cuzk_diag.facts import RunFacts, Waterfall
+
+EIGHTHS = " ▏▎▍▌▋▊▉"
+FULL = "█"
+ESTIMATE = "▒"
+PERCENT_SUFFIXES = ("share", "util")
+
+
+def num(v: float | int | None, unit: str = "") -> str:
+    """1234.5 -> '1,234'; 12.34 -> '12.3'; 0.123 -> '0.123'; None -> 'n/a'."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int) or float(v).is_integer():
+        out = f"{int(v):,}"
+    elif abs(v) >= 100:
+        out = f"{v:,.0f}"
+    elif abs(v) >= 10:
+        out = f"{v:.1f}"
+    else:
+        out = f"{v:.3g}"
+    return f"{out}{unit}"
+
+
+def pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.1f}%"
+
+
+def secs(ms: float | None) -> str:
+    return "n/a" if ms is None else f"{ms / 1000:,.1f} s"
+
+
+def value(key: str, v: Any) -> str:
+    """An evidence value for humans; shares and utilisations as percentages."""
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={value(str(k), x)}" for k, x in v.items()) or "-"
+    if isinstance(v, list | tuple):
+        return ", ".join(value(key, x) for x in v) or "-"
+    if isinstance(v, float) and key.endswith(PERCENT_SUFFIXES):
+        return pct(v)
+    if isinstance(v, int | float):
+        return num(v)
+    return "n/a" if v is None else str(v)
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    """{'error': 1, 'warning': 3, 'info': 0} -> '1 error, 3 warnings, 0 info'."""
+    return ", ".join(f"{n} {k}{'s' if n != 1 and k != 'info' else ''}" for k, n in counts.items())
+
+
+def evidence_items(evidence: dict[str, Any]) -> list[tuple[str, str]]:
+    """(key, text) pairs, ``affected``/``total`` first, empty values dropped."""
+    out = []
+    if "affected" in evidence and "total" in evidence:
+        out.append(("affected", f"{evidence['affected']:,} of {evidence['total']:,}"))
+    for k, v in evidence.items():
+        if k in ("affected", "total") or v is None or v == [] or v == {}:
+            continue
+        out.append((k, value(k, v)))
+    return out
+
+
+def facts_rows(a: Analysis) -> list[tuple[str, str]]:
+    """Label/value pairs describing the run."""
+    from cuzk_diag.lines import ERA_LABELS
+
+    f: RunFacts = a.facts
+    rows = [
+        (
+            "Code era",
+            f"{f.era} — {ERA_LABELS.get(f.era, f.era)}; TIMELINE {f.timeline_era}",
+        )
+    ]
+    gw = (
+        f"{f.gw} per GPU ({'from the log' if f.gw_source == 'log' else 'inferred'})"
+        if f.gw
+        else "n/a"
+    )
+    gpus = ", ".join(map(str, f.gpus)) or "n/a"
+    rows.append(
+        ("GPUs", f"{len(f.gpus)} ({gpus}) · workers {gw} · gpu_threads {num(f.gpu_threads)}")
+    )
+    proofs = "n/a" if f.proofs is None else f"{f.proofs}"
+    pp = f" ({num(f.partitions_per_proof)} per proof)" if f.partitions_per_proof else ""
+    inflight = f" · at most {f.max_proofs_in_flight} in flight" if f.max_proofs_in_flight else ""
+    rows.append(
+        (
+            "Proofs",
+            f"{proofs} ({f.proofs_completed} completed, {f.proofs_failed} failed) · "
+            f"{f.partitions} partitions{pp}{inflight}",
+        )
+    )
+    if f.s_per_proof is not None:
+        if f.s_per_proof_source == "bench":
+            src = "cuzk-bench: "
+        else:
+            src = "TIMELINE, first SYNTH_START to last GPU_END: "
+        total = (
+            f"{f.total_secs:,.1f} s / {f.proofs_completed} completed"
+            if f.total_secs is not None and f.proofs_completed
+            else "bench summary"
+        )
+        shape = ""
+        if f.bench_count is not None or f.bench_concurrency is not None:
+            shape = f"; -c {num(f.bench_count)} -j {num(f.bench_concurrency)}"
+        rows.append(("Throughput", f"{f.s_per_proof:,.1f} s/proof ({src}{total}{shape})"))
+    else:
+        rows.append(("Throughput", "n/a (no completed proof with TIMELINE or bench output)"))
+    if f.gpu_util is not None:
+        rows.append(
+            (
+                "GPU",
+                f"busy {pct(f.gpu_util)} (merged GPU_START..GPU_END) · kernels "
+                f"{pct(f.kernel_util)} (Σ gpu_total_ms) over {secs(f.span_ms)}",
+            )
+        )
+        g = f.gap_summary()
+        if g["count"]:
+            rows.append(
+                (
+                    "Idle gaps",
+                    f"{g['count']} totalling {secs(g['total_ms'])}, largest "
+                    f"{secs(g['largest_ms'])} ({g['between_proofs']} between proofs)",
+                )
+            )
+        else:
+            rows.append(("Idle gaps", "none"))
+    method = {
+        "measured": "measured (mutex_wait_ms)",
+        "pre_destructor": "inferred from pre_destructor_ms − gpu_total_ms",
+        "timeline": "upper bound from TIMELINE gpu_ms",
+        "none": "unknown",
+    }[f.lock_wait_method]
+    rows.append(("Lock wait", method))
+    return rows
+
+
+def accounting_rows(acc: Accounting) -> list[tuple[str, str]]:
+    fams = ", ".join(f"{k} {v:,}" for k, v in sorted(acc.by_family.items()) if v)
+    rows = [("Lines", f"{acc.lines_total:,} ({fams or 'none'})")]
+    issues = {
+        "malformed": acc.malformed,
+        "unattributed": acc.unattributed,
+        "unknown timing lines": acc.unknown_timing_lines,
+        "unknown keys": sum(acc.unknown_keys.values()),
+        "torn repaired": acc.torn_repaired,
+        "torn unrepaired": acc.torn_unrepaired,
+        "ANSI stripped": acc.ansi_lines,
+        "journald prefixes": acc.journald_lines,
+        "decode errors": acc.decode_errors,
+        "oversized": acc.oversized_lines,
+    }
+    rows.append(("Issues", ", ".join(f"{k} {v:,}" for k, v in issues.items() if v) or "none"))
+    if acc.sources:
+        rows.append(("Sources", ", ".join(acc.sources)))
+    return rows
+
+
+def bar(start: float, dur: float, total: float, width: int, measured: bool = True) -> str:
+    """A bar starting at ``start`` of ``dur`` on a ``total``-long axis ``width`` cells wide."""
+    if total <= 0:
+        return ""
+    scale = width / total
+    lead = min(int(round(start * scale)), width - 1)
+    length = min(dur * scale, width - lead)
+    if not measured:
+        return " " * lead + ESTIMATE * max(1, int(round(length)))
+    full = int(length)
+    rem = int(round((length - full) * 8))
+    if rem == 8:
+        full, rem = full + 1, 0
+    body = FULL * full + (EIGHTHS[rem] if rem else "")
+    return " " * lead + (body or EIGHTHS[1])
+
+
+def waterfall_rows(w: Waterfall, width: int) -> list[tuple[str, str, str, str, bool]]:
+    """(name, lane, duration text, bar, measured) per segment, in time order."""
+    segs = sorted(w.segments, key=lambda s: (s.start_ms, s.lane != "cpu"))
+    return [
+        (
+            s.name,
+            s.lane,
+            num(s.duration_ms, " ms"),
+            bar(s.start_ms, s.duration_ms, w.total_ms, width, s.measured),
+            s.measured,
+        )
+        for s in segs
+    ]
+
+
+def waterfall_caption(w: Waterfall) -> str:
+    ref = ", ".join(f"median {k} {num(v, ' ms')}" for k, v in w.reference.items() if v)
+    text = f"Model total {num(w.total_ms, ' ms')} from the call's entry"
+    return f"{text}; measured {ref}." if ref else f"{text}."

@@ -1,0 +1,15 @@
+"""The JSON report: ``Analysis.to_dict()``; layout in docs/report-schema.md."""
+
+from __future__ import annotations
+
+import json
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cuzk_diag.analysis import Analysis
+
+
+def render(analysis: Analysis, stream: IO[str], *, color: str = "auto") -> None:
+    """Write the report as one JSON document (``color`` is ignored)."""
+    json.dump(analysis.to_dict(), stream, indent=2, ensure_ascii=False, allow_nan=False)
+    stream.write("\n")

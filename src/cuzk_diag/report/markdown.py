@@ -1,0 +1,63 @@
+"""The Markdown report: for issues, pull requests and notebooks."""
+
+from __future__ import annotations
+
+from typing import IO, TYPE_CHECKING
+
+from cuzk_diag.report import common
+
+if TYPE_CHECKING:
+    from cuzk_diag.analysis import Analysis
+
+WATERFALL_WIDTH = 60
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render(analysis: Analysis, stream: IO[str], *, color: str = "auto") -> None:
+    """Write the report as GitHub-flavoured Markdown (``color`` is ignored)."""
+    a = analysis
+    w = stream.write
+    title = ", ".join(f"`{i}`" for i in a.inputs) if a.inputs else "run"
+    w(f"# cuzk-diag: {title}\n\n")
+    w("| | |\n|---|---|\n")
+    for k, v in common.facts_rows(a):
+        w(f"| {k} | {_cell(v)} |\n")
+    counts = common.counts_text(a.counts())
+    w(f"\n## Findings ({counts})\n\n")
+    if not a.findings:
+        w("No findings: nothing above the thresholds.\n")
+    for f in a.findings:
+        w(f"### {str(f.severity).upper()} {f.code} `{f.name}`: {f.title}\n\n")
+        w(f"{f.message}\n\n")
+        for k, v in common.evidence_items(f.evidence):
+            w(f"- **{k}**: {v}\n")
+        if f.lines:
+            w(f"- **lines**: {', '.join(map(str, f.lines))}\n")
+        if f.advice:
+            w(f"\n> {f.advice}\n")
+        w("\n")
+    wf = a.facts.waterfall
+    if wf is not None and wf.segments:
+        w("## Typical partition (medians)\n\n```text\n")
+        rows = common.waterfall_rows(wf, WATERFALL_WIDTH)
+        name_w = max(len(r[0]) for r in rows)
+        dur_w = max(len(r[2]) for r in rows)
+        for name, lane, dur, bar, _ in rows:
+            w(f"{name:<{name_w}}  {lane:<4}  {dur:>{dur_w}}  |{bar}\n")
+        w("```\n\n")
+        w(f"{common.waterfall_caption(wf)} {common.ESTIMATE} = estimated.\n\n")
+    if not a.stages.empty:
+        w("## Stages (ms)\n\n| field | n | median | p95 | mean | min | max |\n")
+        w("|---|--:|--:|--:|--:|--:|--:|\n")
+        for r in a.stages.itertuples(index=False):
+            w(
+                f"| `{r.field}` | {int(r.n):,} | {common.num(r.median)} | {common.num(r.p95)} | "
+                f"{common.num(r.mean)} | {common.num(r.min)} | {common.num(r.max)} |\n"
+            )
+        w("\n")
+    w("## Accounting\n\n")
+    for k, v in common.accounting_rows(a.accounting):
+        w(f"- **{k}**: {v}\n")

@@ -1,0 +1,356 @@
+"""The rule machinery: ``Rule``, ``Option``, ``RuleContext``, the registry and selection.
+
+A rule is a class with a stable code (``CZ101``), a slug naming the pattern it flags, a default
+severity, a one-line title, documented thresholds (``Option``) and documented evidence keys. Its
+docstring holds the user documentation in the sections listed in ``DOC_SECTIONS``; ``cuzk-diag
+explain`` and ``docs/rules.md`` are rendered from it. Codes are never reused.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pandas as pd
+
+from cuzk_diag.records import Accounting, Finding, RunInfo, Severity
+
+if TYPE_CHECKING:
+    from cuzk_diag.config import Config
+    from cuzk_diag.facts import RunFacts
+
+DOC_SECTIONS = (
+    "What it flags",
+    "Why it matters",
+    "Example log lines",
+    "What to do",
+    "Known false positives",
+)
+
+#: Evidence keys every finding carries, documented once for all rules.
+COMMON_EVIDENCE = {
+    "affected": "partitions (GPU calls) the finding applies to",
+    "total": "partitions the rule could examine (those with the fields it needs)",
+}
+
+CODE_RE = re.compile(r"^CZ\d{3}$")
+SLUG_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+MAX_LINES = 5  # example line numbers per finding
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One configurable threshold of a rule."""
+
+    name: str
+    default: int | float | str | bool
+    help: str
+    minimum: float | None = 0.0
+    maximum: float | None = None
+
+    def coerce(self, value: Any) -> int | float | str | bool:
+        """Check a configured value against the default's type and the bounds."""
+        want = type(self.default)
+        if want is bool:
+            if not isinstance(value, bool):
+                raise ValueError(f"expected true or false, got {value!r}")
+            return value
+        if want in (int, float):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"expected a number, got {value!r}")
+            if want is int and not float(value).is_integer():
+                raise ValueError(f"expected an integer, got {value!r}")
+            if not math.isfinite(value):
+                raise ValueError(f"expected a finite number, got {value!r}")
+            if self.minimum is not None and value < self.minimum:
+                raise ValueError(f"must be >= {self.minimum:g}, got {value!r}")
+            if self.maximum is not None and value > self.maximum:
+                raise ValueError(f"must be <= {self.maximum:g}, got {value!r}")
+            return want(value)
+        if not isinstance(value, str):
+            raise ValueError(f"expected a string, got {value!r}")
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class RuleContext:
+    """What a rule sees: the partition frame, the run facts and its own options."""
+
+    partitions: pd.DataFrame
+    facts: RunFacts
+    info: RunInfo
+    accounting: Accounting
+    stages: pd.DataFrame
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class Rule:
+    """Base class of every rule; subclasses set the class attributes and ``check``."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]  # slug: names the pattern, not the fix
+    area: ClassVar[str]  # module area: memory, locking, cpu, utilisation, shape, ...
+    severity: ClassVar[Severity]  # default (highest) severity the rule emits
+    title: ClassVar[str]
+    options: ClassVar[tuple[Option, ...]] = ()
+    evidence: ClassVar[dict[str, str]] = {}  # evidence key -> meaning (besides affected/total)
+
+    def check(self, ctx: RuleContext) -> Iterable[Finding]:
+        raise NotImplementedError
+
+    def finding(
+        self,
+        severity: Severity,
+        message: str,
+        evidence: dict[str, Any],
+        *,
+        lines: Iterable[int] = (),
+        advice: str = "",
+    ) -> Finding:
+        """A finding of this rule; evidence must include ``affected`` and ``total``."""
+        missing = {"affected", "total"} - set(evidence)
+        if missing:
+            raise ValueError(f"{self.code}: evidence lacks {sorted(missing)}")
+        undocumented = set(evidence) - set(COMMON_EVIDENCE) - set(self.evidence)
+        if undocumented:
+            raise ValueError(f"{self.code}: undocumented evidence keys {sorted(undocumented)}")
+        # in the order given (rules list their most telling lines first), without repeats
+        uniq = list(dict.fromkeys(int(x) for x in lines if x is not None and not _isnan(x)))
+        return Finding(
+            code=self.code,
+            name=self.name,
+            severity=severity,
+            title=self.title,
+            message=message,
+            evidence={k: clean_value(v) for k, v in evidence.items()},
+            lines=tuple(uniq[:MAX_LINES]),
+            advice=advice,
+        )
+
+    # -- documentation ---------------------------------------------------------------------
+
+    @classmethod
+    def doc(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def sections(cls) -> dict[str, str]:
+        """The docstring's ``## Heading`` sections, in order."""
+        out: dict[str, str] = {}
+        current: str | None = None
+        buf: list[str] = []
+        for line in cls.doc().splitlines():
+            if line.startswith("## "):
+                if current is not None:
+                    out[current] = "\n".join(buf).strip()
+                current, buf = line[3:].strip(), []
+            elif current is not None:
+                buf.append(line)
+        if current is not None:
+            out[current] = "\n".join(buf).strip()
+        return out
+
+    @classmethod
+    def summary(cls) -> dict[str, Any]:
+        """Machine-readable description (``cuzk-diag rules --format json``)."""
+        return {
+            "code": cls.code,
+            "name": cls.name,
+            "area": cls.area,
+            "severity": str(cls.severity),
+            "title": cls.title,
+            "options": [
+                {"name": o.name, "default": o.default, "help": o.help} for o in cls.options
+            ],
+            "evidence": {**COMMON_EVIDENCE, **cls.evidence},
+        }
+
+
+# -- registry -------------------------------------------------------------------------------
+
+_REGISTRY: dict[str, type[Rule]] = {}
+
+
+def register(cls: type[Rule]) -> type[Rule]:
+    """Class decorator: validate a rule's metadata and docs and add it to the registry."""
+    if not CODE_RE.match(cls.code):
+        raise ValueError(f"{cls.__name__}: bad rule code {cls.code!r}")
+    if not SLUG_RE.match(cls.name):
+        raise ValueError(f"{cls.__name__}: bad rule slug {cls.name!r}")
+    for other in _REGISTRY.values():
+        if other is not cls and (other.code == cls.code or other.name == cls.name):
+            raise ValueError(f"{cls.__name__}: code or slug already used by {other.__name__}")
+    missing = [s for s in DOC_SECTIONS if not cls.sections().get(s)]
+    if missing:
+        raise ValueError(f"{cls.code}: docstring lacks section(s) {missing}")
+    _REGISTRY[cls.code] = cls
+    return cls
+
+
+def all_rules() -> list[type[Rule]]:
+    """Every registered rule, by code."""
+    return [_REGISTRY[c] for c in sorted(_REGISTRY)]
+
+
+def get_rule(code_or_slug: str) -> type[Rule]:
+    """A rule by code (any case) or slug; ``KeyError`` with a helpful message otherwise."""
+    key = code_or_slug.strip()
+    for rule in _REGISTRY.values():
+        if rule.code == key.upper() or rule.name == key.lower():
+            return rule
+    import difflib
+
+    names = [r.name for r in _REGISTRY.values()] + list(_REGISTRY)
+    close = difflib.get_close_matches(key, names, n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else "; see `cuzk-diag rules`"
+    raise KeyError(f"unknown rule {code_or_slug!r}{hint}")
+
+
+def _matches(rule: type[Rule], token: str) -> bool:
+    t = token.strip()
+    return t.upper() == "ALL" or rule.code.startswith(t.upper()) or rule.name == t.lower()
+
+
+def matches_any_rule(token: str) -> bool:
+    return any(_matches(r, token) for r in _REGISTRY.values())
+
+
+def select_rules(
+    select: Sequence[str] | None = None, ignore: Sequence[str] = ()
+) -> list[type[Rule]]:
+    """Rules chosen by ``select`` (all when None) minus ``ignore``; codes, prefixes or slugs."""
+    chosen = [r for r in all_rules() if select is None or any(_matches(r, t) for t in select)]
+    return [r for r in chosen if not any(_matches(r, t) for t in ignore)]
+
+
+def run_rules(base: RuleContext, config: Config) -> list[Finding]:
+    """Run the selected rules; findings most severe first, then by code."""
+    findings: list[Finding] = []
+    for rule_cls in select_rules(config.select, config.ignore):
+        ctx = replace(base, options=config.rule_options(rule_cls.code))
+        override = config.severity_override(rule_cls.code)
+        for f in rule_cls().check(ctx):
+            findings.append(replace(f, severity=override) if override is not None else f)
+    findings.sort(key=lambda f: (-int(f.severity), f.code))
+    return findings
+
+
+# -- documentation rendering (explain, docs/rules.md) ----------------------------------------
+
+
+def render_rule_markdown(rule: type[Rule], level: int = 2) -> str:
+    """One rule's documentation as Markdown: heading, metadata, sections, options, evidence."""
+    h = "#" * level
+    out = [
+        f"{h} {rule.code} `{rule.name}`: {rule.title}",
+        "",
+        f"Area: {rule.area}. Default severity: {rule.severity}.",
+        "",
+    ]
+    for name, body in rule.sections().items():
+        out += [f"{h}# {name}", "", body, ""]
+    out += [f"{h}# Options", ""]
+    out += [
+        "Set in `[tool.cuzk-diag.rules."
+        f'{rule.name}]` (or `.{rule.code}`); `severity = "info|warning|error"` replaces the '
+        "severity the rule computes.",
+        "",
+    ]
+    if rule.options:
+        out += ["| option | default | meaning |", "|---|---|---|"]
+        out += [f"| `{o.name}` | `{_toml(o.default)}` | {o.help} |" for o in rule.options]
+    else:
+        out.append("This rule has no thresholds.")
+    out += ["", f"{h}# Evidence", "", "| key | meaning |", "|---|---|"]
+    out += [f"| `{k}` | {v} |" for k, v in {**COMMON_EVIDENCE, **rule.evidence}.items()]
+    out.append("")
+    return "\n".join(out)
+
+
+def render_rules_markdown() -> str:
+    """The whole ``docs/rules.md``."""
+    rules = all_rules()
+    out = [
+        "# Rules",
+        "",
+        "<!-- Generated by tools/gen_rules_doc.py from the rule docstrings; do not edit. -->",
+        "",
+        "Every rule has a stable code, a slug, a default severity and documented thresholds. "
+        "Select or ignore rules with `--select`/`--ignore` (codes, code prefixes or slugs) or "
+        "`select`/`ignore` in `[tool.cuzk-diag]`; `cuzk-diag explain CODE` prints one entry.",
+        "",
+        "| code | slug | area | default severity | title |",
+        "|---|---|---|---|---|",
+    ]
+    out += [
+        f"| [{r.code}](#{_anchor(r)}) | `{r.name}` | {r.area} | {r.severity} | {r.title} |"
+        for r in rules
+    ]
+    out.append("")
+    for r in rules:
+        out.append(render_rule_markdown(r))
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _anchor(rule: type[Rule]) -> str:
+    text = f"{rule.code} {rule.name}: {rule.title}".lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return repr(value)
+
+
+# -- small helpers shared by the rules -------------------------------------------------------
+
+
+def _isnan(x: object) -> bool:
+    return isinstance(x, float) and math.isnan(x)
+
+
+def clean_value(v: Any) -> Any:
+    """Evidence values as plain JSON types: numpy scalars unwrapped, NaN -> None, floats rounded."""
+    if isinstance(v, dict):
+        return {str(k): clean_value(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [clean_value(x) for x in v]
+    if v is None or v is pd.NA:
+        return None
+    if hasattr(v, "item") and not isinstance(v, str):
+        v = v.item()
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            return None
+        return round(v, 3)
+    return v
+
+
+def ms(x: float | None) -> str:
+    """A duration for a message: ``934 ms``, ``11,520 ms``; ``n/a`` when unknown."""
+    if x is None or _isnan(x):
+        return "n/a"
+    return f"{x:,.0f} ms"
+
+
+def pct(x: float | None) -> str:
+    if x is None or _isnan(x):
+        return "n/a"
+    return f"{100 * x:.0f}%"
+
+
+def lines_of(df: pd.DataFrame, mask: pd.Series | None = None) -> list[int]:
+    """Example line numbers: ``first_line`` of the selected rows, in file order."""
+    if "first_line" not in df.columns or df.empty:
+        return []
+    rows = df if mask is None else df[mask.fillna(False).astype(bool)]
+    vals = pd.to_numeric(rows["first_line"], errors="coerce").dropna()
+    return sorted(int(v) for v in vals)[:MAX_LINES]

@@ -1,0 +1,299 @@
+"""Run facts, the stage table, lock-wait and barrier estimates, utilisation and the waterfall."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from _runs import ALL_RUNS, make_run, rows_of
+from cuzk_diag.analysis import jsonable
+from cuzk_diag.facts import (
+    barrier_estimate,
+    compute_facts,
+    estimate_lock_wait,
+    gpu_of_rows,
+    stage_table,
+)
+from cuzk_diag.records import RunInfo
+
+
+def _row(i: int, **kw: object) -> dict[str, object]:
+    return {"record": i, "status": "ok", **kw}
+
+
+# -- stage table ---------------------------------------------------------------------------------
+
+
+def test_stage_table_covers_present_duration_fields_only() -> None:
+    run = ALL_RUNS["incident"]()
+    st = stage_table(run.partitions)
+    assert list(st.columns) == ["field", "n", "median", "p95", "mean", "min", "max"]
+    fields = list(st["field"])
+    assert {"gpu_total_ms", "pre_destructor_ms", "prep_msm_ms", "synth_ms", "gpu_ms"} <= set(fields)
+    assert "mutex_wait_ms" not in fields  # not logged by this era
+    assert "start_ms" not in fields and "free_mib" not in fields  # offsets and sizes are no stages
+    assert fields.index("synth_ms") < fields.index("gpu_total_ms")  # schema order
+    row = st.set_index("field").loc["gpu_total_ms"]
+    g = run.partitions["gpu_total_ms"].astype(float)
+    assert row["n"] == 10
+    assert row["median"] == pytest.approx(g.median())
+    assert row["p95"] == pytest.approx(g.quantile(0.95))
+    assert row["min"] <= row["median"] <= row["p95"] <= row["max"]
+
+
+def test_stage_table_derived_queue_wait_and_empty() -> None:
+    rows = [_row(0, queue_ms=100, pickup_ms=150), _row(1, queue_ms=200, pickup_ms=260)]
+    st = stage_table(make_run(rows).partitions).set_index("field")
+    assert st.loc["gpu_queue_wait_ms", "median"] == 55
+    assert stage_table(make_run([]).partitions).empty
+
+
+# -- run facts ------------------------------------------------------------------------------------
+
+
+def test_incident_facts() -> None:
+    run = ALL_RUNS["incident"]()
+    f = compute_facts(run.partitions, run.info)
+    assert (f.era, f.gw, f.gw_source, f.gpus, f.workers) == ("phase9-11", 3, "log", [0], 3)
+    assert (f.proofs, f.proofs_completed, f.proofs_failed, f.partitions) == (1, 1, 0, 10)
+    assert (f.bench_count, f.bench_concurrency, f.max_proofs_in_flight) == (1, 1, 1)
+    assert f.s_per_proof_source == "bench"
+    assert f.s_per_proof == pytest.approx(run.info.bench["total_s"])
+    assert f.lock_wait_method == "pre_destructor"
+    assert f.gpu_util == pytest.approx(1.0)  # three workers keep the one GPU busy...
+    assert f.kernel_util is not None and f.kernel_util > 0.95  # ...one call at a time
+
+
+def test_s_per_proof_from_timeline_without_bench() -> None:
+    run = ALL_RUNS["healthy"]()
+    run.info.bench = {}
+    f = compute_facts(run.partitions, run.info)
+    df = run.partitions
+    expected = (df["end_ms"].max() - df["synth_start_ms"].min()) / 1000 / 15
+    assert f.s_per_proof_source == "timeline"
+    assert f.s_per_proof == pytest.approx(float(expected))
+    assert f.total_secs == pytest.approx(float(expected) * 15)
+
+
+def test_failed_proof_is_not_completed() -> None:
+    run = ALL_RUNS["failed"]()
+    f = compute_facts(run.partitions, run.info)
+    assert (f.proofs, f.proofs_completed, f.proofs_failed) == (4, 3, 1)
+    assert (f.partitions_ok, f.partitions_failed) == (39, 1)
+
+
+def test_max_proofs_in_flight() -> None:
+    seq, conc = ALL_RUNS["sequential"](), ALL_RUNS["healthy"]()
+    assert compute_facts(seq.partitions, seq.info).max_proofs_in_flight == 1
+    assert (compute_facts(conc.partitions, conc.info).max_proofs_in_flight or 0) >= 3
+
+
+def test_gw_inferred_from_workers_per_gpu() -> None:
+    rows = [_row(i, worker=w, gpu=w // 3) for i, w in enumerate([0, 1, 2, 3, 4, 5, 0])]
+    f = compute_facts(make_run(rows).partitions, RunInfo())
+    assert (f.gw, f.gw_source, f.gpus) == (3, "inferred", [0, 1])
+
+
+def test_gpu_of_rows_fallbacks() -> None:
+    rows = [_row(0, worker=3, gpu=1), _row(1, worker=3), _row(2, worker=5), _row(3)]
+    df = make_run(rows).partitions
+    assert list(gpu_of_rows(df, RunInfo(worker_gpu={3: 7}), 2)) == [1, 7, 2, 0]
+    assert list(gpu_of_rows(df, RunInfo(gpus=[4, 6, 9]), 2)) == [1, 6, 9, 0]
+
+
+def test_two_gpus_have_separate_utilisation() -> None:
+    run = ALL_RUNS["two_gpu"]()
+    f = compute_facts(run.partitions, run.info)
+    assert [u.gpu for u in f.per_gpu] == [0, 1]
+    assert all(u.workers == 2 for u in f.per_gpu)
+    assert sum(u.calls for u in f.per_gpu) == 80
+
+
+def test_merged_interval_utilisation_and_gaps() -> None:
+    rows = [
+        _row(0, job_id="a", worker=0, gpu=0, start_ms=0, end_ms=1000, gpu_total_ms=400),
+        _row(1, job_id="a", worker=1, gpu=0, start_ms=500, end_ms=1500, gpu_total_ms=400),
+        _row(2, job_id="b", worker=0, gpu=0, start_ms=2000, end_ms=3000, gpu_total_ms=400),
+        _row(3, job_id="b", worker=1, gpu=0, start_ms=3030, end_ms=4000, gpu_total_ms=400),
+        _row(4, job_id="b", worker=1, gpu=0, start_ms=4100),  # no GPU_END: not an interval
+    ]
+    f = compute_facts(make_run(rows).partitions, RunInfo(gw=2))
+    (u,) = f.per_gpu
+    assert (u.calls, u.span_ms, u.busy_ms, u.kernel_ms) == (4, 4000, 3470, 1600)
+    assert f.gpu_util == pytest.approx(3470 / 4000)
+    assert f.kernel_util == pytest.approx(1600 / 4000)
+    gaps = f.gap_summary()
+    assert gaps["count"] == 2 and gaps["total_ms"] == 530 and gaps["largest_ms"] == 500
+    assert gaps["between_proofs"] == 1 and gaps["between_proofs_ms"] == 500
+    assert gaps["buckets"] == {"lt_50": 1, "50_500": 1, "gt_500": 0}
+    assert gaps["largest"][0]["before_job"] == "a" and gaps["largest"][0]["after_job"] == "b"
+
+
+def test_facts_of_an_empty_run() -> None:
+    run = ALL_RUNS["empty"]()
+    f = compute_facts(run.partitions, run.info)
+    assert f.partitions == 0 and f.proofs is None and f.gpu_util is None and f.waterfall is None
+    json.dumps(jsonable(f.to_dict()), allow_nan=False)
+
+
+@pytest.mark.parametrize("name", sorted(ALL_RUNS))
+def test_facts_to_dict_is_plain_json(name: str) -> None:
+    run = ALL_RUNS[name]()
+    d = jsonable(compute_facts(run.partitions, run.info).to_dict())
+    assert json.loads(json.dumps(d, allow_nan=False)) == d
+
+
+# -- lock wait ----------------------------------------------------------------------------------
+
+
+def test_lock_wait_measured() -> None:
+    df = ALL_RUNS["healthy"]().partitions
+    lw = estimate_lock_wait(df, "main")
+    assert lw.method == "measured"
+    assert np.allclose(lw.wait, df["mutex_wait_ms"].astype(float))
+
+
+def test_lock_wait_from_pre_destructor_gap() -> None:
+    # gap = 7,720; known = setup 4 + epilogue 5 + pre-stage 11 = 20; CPU excess 0 -> wait 7,700
+    rows = [
+        _row(
+            0,
+            setup_to_split_ms=4,
+            epilogue_ms=5,
+            total_ps_ms=11,
+            prep_msm_ms=2000,
+            b_g2_msm_ms=500,
+            gpu_total_ms=3800,
+            pre_destructor_ms=11520,
+            gpu_ms=11525,
+        )
+    ]
+    lw = estimate_lock_wait(make_run(rows).partitions, "phase9-11")
+    assert lw.method == "pre_destructor" and lw.total_field == "pre_destructor_ms"
+    assert lw.gap[0] == 7720 and lw.known[0] == 20
+    assert lw.wait[0] == 7700 and lw.cpu_residual[0] == 0
+
+
+def test_lock_wait_indistinguishable_from_cpu_is_zero() -> None:
+    # R = 1,500 while the CPU path exceeds the kernels by 1,500: the gap is the CPU path
+    rows = [
+        _row(
+            0,
+            setup_to_split_ms=0,
+            epilogue_ms=0,
+            prep_msm_ms=2000,
+            b_g2_msm_ms=500,
+            gpu_total_ms=1000,
+            pre_destructor_ms=2500,
+        )
+    ]
+    lw = estimate_lock_wait(make_run(rows).partitions, "phase4-8")
+    assert lw.wait[0] == 0 and lw.cpu_residual[0] == 1500
+
+
+def test_lock_wait_v1_v2_static_mutex_outside_the_timer() -> None:
+    # pre_destructor excludes the static-mutex wait; TIMELINE gpu_ms includes it
+    rows = [
+        _row(
+            0,
+            setup_to_split_ms=3,
+            epilogue_ms=5,
+            prep_msm_ms=1700,
+            b_g2_msm_ms=400,
+            gpu_total_ms=3700,
+            pre_destructor_ms=3710,
+            gpu_ms=7460,
+        )
+    ]
+    lw = estimate_lock_wait(make_run(rows).partitions, "phase4-8")
+    assert lw.wait[0] == 7460 - 3710
+
+
+def test_lock_wait_split_era_uses_gpu_ms_and_none_otherwise() -> None:
+    rows = [
+        _row(
+            0,
+            setup_to_split_ms=4,
+            prep_msm_ms=1900,
+            b_g2_msm_ms=500,
+            gpu_total_ms=3700,
+            gpu_ms=11200,
+        )
+    ]
+    df = make_run(rows).partitions
+    lw = estimate_lock_wait(df, "phase12")
+    assert lw.method == "timeline" and lw.wait[0] == 11200 - 3700 - 4
+    assert estimate_lock_wait(df, "main").method == "none"  # main logs mutex_wait_ms itself
+
+
+def test_barrier_estimates() -> None:
+    rows = [
+        _row(
+            0,
+            prep_msm_ms=1909,
+            ntt_msm_h_ms=690,
+            batch_add_ms=650,
+            tail_msm_ms=83,
+            gpu_total_ms=1824,
+            setup_to_split_ms=4,
+            epilogue_ms=5,
+            b_g2_msm_ms=484,
+            pre_destructor_ms=2400,
+        )
+    ]
+    df = make_run(rows).partitions
+    b, un, method = barrier_estimate(df, estimate_lock_wait(df, "phase9-11"))
+    assert method == "estimated" and b[0] == 401 and un[0] == 0  # section 1.5: ≈400 ms
+    # a long lock wait means prep finished first: the remainder is not barrier wait
+    rows[0]["pre_destructor_ms"] = 9400
+    df = make_run(rows).partitions
+    b, un, _ = barrier_estimate(df, estimate_lock_wait(df, "phase9-11"))
+    assert b[0] == 0 and un[0] == 401
+    df = make_run([_row(0, barrier_wait_ms=7, gpu_total_ms=900)]).partitions
+    assert barrier_estimate(df, estimate_lock_wait(df, "main"))[2] == "measured"
+    df = make_run(
+        [_row(0, ntt_msm_h_ms=500, batch_add_ms=300, tail_msm_ms=100, gpu_total_ms=1000)]
+    ).partitions
+    b, _, method = barrier_estimate(df, estimate_lock_wait(df, "pool-cache"))
+    assert method == "upper_bound" and b[0] == 100
+
+
+# -- waterfall ------------------------------------------------------------------------------------
+
+
+def test_waterfall_incident() -> None:
+    run = ALL_RUNS["incident"]()
+    w = compute_facts(run.partitions, run.info).waterfall
+    assert w is not None
+    names = [s.name for s in w.segments]
+    assert names[:2] == ["setup", "lock wait"]
+    assert {"CPU prep (prep_msm)", "b_g2_msm", "NTT+H", "batch add", "tail MSM", "epilogue"} <= set(
+        names
+    )
+    lock = next(s for s in w.segments if s.name == "lock wait")
+    ntt = next(s for s in w.segments if s.name == "NTT+H")
+    assert not lock.measured and ntt.start_ms == pytest.approx(lock.end_ms)
+    ref = w.reference["pre_destructor_ms"]
+    assert ref is not None and abs(w.total_ms - ref) / ref < 0.05
+
+
+def test_waterfall_main_has_measured_wait_and_finalize() -> None:
+    run = ALL_RUNS["healthy"]()
+    w = compute_facts(run.partitions, run.info).waterfall
+    assert w is not None
+    seg = {s.name: s for s in w.segments}
+    assert seg["lock wait"].measured and seg["lock wait"].source == "mutex_wait_ms"
+    assert "finalize" in seg and "epilogue" not in seg
+    assert all(s.duration_ms > 0 for s in w.segments)
+    assert w.total_ms == pytest.approx(max(s.end_ms for s in w.segments))
+
+
+def test_nullable_and_plain_dtypes_give_the_same_facts() -> None:
+    run = ALL_RUNS["incident"]()
+    plain = pd.DataFrame(rows_of(run)).astype(object)
+    a = compute_facts(run.partitions, run.info).to_dict()
+    b = compute_facts(plain, run.info).to_dict()
+    assert jsonable(a) == jsonable(b)

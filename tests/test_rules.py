@@ -1,0 +1,537 @@
+"""Each rule on a run that must trigger it and one that must not; selection and configuration."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from functools import cache
+
+import pytest
+
+from _runs import (
+    ALL_RUNS,
+    MAIN,
+    FakeRun,
+    Timings,
+    accounting_for,
+    make_run,
+    rows_of,
+    simulate,
+)
+from cuzk_diag.analysis import Analysis, analyze_run
+from cuzk_diag.config import Config, from_table, load_config
+from cuzk_diag.errors import ConfigError
+from cuzk_diag.records import Finding, RunInfo, Severity
+from cuzk_diag.rules import all_rules, get_rule, select_rules
+
+
+@cache
+def analysis(name: str) -> Analysis:
+    return analyze_run(ALL_RUNS[name]())
+
+
+def found(a: Analysis, slug: str) -> Finding | None:
+    hits = [f for f in a.findings if f.name == slug]
+    assert len(hits) <= 1
+    return hits[0] if hits else None
+
+
+def must(a: Analysis, slug: str) -> Finding:
+    f = found(a, slug)
+    assert f is not None, f"{slug} did not fire: {[x.name for x in a.findings]}"
+    return f
+
+
+# -- the two runs that frame everything -------------------------------------------------------
+
+
+def test_healthy_run_has_no_warning_or_error() -> None:
+    a = analysis("healthy")
+    assert a.facts.era == "main" and a.facts.gw == 2
+    assert a.facts.proofs == 15 and (a.facts.max_proofs_in_flight or 0) > 1
+    assert a.facts.gpu_util is not None and a.facts.gpu_util > 0.9
+    assert [f for f in a.findings if f.severity >= Severity.WARNING] == []
+
+
+def test_incident_reads_right() -> None:
+    a = analysis("incident")
+    pre = must(a, "prestage-fallback")
+    assert pre.severity is Severity.ERROR
+    assert pre.message.startswith("Every partition (10 of 10) fell back")
+    assert pre.evidence["by_kind"]["skip_vram"] == 10
+
+    gap = must(a, "pre-destructor-gap")
+    assert gap.evidence["dominant"] == "lock_wait"
+    assert 2.5 < gap.evidence["ratio"] < 3.5
+    assert 10_500 < gap.evidence["pre_destructor_ms_median"] < 12_500
+    assert 3_500 < gap.evidence["gpu_total_ms_median"] < 4_000
+    assert "3 workers queueing on one GPU" in gap.message
+    assert "lock wait dominates" in gap.message
+
+    lock = must(a, "lock-wait")
+    assert lock.severity is Severity.WARNING
+    assert lock.evidence["kind"] == ["queueing"] and lock.evidence["gw"] == 3
+    assert lock.evidence["method"] == "pre_destructor"
+
+    shape = must(a, "benchmark-shape")
+    assert shape.severity is Severity.WARNING
+    assert "single_proof_contended" in shape.evidence["kind"]
+    assert "single-proof run cannot show the benefit" in shape.message
+    assert "-c 15 -j 10" in shape.advice
+
+    assert found(a, "cpu-critical-path") is None  # the unexplained GPU time is not barrier wait
+    assert [f.severity for f in a.findings] == sorted(
+        (f.severity for f in a.findings), reverse=True
+    )
+
+
+# -- CZ101 prestage-fallback ------------------------------------------------------------------
+
+
+def test_prestage_fallback_partial_is_warning() -> None:
+    f = must(analysis("mixed_prestage"), "prestage-fallback")
+    assert f.severity is Severity.WARNING
+    assert f.evidence["affected"] == 20 and f.evidence["total"] == 60
+    assert f.evidence["required_free_mib"] == 12288 + 512
+    assert f.evidence["free_mib_median"] < f.evidence["required_free_mib"]
+    assert f.lines
+
+
+@pytest.mark.parametrize("name", ["prestaged", "healthy"])
+def test_prestage_fallback_silent(name: str) -> None:
+    assert found(analysis(name), "prestage-fallback") is None
+
+
+def test_prestage_fallback_counts_host_register_and_silent() -> None:
+    rows = rows_of(ALL_RUNS["prestaged"]())[:10]
+    for r in rows[:3]:
+        r.update(prestage_setup=None, free_mib=None, host_register="fallback", host_register_err=2)
+    rows[3].update(prestage_setup="silent")
+    a = analyze_run(make_run(rows, RunInfo(era="phase9-11", gw=1)))
+    f = must(a, "prestage-fallback")
+    assert f.evidence["by_kind"] == {"skip_vram": 0, "fallback": 0, "silent": 1, "host_register": 3}
+    assert f.evidence["host_register_errors"] == [2]
+    assert f.severity is Severity.WARNING  # 4 of 10 is not most
+
+
+# -- CZ102 unpinned-host-memory ---------------------------------------------------------------
+
+
+def test_unpinned_host_memory() -> None:
+    f = must(analysis("unpinned"), "unpinned-host-memory")
+    assert f.severity is Severity.WARNING
+    assert f.evidence["pinned_fallback"] == 20 and f.evidence["slow_ntt_kernels"] == 20
+    assert f.evidence["ntt_kernels_ms_median"] > 2000
+    assert 1201 in f.lines
+    assert found(analysis("healthy"), "unpinned-host-memory") is None
+
+
+def test_unpinned_host_memory_few_is_info() -> None:
+    run = simulate(
+        era="main",
+        n_jobs=4,
+        gw=2,
+        concurrency=4,
+        pw=12,
+        synth_ms=10000,
+        timings=MAIN,
+        unpinned_every=40,
+        seed=9,
+    )
+    f = must(analyze_run(run), "unpinned-host-memory")
+    assert f.severity is Severity.INFO and f.evidence["affected"] == 1
+
+
+# -- CZ103 async-dealloc-backlog --------------------------------------------------------------
+
+
+def test_async_dealloc_backlog() -> None:
+    f = must(analysis("dealloc_backlog"), "async-dealloc-backlog")
+    assert f.severity is Severity.WARNING
+    assert f.evidence["ratio"] > 2
+    assert found(analysis("healthy"), "async-dealloc-backlog") is None
+
+
+def test_async_dealloc_slow_but_keeping_up_is_info() -> None:
+    run = simulate(
+        era="main",
+        n_jobs=3,
+        gw=2,
+        concurrency=3,
+        pw=2,
+        synth_ms=10000,
+        timings=replace(MAIN, dealloc=1700),
+        seed=12,
+    )
+    f = must(analyze_run(run), "async-dealloc-backlog")
+    assert f.severity is Severity.INFO and f.evidence["ratio"] < 1
+
+
+# -- CZ201 pre-destructor-gap -----------------------------------------------------------------
+
+
+def test_pre_destructor_gap_silent_without_contention() -> None:
+    assert found(analysis("prestaged"), "pre-destructor-gap") is None
+    assert found(analysis("healthy"), "pre-destructor-gap") is None  # main: no such field
+
+
+def _cpu_gap_rows() -> list[dict[str, object]]:
+    """gw=1, no lock wait: the gap is prep + b_g2 outlasting the kernels."""
+    rows = []
+    for i in range(12):
+        rows.append(
+            dict(
+                record=i,
+                job_id="j",
+                partition=i % 10,
+                worker=0,
+                gpu=0,
+                status="ok",
+                era="phase4-8",
+                setup_to_split_ms=4,
+                prep_msm_ms=2500,
+                b_g2_msm_ms=1500,
+                ntt_msm_h_ms=500,
+                batch_add_ms=400,
+                tail_msm_ms=100,
+                gpu_total_ms=1000,
+                epilogue_ms=5,
+                pre_destructor_ms=4010,
+                first_line=10 + 20 * i,
+            )
+        )
+    return rows
+
+
+def test_pre_destructor_gap_cpu_residual_dominates() -> None:
+    a = analyze_run(make_run(_cpu_gap_rows(), RunInfo(era="phase4-8", gw=1)))
+    f = must(a, "pre-destructor-gap")
+    assert f.evidence["dominant"] == "cpu_residual"
+    assert f.evidence["lock_wait_ms_median"] == 0
+    assert f.evidence["cpu_residual_ms_median"] == pytest.approx(3001)
+    assert "CPU path" in f.message
+    assert found(a, "lock-wait") is None
+
+
+# -- CZ202 lock-wait --------------------------------------------------------------------------
+
+
+def test_lock_wait_queueing_measured() -> None:
+    f = must(analysis("queueing_main"), "lock-wait")
+    assert f.severity is Severity.WARNING and f.evidence["kind"] == ["queueing"]
+    assert f.evidence["method"] == "measured" and f.evidence["gw"] == 4
+    assert f.evidence["model_wait_ms"] == pytest.approx(3 * f.evidence["hold_ms"])
+
+
+def test_lock_wait_non_gpu_work_under_lock() -> None:
+    f = must(analysis("held_overhead"), "lock-wait")
+    assert f.severity is Severity.WARNING
+    assert "non_gpu_under_lock" in f.evidence["kind"]
+    assert f.evidence["held_to_gpu_total"] > 1.3
+
+
+def test_lock_wait_interlock_is_info() -> None:
+    f = must(analysis("healthy"), "lock-wait")
+    assert f.severity is Severity.INFO and f.evidence["kind"] == ["interlock"]
+    assert "Harmless" in f.message
+
+
+def test_lock_wait_split_era_upper_bound() -> None:
+    f = must(analysis("phase12"), "lock-wait")
+    assert f.evidence["method"] == "timeline" and "upper bound" in f.message
+
+
+def test_lock_wait_silent_without_contention() -> None:
+    assert found(analysis("prestaged"), "lock-wait") is None
+
+
+# -- CZ301 cpu-critical-path ------------------------------------------------------------------
+
+
+def test_cpu_critical_path_measured_barrier() -> None:
+    f = must(analysis("cpu_bound"), "cpu-critical-path")
+    assert f.severity is Severity.WARNING and f.evidence["barrier_method"] == "measured"
+    assert f.evidence["barrier_ms_median"] > 500
+
+
+def test_cpu_critical_path_estimated_barrier() -> None:
+    f = must(analysis("phase9_cpu_path"), "cpu-critical-path")
+    assert f.evidence["barrier_method"] == "estimated"
+    assert f.evidence["cpu_path_ms"] > f.evidence["kernel_ms"]
+
+
+def test_cpu_critical_path_on_idle_gpu_is_info() -> None:
+    f = must(analysis("idle_gpu"), "cpu-critical-path")
+    assert f.severity is Severity.INFO and "does not limit throughput" in f.message
+
+
+def test_cpu_critical_path_floor_with_one_worker() -> None:
+    run = simulate(
+        era="phase9-11",
+        n_jobs=4,
+        gw=1,
+        concurrency=4,
+        pw=10,
+        synth_ms=18000,
+        timings=Timings(prep=700, b_g2=1500),
+        prestage="ok",
+        seed=20,
+    )
+    f = must(analyze_run(run), "cpu-critical-path")
+    assert f.severity is Severity.INFO
+    assert f.evidence["cpu_floor_s_per_proof"] == pytest.approx(
+        10 * f.evidence["cpu_path_ms"] / 1000
+    )
+
+
+def test_cpu_critical_path_silent_when_healthy() -> None:
+    assert found(analysis("healthy"), "cpu-critical-path") is None
+
+
+# -- CZ401 gpu-idle ---------------------------------------------------------------------------
+
+
+def test_gpu_idle_warns_on_low_utilisation() -> None:
+    f = must(analysis("idle_gpu"), "gpu-idle")
+    assert f.severity is Severity.WARNING and f.evidence["gpu_util"] < 0.75
+    assert f.evidence["idle_gaps"] > 0
+    assert found(analysis("healthy"), "gpu-idle") is None
+
+
+def test_gpu_idle_long_gap_is_info() -> None:
+    rows, t = [], 0
+    for i in range(20):
+        if i == 10:
+            t += 6000
+        rows.append(
+            dict(
+                record=i,
+                job_id=f"job{i // 10}",
+                partition=i % 10,
+                worker=i % 2,
+                gpu=0,
+                status="ok",
+                start_ms=t,
+                end_ms=t + 1000,
+                gpu_total_ms=900,
+            )
+        )
+        t += 1000
+    f = must(analyze_run(make_run(rows, RunInfo(gw=2))), "gpu-idle")
+    assert f.severity is Severity.INFO
+    assert f.evidence["largest_gap_ms"] == 6000 and f.evidence["gaps_between_proofs"] == 1
+
+
+# -- CZ501 benchmark-shape --------------------------------------------------------------------
+
+
+def test_benchmark_shape_sequential_is_info() -> None:
+    f = must(analysis("sequential"), "benchmark-shape")
+    assert f.severity is Severity.INFO and f.evidence["kind"] == ["sequential_proofs"]
+
+
+def test_benchmark_shape_single_proof_one_worker_is_info() -> None:
+    run = simulate(era="main", n_jobs=1, gw=1, pw=10, synth_ms=10000, timings=MAIN, seed=21)
+    f = must(analyze_run(run), "benchmark-shape")
+    assert f.severity is Severity.INFO
+    assert f.evidence["kind"] == ["single_proof", "few_partitions"]
+
+
+def test_benchmark_shape_silent_for_concurrent_proofs() -> None:
+    assert found(analysis("healthy"), "benchmark-shape") is None
+
+
+# -- CZ601 proving-failures -------------------------------------------------------------------
+
+
+def test_proving_failures() -> None:
+    f = must(analysis("failed"), "proving-failures")
+    assert f.severity is Severity.ERROR
+    assert f.evidence["failed_partitions"] == 1 and f.evidence["failed_proofs"] == 1
+    assert f.evidence["bench_failed"] == 1 and f.evidence["by_kind"] == {"oom": 1}
+    assert 4242 in f.lines and "out of memory" in f.message
+    assert "lower the concurrency" in f.advice
+    assert found(analysis("healthy"), "proving-failures") is None
+
+
+def test_proving_failures_warning_lines_only() -> None:
+    run = ALL_RUNS["healthy"]()
+    run.info.failures.append(
+        {
+            "line": 7,
+            "kind": "skip_failed_synthesis",
+            "level": "WARN",
+            "message": "skipping synthesis for failed job",
+        }
+    )
+    f = must(analyze_run(run), "proving-failures")
+    assert f.severity is Severity.WARNING and f.evidence["affected"] == 0
+
+
+def test_proving_failures_self_check() -> None:
+    run = ALL_RUNS["healthy"]()
+    run.info.failures.append(
+        {
+            "line": 9,
+            "kind": "self_check_failed",
+            "level": "ERROR",
+            "message": "Phase 7: PoRep proof self-check FAILED",
+        }
+    )
+    f = must(analyze_run(run), "proving-failures")
+    assert f.severity is Severity.ERROR and f.evidence["by_kind"] == {"self_check": 1}
+
+
+# -- CZ701 log-coverage -----------------------------------------------------------------------
+
+
+def test_log_coverage_warns() -> None:
+    f = must(analysis("coverage"), "log-coverage")
+    assert f.severity is Severity.WARNING
+    assert f.evidence["missing_timing"] == 30 and f.evidence["unattributed"] == 260
+    assert f.evidence["unknown_keys"] == {"compute_mtx_wait_ms": 12}
+    assert 812 in f.lines
+    assert found(analysis("healthy"), "log-coverage") is None
+
+
+def test_log_coverage_no_calls() -> None:
+    f = must(analysis("empty"), "log-coverage")
+    assert f.severity is Severity.WARNING and "No GPU call found" in f.message
+
+
+def test_log_coverage_small_issues_are_info() -> None:
+    run = ALL_RUNS["healthy"]()
+    run.accounting.torn_repaired = 3
+    f = must(analyze_run(run), "log-coverage")
+    assert f.severity is Severity.INFO
+
+
+# -- every run, every rule ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(ALL_RUNS))
+def test_findings_are_well_formed(name: str) -> None:
+    a = analysis(name)
+    for f in a.findings:
+        rule = get_rule(f.code)
+        assert f.name == rule.name and f.title == rule.title
+        assert f.severity <= rule.severity
+        assert {"affected", "total"} <= set(f.evidence)
+        assert 0 <= f.evidence["affected"] <= max(f.evidence["total"], f.evidence["affected"])
+        assert set(f.evidence) <= {"affected", "total", *rule.evidence}
+        assert f.message and f.advice
+        assert any(ch.isdigit() for ch in f.message), "messages carry their numbers"
+        json.dumps(f.to_dict(), allow_nan=False)
+    assert [f.severity for f in a.findings] == sorted(
+        (f.severity for f in a.findings), reverse=True
+    )
+
+
+def test_every_rule_fires_somewhere() -> None:
+    fired = {f.code for name in ALL_RUNS for f in analysis(name).findings}
+    assert fired == {r.code for r in all_rules()}
+
+
+# -- selection ---------------------------------------------------------------------------------
+
+
+def test_select_by_code_prefix_and_slug() -> None:
+    codes = [r.code for r in select_rules(["CZ2", "benchmark-shape"], ["CZ201"])]
+    assert codes == ["CZ202", "CZ501"]
+    assert [r.code for r in select_rules(["cz101"])] == ["CZ101"]
+    assert len(select_rules(None)) == len(all_rules())
+
+
+def test_unknown_rule_is_explained() -> None:
+    with pytest.raises(KeyError, match="did you mean lock-wait"):
+        get_rule("lock-wiat")
+
+
+def test_config_select_and_ignore_apply() -> None:
+    cfg = Config().with_cli(select=["CZ1,CZ2"], ignore=["pre-destructor-gap"])
+    a = analyze_run(ALL_RUNS["incident"](), cfg)
+    assert [f.code for f in a.findings] == ["CZ101", "CZ202"]
+
+
+# -- configuration -----------------------------------------------------------------------------
+
+
+def test_option_and_severity_overrides(tmp_path: pytest.TempPathFactory) -> None:
+    cfg = from_table(
+        {
+            "rules": {
+                "pre-destructor-gap": {"min_ratio": 3.5},
+                "CZ101": {"error_share": 1.0},
+                "benchmark-shape": {"severity": "error"},
+            }
+        }
+    )
+    a = analyze_run(ALL_RUNS["incident"](), cfg)
+    assert found(a, "pre-destructor-gap") is None
+    assert must(a, "prestage-fallback").severity is Severity.WARNING
+    assert must(a, "benchmark-shape").severity is Severity.ERROR
+    assert cfg.rule_options("CZ201")["min_ratio"] == 3.5
+    assert cfg.rule_options("lock-wait")["queue_ratio"] == 1.5  # defaults stay
+
+
+def test_load_config_from_pyproject_upwards(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.cuzk-diag]\nignore = ["CZ5"]\nfail-on = "warning"\n'
+        "[tool.cuzk-diag.rules.lock-wait]\nmin-wait-ms = 100\n[tool.cuzk-diag.gates]\nmax = 1\n"
+    )
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    cfg = load_config(None)
+    assert cfg.path == str(tmp_path / "pyproject.toml")
+    assert cfg.ignore == ["CZ5"] and cfg.fail_on is Severity.WARNING
+    assert cfg.raw["gates"] == {"max": 1}
+    assert cfg.rule_options("CZ202")["min_wait_ms"] == 100
+
+
+def test_load_config_plain_file_and_none(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    p = tmp_path / "diag.toml"
+    p.write_text('select = ["CZ1"]\n')
+    assert load_config(str(p)).select == ["CZ1"]
+    monkeypatch.chdir(tmp_path)
+    assert load_config(None).path is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("select = [", "not valid TOML"),
+        ("colour = 1", "unknown key(s) 'colour'"),
+        ('select = ["CZ9"]', "'CZ9' matches no rule"),
+        ("select = 3", "select must be a list of strings"),
+        ('fail-on = "fatal"', "unknown severity 'fatal'"),
+        ("[rules.nope]\nx = 1", "unknown rule 'nope'"),
+        ("[rules.lock-wait]\nqueue_ratoi = 2", "unknown option 'queue_ratoi'"),
+        ('[rules.lock-wait]\nqueue_ratio = "high"', "expected a number"),
+        ("[rules.lock-wait]\nqueue_ratio = -1", "must be >= 0"),
+        ("[rules.CZ101]\nerror_share = 2", "must be <= 1"),
+        ('[rules.CZ101]\nseverity = "loud"', "unknown severity 'loud'"),
+        ("[rules.CZ202]\nmin_wait_ms = 1\n[rules.lock-wait]\nmin_wait_ms = 2", "set twice"),
+        ("gates = 1", "gates] must be a table"),
+    ],
+)
+def test_config_errors_are_clear(tmp_path, text: str, message: str) -> None:  # type: ignore[no-untyped-def]
+    p = tmp_path / "bad.toml"
+    p.write_text(text)
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")) as e:
+        load_config(str(p))
+    assert str(p) in str(e.value)
+
+
+def test_config_missing_file_and_missing_table(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(str(tmp_path / "nope.toml"))
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
+    with pytest.raises(ConfigError, match=r"no \[tool.cuzk-diag\] table"):
+        load_config(str(tmp_path / "pyproject.toml"))
+
+
+def test_analyze_run_accepts_a_run_like_object() -> None:
+    run = FakeRun(ALL_RUNS["healthy"]().partitions, RunInfo(), accounting_for([]))
+    a = analyze_run(run)
+    assert a.facts.partitions == 150 and a.facts.gw == 2 and a.facts.gw_source == "inferred"

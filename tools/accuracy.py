@@ -1,0 +1,99 @@
+"""Compare assembled partition records with the simulator's ground truth.
+
+`python tools/accuracy.py fixtures/sim/*.log` prints, per log, how many calls were found and the share
+of calls whose GPU-region, CPU-side and identity fields all equal the truth.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from cuzk_diag.pipeline import load_run  # noqa: E402
+
+GPU_FIELDS = [
+    "ntt_msm_h_ms", "batch_add_ms", "tail_msm_ms", "gpu_total_ms", "barrier_wait_ms",
+    "pre_lock_cpu_ms", "mutex_wait_ms", "mutex_held_ms", "total_start_fn_ms",
+    "free_mib", "usable_mib", "need_da_mib", "need_dbc_mib", "total_mib", "prestage_setup",
+    "prestage_err", "domain", "lot_of_memory", "sync_ms", "trim_ms", "alloc_ms", "upload_ms",
+    "total_ps_ms", "pool_threshold_gpu", "d_a_cache_mib", "d_a_cache_gpu", "d_b_alloc_ms",
+    "ntt_kernels_ms", "coset_intt_sync_ms", "msm_init_ms", "msm_invoke_ms", "msm_dtor_ms",
+    "ntt_h_total_ms",
+]
+CPU_FIELDS = [
+    "split_vectors_ms", "setup_to_split_ms", "prep_msm_ms", "b_g2_msm_ms", "num_circuits",
+    "async_dealloc_ms", "epilogue_ms", "pre_destructor_ms", "host_register", "host_register_err",
+]
+ID_FIELDS = ["job_id", "partition", "worker", "gpu"]
+
+
+def _norm(v: Any) -> Any:
+    if v is None:
+        return None
+    try:
+        import pandas as pd
+
+        if pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        pass
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+def compare(log: Path) -> dict[str, Any]:
+    truth = json.loads(log.with_suffix(".truth.json").read_text())
+    run = load_run([str(log)])
+    recs = [
+        {k: _norm(v) for k, v in row.items()} for row in run.partitions.to_dict("records")
+    ]
+    have_ids = any(r.get("job_id") is not None for r in recs)
+    if have_ids:
+        got = {(r["job_id"], r["partition"], r["start_ms"]): r for r in recs}
+        pairs = [(t, got.get((t["job_id"], t.get("partition"), t.get("start_ms")))) for t in truth]
+    else:
+        # No ids in the log: compare in lock order.
+        pairs = list(zip(truth, recs + [None] * (len(truth) - len(recs)), strict=False))
+    res = {"truth": len(truth), "records": len(recs), "missing": 0, "gpu_ok": 0, "cpu_ok": 0,
+           "id_ok": 0, "diffs": []}
+    for t, r in pairs:
+        if r is None:
+            res["missing"] += 1
+            continue
+        for group, fields in (("gpu", GPU_FIELDS), ("cpu", CPU_FIELDS), ("id", ID_FIELDS)):
+            bad = [
+                (f, t.get(f), r.get(f))
+                for f in fields
+                if _norm(t.get(f)) != _norm(r.get(f))
+                and not (group == "id" and not have_ids)
+            ]
+            if not bad:
+                res[f"{group}_ok"] += 1
+            elif len(res["diffs"]) < 12:
+                res["diffs"].append((group, t.get("record"), t.get("job_id"), t.get("partition"), bad))
+    return res
+
+
+def main(paths: list[str]) -> int:
+    worst = 0.0
+    for p in paths:
+        r = compare(Path(p))
+        n = r["truth"]
+        print(
+            f"{Path(p).name:32s} truth {n:4d} records {r['records']:4d} missing {r['missing']:3d} "
+            f"gpu {r['gpu_ok'] / n:6.1%} cpu {r['cpu_ok'] / n:6.1%} ids {r['id_ok'] / n:6.1%}"
+        )
+        for d in r["diffs"][: int(sys.argv[0] == "-v") or 4]:
+            print("    ", d)
+        worst = max(worst, 1 - r["gpu_ok"] / n)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

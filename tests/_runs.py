@@ -350,6 +350,21 @@ def mixed_prestage_run() -> FakeRun:
     )
 
 
+def interlock_phase9_run() -> FakeRun:
+    """Phase 9 code, gw=2, concurrent proofs, pre-staged: each call waits about one hold."""
+    return simulate(
+        era="phase9-11",
+        n_jobs=6,
+        gw=2,
+        concurrency=6,
+        pw=10,
+        synth_ms=12000,
+        timings=Timings(prep=700),
+        prestage="ok",
+        seed=30,
+    )
+
+
 def cpu_bound_run() -> FakeRun:
     """Main code, gw=2, prep_msm far longer than the lock wait + NTT: barrier waits."""
     return simulate(
@@ -568,6 +583,7 @@ ALL_RUNS = {
     "healthy": healthy_run,
     "prestaged": prestaged_run,
     "mixed_prestage": mixed_prestage_run,
+    "interlock_phase9": interlock_phase9_run,
     "cpu_bound": cpu_bound_run,
     "phase9_cpu_path": phase9_cpu_path_run,
     "held_overhead": held_overhead_run,

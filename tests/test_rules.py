@@ -175,6 +175,15 @@ def test_pre_destructor_gap_silent_without_contention() -> None:
     assert found(analysis("healthy"), "pre-destructor-gap") is None  # main: no such field
 
 
+def test_pre_destructor_gap_one_call_ahead_is_info() -> None:
+    a = analysis("interlock_phase9")
+    f = must(a, "pre-destructor-gap")
+    assert f.severity is Severity.INFO and f.evidence["dominant"] == "lock_wait"
+    assert f.evidence["wait_to_hold"] < 1.5 and "interlock waiting" in f.message
+    assert must(a, "lock-wait").severity is Severity.INFO
+    assert [x for x in a.findings if x.severity >= Severity.WARNING] == []
+
+
 def _cpu_gap_rows() -> list[dict[str, object]]:
     """gw=1, no lock wait: the gap is prep + b_g2 outlasting the kernels."""
     rows = []

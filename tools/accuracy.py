@@ -49,7 +49,10 @@ def _norm(v: Any) -> Any:
 
 def compare(log: Path) -> dict[str, Any]:
     truth = json.loads(log.with_suffix(".truth.json").read_text())
-    run = load_run([str(log)])
+    return compare_run(load_run([str(log)]), truth)
+
+
+def compare_run(run: Any, truth: list[dict[str, Any]]) -> dict[str, Any]:
     recs = [
         {k: _norm(v) for k, v in row.items()} for row in run.partitions.to_dict("records")
     ]

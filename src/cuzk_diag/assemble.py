@@ -52,6 +52,7 @@ _STAGE = {
 }
 _TID_KINDS = frozenset({"ntt_h", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm"})
 _TID_PRED = {"barrier_wait": "ntt_msm_h", "batch_add": "ntt_msm_h", "tail_msm": "batch_add"}
+_JOINT_KINDS = frozenset({"prep_msm", "b_g2_msm"})
 _CPU_KINDS = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc", "host_register"})
 
 #: Field renames from event keys to record columns.
@@ -330,6 +331,7 @@ class Assembler:
         self.out: list[dict[str, Any]] = []
         self.unattributed: list[Event] = []
         self.last_source = 0
+        self.gpus_seen: set[int] = set()  # GPU ids named by one-time lines (T14, T15)
 
     # -- driving --------------------------------------------------------------------------------
 
@@ -355,7 +357,15 @@ class Assembler:
                     self.clock = max(self.clock or 0.0, float(off))
                 self._timeline(ev)
         elif fam is Family.TRACING:
-            self._tracing(ev)
+            if self.epoch_ms is not None:
+                ts = ev.fields.get("ts")
+                t = _ts_ms(ts) if isinstance(ts, str) else None
+                if t is not None:
+                    off = t - self.epoch_ms
+                    self._drain(off)
+                    self.clock = max(self.clock or 0.0, off)
+            if ev.kind != "clock":
+                self._tracing(ev)
         elif fam is Family.BENCH:
             self._bench(ev)
         if self.out:
@@ -391,8 +401,114 @@ class Assembler:
             return
         pending, self.pending = self.pending, []
         lo = self.clock
+        joint: list[Event] = []
         for ev in pending:
+            if ev.kind in _JOINT_KINDS and ev.family is Family.TIMING:
+                joint.append(ev)
+                continue
+            if joint and ev.kind in ("epilogue", "async_dealloc", "split_vectors"):
+                # These depend on the prep lines before them (T7 after T3, T8 after T7).
+                self._solve_prep_lines(joint, lo, hi)
+                joint = []
             self._cpp(ev, lo, hi)
+        if joint:
+            self._solve_prep_lines(joint, lo, hi)
+
+    def _solve_prep_lines(self, lines: list[Event], lo: float | None, hi: float | None) -> None:
+        """Place the prep thread's T2/T3 lines of one clock bracket jointly.
+
+        Each line's print time is predicted from its call's TIMELINE start and the call's own
+        values (T2 at start + setup_to_split + prep_msm, T3 that plus b_g2_msm). An assignment
+        must keep the predicted times in file order (lines print in time order) and inside the
+        bracket; of the assignments that do best, the first-in-first-out one is taken.
+        """
+        n = len(lines)
+        best: list[Any] = [None, None, 0]  # cost, choice, ties
+        temp: dict[int, dict[str, int]] = {}  # call seq -> fields assigned in this search
+        choice: list[Call | None] = []
+        budget = [20000]
+
+        def cands(ev: Event) -> list[Call]:
+            k = ev.kind
+            out = []
+            for c in self.calls:
+                t = temp.get(c.seq, {})
+                if c.ended or k in c.kinds or k in t:
+                    continue
+                if k == "prep_msm":
+                    if "split_vectors" not in c.kinds:
+                        continue
+                elif "prep_msm" not in c.kinds and "prep_msm" not in t or "epilogue" in c.kinds:
+                    continue
+                out.append(c)
+            return out
+
+        def predict(ev: Event, c: Call) -> float | None:
+            if c.start is None:
+                return None
+            t = temp.get(c.seq, {})
+            setup = _int0(c.fields.get("setup_to_split_ms"))
+            if ev.kind == "prep_msm":
+                return c.start + setup + _int0(ev.fields.get("prep_msm_ms"))
+            prep = t.get("prep_msm", _int0(c.fields.get("prep_msm_ms")))
+            return c.start + setup + prep + _int0(ev.fields.get("b_g2_msm_ms"))
+
+        def dfs(i: int, cost: float, last: float) -> None:
+            if budget[0] <= 0:
+                return
+            budget[0] -= 1
+            if best[0] is not None and cost > best[0] + 1e-9:
+                return
+            if i == n:
+                key = tuple(c.seq if c is not None else 1 << 60 for c in choice)
+                if best[0] is None or cost < best[0] - 1e-9:
+                    best[0], best[1], best[2] = cost, (key, list(choice)), 1
+                elif key < best[1][0]:
+                    best[1] = (key, list(choice))
+                    best[2] += 1
+                else:
+                    best[2] += 1
+                return
+            ev = lines[i]
+            cs = cands(ev)
+            if not cs:
+                choice.append(None)
+                dfs(i + 1, cost, last)
+                choice.pop()
+                return
+            for c in cs:
+                p = predict(ev, c)
+                extra = 0.0
+                nxt = last
+                if p is not None:
+                    if lo is not None and p < lo - TOL_MS:
+                        extra += lo - TOL_MS - p
+                    if hi is not None and p > hi + TOL_MS:
+                        extra += p - hi - TOL_MS
+                    if p < last - TOL_MS:
+                        extra += last - TOL_MS - p
+                    nxt = max(last, p)
+                temp.setdefault(c.seq, {})[ev.kind] = _int0(
+                    ev.fields.get("prep_msm_ms" if ev.kind == "prep_msm" else "b_g2_msm_ms")
+                )
+                choice.append(c)
+                dfs(i + 1, cost + extra, nxt)
+                choice.pop()
+                del temp[c.seq][ev.kind]
+
+        dfs(0, 0.0, -1e18)
+        if best[0] is None:
+            for ev in lines:
+                self._cpu_line(ev, ev.kind, lo, hi)
+            return
+        ambiguous = best[2] > 1
+        for ev, call in zip(lines, best[1][1], strict=True):
+            if call is None:
+                self._note_unattributed(ev)
+                continue
+            self._put_cpu(call, ev, ev.kind)
+            if ambiguous:
+                call.cpu_weak = True
 
     def _new_segment(self) -> None:
         """The engine restarted (or a new input began): TIMELINE offsets start again at 0."""
@@ -706,6 +822,14 @@ class Assembler:
         blk = Block(self.block_seq, ev.line, lo)
         self.blocks.append(blk)
         self._bind_block(blk, ev, kind, lo, hi)
+        # One mutex per GPU: an older block still open on this GPU ended without its last
+        # lines (the call failed inside the GPU region).
+        gpu = blk.call.gpu if blk.call is not None else None
+        if gpu is not None and blk.call is not None and blk.call.block is blk:
+            for other in list(self.blocks):
+                if other is not blk and other.call is not None and other.call.gpu == gpu:
+                    other.extra["gpu_region_cut_short"] = 1
+                    self._close_block(other)
         return blk
 
     def _choose_block(
@@ -756,6 +880,10 @@ class Assembler:
         blk.lines.append(ev.line)
         f = ev.fields
         ren = _RENAME.get(kind, {})
+        if kind in ("pool_threshold", "d_a_cache"):
+            g = f.get("gpu")
+            if isinstance(g, int):
+                self.gpus_seen.add(g)
         if kind == "ntt_h":
             for k, v in f.items():
                 if isinstance(v, int):
@@ -777,7 +905,8 @@ class Assembler:
                 blk.fields[ren.get(k, k)] = v
         if kind in ("ntt_msm_h", "batch_add", "tail_msm", "barrier_wait"):
             blk.tids.add(tid)
-        blk.seen.add(kind)
+        if not tid:
+            blk.seen.add(kind)
         blk.tid_seen.add((kind, tid))
         if kind == "mutex_wait":
             blk.has_t17 = True
@@ -788,8 +917,14 @@ class Assembler:
         if ev.malformed:
             blk.extra["malformed_line"] = ev.line
         # The block ends at T19 on main, else at T6.
-        if kind == "mutex_held" or (kind == "tail_msm" and not blk.has_t17 and not tid):
+        # The block ends at T19 on main; before that at the T6 of its last GPU thread.
+        if kind == "mutex_held":
             self._close_block(blk)
+        elif kind == "tail_msm" and not blk.has_t17:
+            started = {t for k, t in blk.tid_seen if k == "ntt_msm_h"}
+            ended = {t for k, t in blk.tid_seen if k == "tail_msm"}
+            if started <= ended:
+                self._close_block(blk)
 
     def _close_block(self, blk: Block) -> None:
         if blk.closed:
@@ -846,10 +981,15 @@ class Assembler:
     def _by_clock(
         self, cands: list[Call], predict: Callable[[Call], float], lo: float | None, hi: float | None
     ) -> list[Call]:
+        """The calls whose predicted print time fits the line's clock bracket best.
+
+        Ordered by predicted time: lines print in time order, so of several calls that fit,
+        the one due first is the one printing now.
+        """
         scored = []
         for c in cands:
             if c.start is None:
-                scored.append((0.0, c))
+                scored.append((0.0, 0.0, c))
                 continue
             p = predict(c)
             cost = 0.0
@@ -857,9 +997,11 @@ class Assembler:
                 cost += lo - TOL_MS - p
             if hi is not None and p > hi + TOL_MS:
                 cost += p - hi - TOL_MS
-            scored.append((cost, c))
-        best = min(s for s, _ in scored)
-        return [c for s, c in scored if s <= best + 1e-9]
+            scored.append((cost, p, c))
+        best = min(s for s, _, _ in scored)
+        fit = [(p, c.seq, c) for s, p, c in scored if s <= best + 1e-9]
+        fit.sort(key=lambda t: (t[0], t[1]))
+        return [c for _, _, c in fit]
 
     def _anonymous_call(self, ev: Event) -> Call:
         # Reuse the oldest anonymous call that entered (T1) but has no block yet.
@@ -965,12 +1107,7 @@ class Assembler:
             timed = [c for c in calls if c.start is not None]
             if timed:
                 best = self._by_clock(timed, lambda c: c.start + pd, lo, hi)  # type: ignore[operator]
-                if len(best) == 1:
-                    call = best[0]
-                elif blk is not None and blk.call in best:
-                    call = blk.call
-                else:
-                    call = min(best, key=lambda c: c.seq)
+                call = best[0]
         if call is None and blk is not None:
             call = blk.call
         if call is None:
@@ -1096,14 +1233,16 @@ class Assembler:
         if not strong and pred is not None and (lo is not None or hi is not None):
             timed = [c for c in cands if c.start is not None]
             if timed:
-                cands = self._by_clock(timed, pred, lo, hi)
+                fit = self._by_clock(timed, pred, lo, hi)
+                strong = len(fit) == 1
+                cands = fit[:1]
         call = min(cands, key=lambda c: c.seq)
         self._put_cpu(call, ev, kind)
         if kind == "split_vectors":
             call.t1_at = lo
         elif kind == "prep_msm":
             call.t2_at = lo
-        if not strong and len(cands) > 1:
+        if not strong:
             call.cpu_weak = True
 
     def _anonymous_for_t1(self, ev: Event) -> Call:
@@ -1159,7 +1298,7 @@ class Assembler:
         rec["job_id"] = call.job_id
         rec["partition"] = call.partition
         rec["worker"] = call.worker
-        rec["gpu"] = call.gpu
+        rec["gpu"] = call.gpu if call.gpu is not None else self._only_gpu()
         rec["proof_kind"] = tl.get("proof_kind")
         rec["era"] = self.era.era
         for k in ("synth_start_ms", "synth_end_ms", "queue_ms", "pickup_ms", "start_ms", "end_ms", "synth_ms", "gpu_ms"):
@@ -1204,6 +1343,15 @@ class Assembler:
         self.out.append(rec)
         if blk is not None and blk in self.closed_blocks:
             self.closed_blocks.remove(blk)
+
+    def _only_gpu(self) -> int | None:
+        """Without worker ids, the GPU is known only when the log shows a single one."""
+        info = self.info
+        if info.n_gpus is None and len(self.gpus_seen) == 1:
+            return next(iter(self.gpus_seen))
+        if info.n_gpus == 1 and info.gpus:
+            return info.gpus[0]
+        return None
 
     def _emit_orphan_block(self, blk: Block) -> None:
         """A GPU region with no call to bind to: still a record, identity unknown."""

@@ -316,6 +316,7 @@ class LineParser:
         return out
 
     def _feed_selected(self, text: str) -> list[Event]:
+        import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -330,6 +331,16 @@ class LineParser:
         relevant = pc.and_(tracing, pc.match_substring_regex(arr, _RELEVANT_RE2))
         bench = pc.and_not(pc.match_substring_regex(arr, _BENCH_HEAD_RE2), tracing)
         selected = pc.or_(pc.or_(timing, timeline), pc.or_(relevant, bench))
+        # Tracing lines right before or after a C++ line carry the clock the assembler needs
+        # to place it; they become cheap "clock" events (timestamp only).
+        cpp = timing.to_numpy(zero_copy_only=False)
+        near = np.zeros(len(cpp), dtype=bool)
+        if len(cpp) > 1:
+            near[:-1] |= cpp[1:]
+            near[1:] |= cpp[:-1]
+        clock = pc.and_not(pc.and_(tracing, pa.array(near)), relevant)
+        selected = pc.or_(selected, clock)
+        clock_np = clock.to_numpy(zero_copy_only=False)
         lineno = self.next_line
         self.next_line += n
         # Physical lines by family, counted in bulk; the parse loop below only corrects bench
@@ -379,6 +390,9 @@ class LineParser:
                         self._unrepaired(ln, no, out, counts)
                 else:
                     self._torn = (no, ln)
+                continue
+            if clock_np[j]:
+                append(_new(Event, (no, self.source, Family.TRACING, "clock", {"ts": ln[:ln.find(" ")]}, False)))
                 continue
             ev = self._tracing(ln, no) if c.isdigit() else self._misc(ln, no)
             append(ev)

@@ -105,8 +105,7 @@ def analyze_cmd(
         except OSError as exc:
             raise UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
         click.echo(
-            f"cuzk-diag: wrote {fmt} report to {output} "
-            f"({counts_text(result.counts())})",
+            f"cuzk-diag: wrote {fmt} report to {output} ({counts_text(result.counts())})",
             err=True,
         )
     else:

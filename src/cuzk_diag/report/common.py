@@ -88,10 +88,9 @@ def facts_rows(a: Analysis) -> list[tuple[str, str]]:
         if f.gw
         else "n/a"
     )
-    gpus = ", ".join(map(str, f.gpus)) or "n/a"
-    rows.append(
-        ("GPUs", f"{len(f.gpus)} ({gpus}) · workers {gw} · gpu_threads {num(f.gpu_threads)}")
-    )
+    ordinals = ", ".join(map(str, f.gpus))
+    gpus = f"{len(f.gpus)} (GPU{'s' if len(f.gpus) > 1 else ''} {ordinals})" if f.gpus else "n/a"
+    rows.append(("GPUs", f"{gpus} · workers {gw} · gpu_threads {num(f.gpu_threads)}"))
     proofs = "n/a" if f.proofs is None else f"{f.proofs}"
     pp = f" ({num(f.partitions_per_proof)} per proof)" if f.partitions_per_proof else ""
     inflight = f" · at most {f.max_proofs_in_flight} in flight" if f.max_proofs_in_flight else ""

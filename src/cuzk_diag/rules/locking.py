@@ -56,7 +56,8 @@ class PreDestructorGap(Rule):
 
     ## Known false positives
     With gw=2 a ratio near 2 is the designed interlock (one worker waits while the other
-    computes); the finding then says so through the queueing model. Unlogged overheads
+    computes): when the lock wait is below `queue_ratio` × `gpu_total_ms` the finding is only an
+    info and says so. Unlogged overheads
     (thread spawn/join, `msm_t` destructors, pre-stage cleanup, `cudaHostUnregister`) are a few
     tens of ms and land in the lock-wait share.
     """
@@ -67,6 +68,12 @@ class PreDestructorGap(Rule):
     severity = Severity.WARNING
     title = "Call time far above GPU time (pre_destructor_ms vs gpu_total_ms)"
     options = (
+        Option(
+            "queue_ratio",
+            1.5,
+            "lock wait / gpu_total_ms from which a lock-wait-dominated gap is queueing "
+            "(warning); below it the gap is one call of interlock waiting (info)",
+        ),
         Option(
             "min_ratio",
             1.5,
@@ -87,6 +94,7 @@ class PreDestructorGap(Rule):
         "dominant": "the largest part of the gap: lock_wait, cpu_residual or setup_epilogue",
         "gw": "GPU workers per device",
         "model_wait_ms": "(gw − 1) × gpu_total_ms_median: the steady-state queueing model",
+        "wait_to_hold": "lock_wait_ms_median / gpu_total_ms_median",
     }
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
@@ -121,7 +129,16 @@ class PreDestructorGap(Rule):
             f"from the gap), {ms(median(lock.known[hit]))} setup and epilogue and "
             f"{ms(median(lock.cpu_residual[hit]))} CPU residual"
         )
-        if dominant == "lock_wait":
+        severity = Severity.WARNING
+        wait_to_hold = wait_med / med_g
+        if dominant == "lock_wait" and wait_to_hold < ctx.options["queue_ratio"]:
+            severity = Severity.INFO
+            msg += (
+                f": lock wait dominates, but at {wait_to_hold:.1f}× gpu_total_ms it is about one "
+                "call ahead — interlock waiting: one call computes while the next waits."
+            )
+            advice = "Nothing to fix unless latency per partition matters more than throughput."
+        elif dominant == "lock_wait":
             gw = ctx.facts.gw
             who = f"{gw} workers queueing on one GPU" if gw and gw >= 2 else "workers queueing"
             msg += f": lock wait dominates — {who}"
@@ -137,7 +154,7 @@ class PreDestructorGap(Rule):
             msg += ": setup and epilogue dominate."
             advice = "Look at setup_to_split_ms, epilogue_ms and the pre-stage setup times."
         yield self.finding(
-            Severity.WARNING,
+            severity,
             msg,
             {
                 "affected": int(hit.sum()),
@@ -153,6 +170,7 @@ class PreDestructorGap(Rule):
                 "dominant": dominant,
                 "gw": ctx.facts.gw,
                 "model_wait_ms": model,
+                "wait_to_hold": wait_to_hold,
             },
             lines=lines_of(df, hit),
             advice=advice,

@@ -36,7 +36,8 @@ class PrestageFallback(Rule):
     other worker waits that much longer for the lock. Pre-staging needs `d_a` 4 GiB + `d_bc`
     8 GiB = 12 GiB (32 GiB PoRep) plus the margin, i.e. 12,800 MiB free: on a 16 GB card with
     several workers per GPU another worker's buffers are usually still resident. In the Phase 10
-    test every partition fell back and the single proof took 72.5 s instead of 32 s.
+    single-proof test (gw=3) every partition fell back (`skip_vram`) and the proof took 72.5 s,
+    against 32.1 s for Phase 9 with one worker per GPU.
 
     ## Example log lines
     ```
@@ -52,9 +53,10 @@ class PrestageFallback(Rule):
     later code does not need it. For `host_register` fallbacks look at the CUDA error code.
 
     ## Known false positives
-    A run with a few fallbacks right after start-up (memory pool not trimmed yet) is normal. The
-    free VRAM figure is read after `cudaMemPoolTrimTo`, so it is accurate for the moment of the
-    check, but another worker may free memory right after.
+    Another process on the same GPU (a second daemon, a desktop session, any CUDA context)
+    lowers free VRAM and causes fallbacks that the daemon's configuration did not. The free
+    figure is read after `cudaMemPoolTrimTo` when the lock is taken; memory another worker frees
+    a moment later does not help that call.
     """  # noqa: E501 (example log lines are quoted verbatim)
 
     code = "CZ101"

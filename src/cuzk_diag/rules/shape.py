@@ -29,14 +29,14 @@ class BenchmarkShape(Rule):
 
     ## Why it matters
     The Phase 10 test ran a single proof (c=1 j=1) with gw=3: 72.5 s, against 32.1 s for the
-    Phase 9 single proof at gw=1, mostly because three workers queued on one GPU for the same
+    Phase 9 single proof at gw=1, largely because three workers queued on one GPU for the same
     proof's ten partitions. The design could only be judged with concurrent proofs, where
     workers overlap different proofs' partitions (its own plan: gw=3 with c=3 j=1, c=10 j=5,
     c=15 j=10).
 
     ## Example log lines
     ```
-    initializing GPU workers num_gpus=1 gpu_workers_per_device=3 total_workers=3 gpus=[0]
+    2026-02-19T21:02:11.530127Z  INFO cuzk_core::engine: initializing GPU workers num_gpus=1 gpu_workers_per_device=3 total_workers=3 gpus=[0]
     === Batch Benchmark ===
     count:       1
     concurrency: 1
@@ -51,7 +51,7 @@ class BenchmarkShape(Rule):
     ## Known false positives
     A single-proof run meant to measure latency is fine as it is. Without TIMELINE lines or
     bench output the number of proofs is unknown and the rule says nothing.
-    """
+    """  # noqa: E501 (example log lines are quoted verbatim)
 
     code = "CZ501"
     name = "benchmark-shape"

@@ -226,6 +226,87 @@ class Block:
         cost = max(0.0, new_lo - new_hi)
         return cost, new_lo, new_hi
 
+    def snapshot(self) -> tuple[Any, ...]:
+        return (
+            dict(self.fields),
+            self.stage,
+            list(self.lines),
+            set(self.tids),
+            self.has_t17,
+            self.has_t10,
+            set(self.seen),
+            set(self.tid_seen),
+            self.lock_lo,
+            self.lock_hi,
+            dict(self.extra),
+        )
+
+    def restore(self, snap: tuple[Any, ...]) -> None:
+        (
+            fields,
+            self.stage,
+            lines,
+            tids,
+            self.has_t17,
+            self.has_t10,
+            seen,
+            tid_seen,
+            self.lock_lo,
+            self.lock_hi,
+            extra,
+        ) = snap
+        self.fields = dict(fields)
+        self.lines = list(lines)
+        self.tids = set(tids)
+        self.seen = set(seen)
+        self.tid_seen = set(tid_seen)
+        self.extra = dict(extra)
+
+    def closes_with(self, kind: str, tid: int) -> bool:
+        """Would this line (already applied) end the block? T19 on main, else the last T6."""
+        if kind == "mutex_held":
+            return True
+        if kind == "tail_msm" and not self.has_t17:
+            started = {t for k, t in self.tid_seen if k == "ntt_msm_h"}
+            ended = {t for k, t in self.tid_seen if k == "tail_msm"}
+            return started <= ended
+        return False
+
+    def relation_cost(self, kind: str) -> float:
+        """How far the block's values miss the arithmetic relations of reference 1.5 (ms)."""
+        f = self.fields
+
+        def iv(k: str) -> int | None:
+            v = f.get(k)
+            return v if isinstance(v, int) else None
+
+        cost = 0.0
+        if kind == "ntt_msm_h":
+            ntt, total = iv("ntt_msm_h_ms"), iv("ntt_h_total_ms")
+            if ntt is not None and total is not None and "ntt_h" in self.seen:
+                # T4 spans the NTT_H block plus the d_a lookup (large only on a GPU's first call).
+                slack = 10000.0 if "d_a_cache" in self.seen else 30.0
+                d = ntt - total
+                cost += max(0.0, -2 - d) + max(0.0, d - slack)
+        elif kind == "tail_msm":
+            total = iv("gpu_total_ms")
+            parts = [iv("ntt_msm_h_ms"), iv("batch_add_ms"), iv("tail_msm_ms")]
+            if total is not None and all(p is not None for p in parts):
+                rest = total - sum(parts)  # type: ignore[arg-type]
+                bw = iv("barrier_wait_ms")
+                if bw is not None:
+                    cost += max(0.0, abs(rest - bw) - 4)
+                else:
+                    cost += max(0.0, -rest - 3)
+        elif kind == "mutex_held":
+            held, tot = iv("mutex_held_ms"), iv("total_start_fn_ms")
+            gt, pre, wait = iv("gpu_total_ms"), iv("pre_lock_cpu_ms"), iv("mutex_wait_ms")
+            if held is not None and gt is not None:
+                cost += max(0.0, gt - held - 1)
+            if None not in (held, tot, pre, wait):
+                cost += max(0.0, abs(tot - pre - wait - held) - 3)  # type: ignore[operator]
+        return cost
+
     def sum_ok(self) -> bool:
         """gpu_total ~ ntt + barrier + batch + tail (barrier unknown before main: >= 0)."""
         f = self.fields
@@ -242,6 +323,43 @@ class Block:
         if isinstance(barrier, int):
             return abs(total - parts - barrier) <= 3 * TOL_MS  # type: ignore[operator]
         return total >= parts - TOL_MS  # type: ignore[operator]
+
+
+def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
+    """Add a GPU-region line to a block's state (no side effects beyond the block)."""
+    blk.lines.append(ev.line)
+    f = ev.fields
+    ren = _RENAME.get(kind, {})
+    if kind == "ntt_h":
+        for k, v in f.items():
+            if isinstance(v, int):
+                old = blk.fields.get(k)
+                blk.fields[k] = v + old if isinstance(old, int) else v
+    elif tid:
+        # A further GPU thread of a multi-GPU call: keep the longest.
+        for k, v in f.items():
+            if k in _DROP:
+                continue
+            old = blk.fields.get(k)
+            if isinstance(v, int) and (not isinstance(old, int) or v > old):
+                blk.fields[k] = v
+    else:
+        for k, v in f.items():
+            if k in _DROP:
+                continue
+            blk.fields[ren.get(k, k)] = v
+    if kind in ("ntt_msm_h", "batch_add", "tail_msm", "barrier_wait"):
+        blk.tids.add(tid)
+    if not tid:
+        blk.seen.add(kind)
+        blk.stage = max(blk.stage, _STAGE[kind])
+    blk.tid_seen.add((kind, tid))
+    if kind == "mutex_wait":
+        blk.has_t17 = True
+    elif kind == "prestage_vram":
+        blk.has_t10 = True
+    if ev.malformed:
+        blk.extra["malformed_line"] = ev.line
 
 
 class Call:
@@ -332,6 +450,8 @@ class Assembler:
         self.unattributed: list[Event] = []
         self.last_source = 0
         self.gpus_seen: set[int] = set()  # GPU ids named by one-time lines (T14, T15)
+        # Hypotheses (cost, order, {block seq: state}) while a GPU line fits several blocks.
+        self.beam: list[tuple[float, int, dict[int, tuple[Any, ...]]]] | None = None
 
     # -- driving --------------------------------------------------------------------------------
 
@@ -375,6 +495,7 @@ class Assembler:
 
     def finish(self) -> list[dict[str, Any]]:
         self._drain(None)
+        self._commit_beam()
         for blk in list(self.blocks):
             self._close_block(blk)
         for call in list(self.calls):
@@ -513,6 +634,7 @@ class Assembler:
     def _new_segment(self) -> None:
         """The engine restarted (or a new input began): TIMELINE offsets start again at 0."""
         self._drain(None)
+        self._commit_beam()
         for blk in list(self.blocks):
             self._close_block(blk)
         for call in list(self.calls):
@@ -783,6 +905,9 @@ class Assembler:
         tid = ev.fields.get("gpu_tid")
         tid = tid if isinstance(tid, int) else 0
         ntt_era = "ntt_h" in self.era.markers
+        if self.beam is not None:
+            if self._extend_beam(ev, kind, tid, lo, hi, ntt_era):
+                return
         cands = [b for b in self.blocks if b.accepts(kind, tid, ntt_era)]
         blk: Block | None
         if not cands:
@@ -794,13 +919,70 @@ class Assembler:
             if self._starts_block(kind) and self._could_open(kind, blk):
                 blk = self._open_block(ev, kind, lo, hi)
         else:
-            blk = self._choose_block(cands, ev, kind, lo, hi)
-        if blk is None:
-            self._note_unattributed(ev)
+            # Blocks of several GPUs are open and more than one can take this line: keep every
+            # placement as a hypothesis until a closing line's arithmetic decides (beam search).
+            self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
+            self._extend_beam(ev, kind, tid, lo, hi, ntt_era)
             return
         if not tid:
             _, blk.lock_lo, blk.lock_hi = blk.lock_cost(kind, ev.fields, lo, hi)
         self._put_gpu(blk, ev, kind, tid)
+
+    BEAM_WIDTH = 8
+
+    def _extend_beam(
+        self, ev: Event, kind: str, tid: int, lo: float | None, hi: float | None, ntt_era: bool
+    ) -> bool:
+        """Place a line in every hypothesis; False when it opens a block (beam committed)."""
+        assert self.beam is not None
+        open_blocks = {b.seq: b for b in self.blocks}
+        new: list[tuple[float, int, dict[int, tuple[Any, ...]]]] = []
+        closing: dict[int, int] = {}
+        order = 0
+        for cost, _, snaps in self.beam:
+            for seq, snap in snaps.items():
+                if seq in open_blocks:
+                    open_blocks[seq].restore(snap)
+            cands = [b for b in self.blocks if b.seq in snaps and b.accepts(kind, tid, ntt_era)]
+            for b in cands:
+                keep = b.snapshot()
+                c = 0.0
+                if not tid:
+                    c, b.lock_lo, b.lock_hi = b.lock_cost(kind, ev.fields, lo, hi)
+                _apply_gpu(b, ev, kind, tid)
+                c += b.relation_cost(kind)
+                order += 1
+                snaps2 = dict(snaps)
+                snaps2[b.seq] = b.snapshot()
+                new.append((cost + c, order, snaps2))
+                if b.closes_with(kind, tid):
+                    closing[order] = b.seq
+                b.restore(keep)
+        if not new:
+            # No hypothesis can take the line: settle on the best and let it open a block.
+            self._commit_beam()
+            return False
+        new.sort(key=lambda t: (t[0], t[1]))
+        self.beam = new[: self.BEAM_WIDTH]
+        best = self.beam[0]
+        if best[1] in closing or len(self.beam) == 1:
+            seq = closing.get(best[1])
+            self._commit_beam()
+            if seq is not None:
+                for b in list(self.blocks):
+                    if b.seq == seq:
+                        self._close_block(b)
+        return True
+
+    def _commit_beam(self) -> None:
+        """Adopt the best hypothesis as the state of the open blocks."""
+        if self.beam is None:
+            return
+        snaps = self.beam[0][2]
+        for b in self.blocks:
+            if b.seq in snaps:
+                b.restore(snaps[b.seq])
+        self.beam = None
 
     def _starts_block(self, kind: str) -> bool:
         return kind in ("mutex_wait", "prestage_vram", "pool_threshold", "d_a_cache", "ntt_h", "ntt_msm_h")
@@ -869,62 +1051,30 @@ class Assembler:
             cands = fits or cands
         if len(cands) > 1:
             # The TIMELINE clock: the line must print when the block's lock time plus the
-            # line's offset from the lock says it does.
-            costs = [(b.lock_cost(kind, f, lo, hi)[0], b) for b in cands]
-            best = min(c for c, _ in costs)
-            cands = [b for c, b in costs if c <= best + 1e-6]
+            # line's offset from the lock says it does; of the blocks that fit, the line is due
+            # first in the one whose predicted print time is earliest.
+            scored = []
+            for b in cands:
+                cost = b.lock_cost(kind, f, lo, hi)[0]
+                off = b.lock_offset(kind, f)
+                due = float("inf")
+                if off is not None and b.lock_lo > -1e17 and b.lock_hi < 1e17:
+                    due = (b.lock_lo + b.lock_hi) / 2 + off[0]
+                scored.append((cost, due, -b.stage, b.seq, b))
+            best = min(t[0] for t in scored)
+            fit = [t for t in scored if t[0] <= best + 1e-6]
+            return min(fit, key=lambda t: t[1:4])[4]
         # Then the block that is furthest along (it started earlier), then FIFO.
         return min(cands, key=lambda b: (-b.stage, b.seq))
 
     def _put_gpu(self, blk: Block, ev: Event, kind: str, tid: int) -> None:
-        blk.lines.append(ev.line)
-        f = ev.fields
-        ren = _RENAME.get(kind, {})
+        _apply_gpu(blk, ev, kind, tid)
         if kind in ("pool_threshold", "d_a_cache"):
-            g = f.get("gpu")
+            g = ev.fields.get("gpu")
             if isinstance(g, int):
                 self.gpus_seen.add(g)
-        if kind == "ntt_h":
-            for k, v in f.items():
-                if isinstance(v, int):
-                    old = blk.fields.get(k)
-                    blk.fields[k] = v + old if isinstance(old, int) else v
-        elif tid:
-            # Additional GPU thread of a multi-GPU call: keep the longest.
-            blk.tids.add(tid)
-            for k, v in f.items():
-                if k in _DROP:
-                    continue
-                old = blk.fields.get(k)
-                if isinstance(v, int) and (not isinstance(old, int) or v > old):
-                    blk.fields[k] = v
-        else:
-            for k, v in f.items():
-                if k in _DROP:
-                    continue
-                blk.fields[ren.get(k, k)] = v
-        if kind in ("ntt_msm_h", "batch_add", "tail_msm", "barrier_wait"):
-            blk.tids.add(tid)
-        if not tid:
-            blk.seen.add(kind)
-        blk.tid_seen.add((kind, tid))
-        if kind == "mutex_wait":
-            blk.has_t17 = True
-        elif kind == "prestage_vram":
-            blk.has_t10 = True
-        if not tid:
-            blk.stage = max(blk.stage, _STAGE[kind])
-        if ev.malformed:
-            blk.extra["malformed_line"] = ev.line
-        # The block ends at T19 on main, else at T6.
-        # The block ends at T19 on main; before that at the T6 of its last GPU thread.
-        if kind == "mutex_held":
+        if blk.closes_with(kind, tid):
             self._close_block(blk)
-        elif kind == "tail_msm" and not blk.has_t17:
-            started = {t for k, t in blk.tid_seen if k == "ntt_msm_h"}
-            ended = {t for k, t in blk.tid_seen if k == "tail_msm"}
-            if started <= ended:
-                self._close_block(blk)
 
     def _close_block(self, blk: Block) -> None:
         if blk.closed:
@@ -967,10 +1117,16 @@ class Assembler:
             call.block = blk
             return
         f = ev.fields
-        if kind == "mutex_wait" and lo is not None:
+        if kind == "mutex_wait" and (lo is not None or hi is not None):
             pre, wait = f.get("pre_lock_cpu_ms"), f.get("mutex_wait_ms")
             if isinstance(pre, int) and isinstance(wait, int):
-                cands = self._by_clock(cands, lambda c: c.start + pre + wait, lo, hi)  # type: ignore[operator]
+                cands = self._by_clock(cands, lambda c: c.start + pre + wait, lo, hi)[:1]  # type: ignore[operator]
+                c0 = cands[0]
+                if c0.start is not None:
+                    # main prints when the lock was taken: entry + pre-lock CPU + wait.
+                    t = c0.start + pre + wait
+                    blk.lock_lo = max(blk.lock_lo, t - TOL_MS)
+                    blk.lock_hi = min(blk.lock_hi, t + TOL_MS)
         # FIFO: the call that entered the C++ function first (T1 seen first), then start order.
         best = min(cands, key=lambda c: (0 if "split_vectors" in c.kinds else 1, c.seq))
         blk.call = best

@@ -281,6 +281,15 @@ class Block:
             return v if isinstance(v, int) else None
 
         cost = 0.0
+        if kind in ("pool_threshold", "d_a_cache"):
+            g = f.get("d_a_cache_gpu" if kind == "d_a_cache" else "pool_threshold_gpu")
+            call = self.call
+            if isinstance(g, int) and call is not None and call.gpu is not None and call.gpu != g:
+                cost += 1000.0
+        if kind == "ntt_h" and "d_a_cache" in self.seen:
+            d_b = iv("d_b_alloc_ms")
+            if d_b is not None and d_b < 50:
+                cost += 500.0
         if kind == "ntt_msm_h":
             ntt, total = iv("ntt_msm_h_ms"), iv("ntt_h_total_ms")
             if ntt is not None and total is not None and "ntt_h" in self.seen:
@@ -376,6 +385,7 @@ class Call:
         "kinds",
         "block",
         "ended",
+        "closed_out",
         "status",
         "lines",
         "attr_ids",
@@ -410,7 +420,8 @@ class Call:
         self.fields: dict[str, Value] = {}
         self.kinds: set[str] = set()
         self.block: Block | None = None
-        self.ended = False
+        self.ended = False  # nothing but late lines (T3, T8) can follow
+        self.closed_out = False  # its thread printed its last main-path line (GPU_END, failure)
         self.status = "incomplete"
         self.lines: list[int] = []
         self.attr_ids = Attribution.EXACT if job_id is not None else Attribution.NONE
@@ -436,7 +447,8 @@ class Assembler:
         self.calls: list[Call] = []  # open (not yet emitted) calls, start order
         self.blocks: list[Block] = []  # open blocks (GPU region in progress)
         self.closed_blocks: deque[Block] = deque()  # closed, identity not yet confirmed
-        self.awaiting_t7: deque[Block] = deque(maxlen=64)  # closed blocks (Phases 4-11: T7 due)
+        self.awaiting_t7: deque[Block] = deque(maxlen=64)
+        self.recent_blocks: deque[Block] = deque(maxlen=64)  # for when each GPU was released  # closed blocks (Phases 4-11: T7 due)
         self.tl: dict[tuple[str, int | None], dict[str, Value]] = {}
         self.by_worker: dict[int, Call] = {}  # last call started per worker
         self.seq = 0
@@ -450,6 +462,7 @@ class Assembler:
         self.unattributed: list[Event] = []
         self.last_source = 0
         self.gpus_seen: set[int] = set()  # GPU ids named by one-time lines (T14, T15)
+        self._anchor: tuple[float, float] | None = None  # clock bracket of the last GPU line
         # Hypotheses (cost, order, {block seq: state}) while a GPU line fits several blocks.
         self.beam: list[tuple[float, int, dict[int, tuple[Any, ...]]]] | None = None
 
@@ -518,24 +531,37 @@ class Assembler:
     # -- clock ------------------------------------------------------------------------------------
 
     def _drain(self, hi: float | None) -> None:
+        """Place the C++ lines read since the last clock reading; ``hi`` is the new reading."""
         if not self.pending:
             return
         pending, self.pending = self.pending, []
         lo = self.clock
-        joint: list[Event] = []
-        for ev in pending:
+        # Prep-thread lines wait for a joint placement; GPU lines placed meanwhile whose block
+        # has a known lock time are clock readings of their own (anchors) for them.
+        joint: list[tuple[int, Event]] = []
+        anchors: list[tuple[int, float, float]] = []
+        for idx, ev in enumerate(pending):
             if ev.kind in _JOINT_KINDS and ev.family is Family.TIMING:
-                joint.append(ev)
+                joint.append((idx, ev))
                 continue
             if joint and ev.kind in ("epilogue", "async_dealloc", "split_vectors"):
                 # These depend on the prep lines before them (T7 after T3, T8 after T7).
-                self._solve_prep_lines(joint, lo, hi)
+                self._solve_prep_lines(joint, anchors, lo, hi)
                 joint = []
+            self._anchor = None
             self._cpp(ev, lo, hi)
+            if self._anchor is not None:
+                anchors.append((idx, *self._anchor))
         if joint:
-            self._solve_prep_lines(joint, lo, hi)
+            self._solve_prep_lines(joint, anchors, lo, hi)
 
-    def _solve_prep_lines(self, lines: list[Event], lo: float | None, hi: float | None) -> None:
+    def _solve_prep_lines(
+        self,
+        indexed: list[tuple[int, Event]],
+        anchors: list[tuple[int, float, float]],
+        lo: float | None,
+        hi: float | None,
+    ) -> None:
         """Place the prep thread's T2/T3 lines of one clock bracket jointly.
 
         Each line's print time is predicted from its call's TIMELINE start and the call's own
@@ -543,7 +569,15 @@ class Assembler:
         must keep the predicted times in file order (lines print in time order) and inside the
         bracket; of the assignments that do best, the first-in-first-out one is taken.
         """
+        lines = [ev for _, ev in indexed]
         n = len(lines)
+        los: list[float | None] = []
+        his: list[float | None] = []
+        for idx, _ in indexed:
+            a_lo = [t for i, t, _ in anchors if i < idx]
+            a_hi = [t for i, _, t in anchors if i > idx]
+            los.append(max(([lo] if lo is not None else []) + a_lo) if (lo is not None or a_lo) else None)
+            his.append(min(([hi] if hi is not None else []) + a_hi) if (hi is not None or a_hi) else None)
         best: list[Any] = [None, None, 0]  # cost, choice, ties
         temp: dict[int, dict[str, int]] = {}  # call seq -> fields assigned in this search
         choice: list[Call | None] = []
@@ -554,7 +588,7 @@ class Assembler:
             out = []
             for c in self.calls:
                 t = temp.get(c.seq, {})
-                if c.ended or k in c.kinds or k in t:
+                if c.closed_out or k in c.kinds or k in t:
                     continue
                 if k == "prep_msm":
                     if "split_vectors" not in c.kinds:
@@ -602,10 +636,11 @@ class Assembler:
                 extra = 0.0
                 nxt = last
                 if p is not None:
-                    if lo is not None and p < lo - TOL_MS:
-                        extra += lo - TOL_MS - p
-                    if hi is not None and p > hi + TOL_MS:
-                        extra += p - hi - TOL_MS
+                    lo_i, hi_i = los[i], his[i]
+                    if lo_i is not None and p < lo_i - TOL_MS:
+                        extra += lo_i - TOL_MS - p
+                    if hi_i is not None and p > hi_i + TOL_MS:
+                        extra += p - hi_i - TOL_MS
                     if p < last - TOL_MS:
                         extra += last - TOL_MS - p
                     nxt = max(last, p)
@@ -721,6 +756,7 @@ class Assembler:
         if call is None:
             return
         call.ended = True
+        call.closed_out = True
         call.status = "ok"
         call.lines.append(ev.line)
         # Phases 4-11: T7 of this call printed just before on the same thread; confirm its block.
@@ -832,6 +868,7 @@ class Assembler:
                     if call.job_id == job and call.partition == part:
                         call.status = "failed"
                         call.ended = True
+                        call.closed_out = True
                         self._maybe_emit(call)
                         break
         elif kind == "pinned_fallback":
@@ -916,7 +953,7 @@ class Assembler:
             blk = cands[0]
             # A line that starts a block (T17, T10, T14, or T4 in old code) while another block
             # is open could also open a new block on another GPU.
-            if self._starts_block(kind) and self._could_open(kind, blk):
+            if self._starts_block(kind) and self._could_open(kind, blk, ev):
                 blk = self._open_block(ev, kind, lo, hi)
         else:
             # Blocks of several GPUs are open and more than one can take this line: keep every
@@ -987,11 +1024,17 @@ class Assembler:
     def _starts_block(self, kind: str) -> bool:
         return kind in ("mutex_wait", "prestage_vram", "pool_threshold", "d_a_cache", "ntt_h", "ntt_msm_h")
 
-    def _could_open(self, kind: str, blk: Block) -> bool:
+    def _could_open(self, kind: str, blk: Block, ev: Event | None = None) -> bool:
         """Is a new block more plausible than continuing ``blk``?"""
         st = _STAGE[kind]
         if kind == "mutex_wait":
             return True  # T17 always starts a block
+        if kind == "ntt_h" and ev is not None and "d_a_cache" in blk.seen and "ntt_h" not in blk.seen:
+            # A GPU's first call allocates the pool-cached d_b (hundreds of ms); an NTT_H line
+            # without that allocation belongs to a later call on another GPU.
+            d_b = ev.fields.get("d_b_alloc_ms")
+            if isinstance(d_b, int) and d_b < 50:
+                return True
         if blk.has_t17 or blk.has_t10:
             return False
         if kind == "prestage_vram":
@@ -1069,6 +1112,10 @@ class Assembler:
 
     def _put_gpu(self, blk: Block, ev: Event, kind: str, tid: int) -> None:
         _apply_gpu(blk, ev, kind, tid)
+        if not tid and blk.lock_lo > -1e17 and blk.lock_hi < 1e17:
+            off = blk.lock_offset(kind, ev.fields) if kind != "ntt_h" else None
+            if off is not None and off[1] < 1e11 and blk.lock_hi - blk.lock_lo < 50:
+                self._anchor = (blk.lock_lo + off[0], blk.lock_hi + off[1])
         if kind in ("pool_threshold", "d_a_cache"):
             g = ev.fields.get("gpu")
             if isinstance(g, int):
@@ -1084,7 +1131,10 @@ class Assembler:
             self.blocks.remove(blk)
         if blk.has_t10 and "prestage_setup" not in blk.fields:
             blk.fields["prestage_setup"] = "silent"
+        if not blk.has_t17 and not blk.confirmed:
+            self._bind_by_lock_time(blk)
         self.closed_blocks.append(blk)
+        self.recent_blocks.append(blk)
         if self.era.era in ("unknown", "phase4-8", "phase9-11"):
             self.awaiting_t7.append(blk)
         call = blk.call
@@ -1100,6 +1150,50 @@ class Assembler:
             self._maybe_emit(blk.call)
 
     # -- binding blocks to calls ------------------------------------------------------------------
+
+    def _gpu_free_at(self, gpu: int | None, before: float, exclude: Block) -> tuple[float, float]:
+        """Interval in which the GPU's mutex was last released before ``before``."""
+        if gpu is None:
+            return (-1e18, -1e18)
+        end = (-1e18, -1e18)
+        for b in self.recent_blocks:
+            c = b.call
+            if b is exclude or c is None or c.gpu != gpu or b.lock_hi >= 1e17:
+                continue
+            total = b.fields.get("mutex_held_ms", b.fields.get("gpu_total_ms"))
+            if not isinstance(total, int):
+                continue
+            if b.lock_hi < before and b.lock_lo + total > end[0]:
+                end = (b.lock_lo + total, b.lock_hi + total)
+        return end
+
+    def _bind_by_lock_time(self, blk: Block) -> None:
+        """Code without identity lines: re-bind a closed block to the call whose start (or its
+        GPU's previous release) matches the block's lock time, found from its own values."""
+        if blk.lock_lo <= -1e17 or blk.lock_hi >= 1e17 or blk.lock_hi - blk.lock_lo > 200:
+            return
+        lock = (blk.lock_lo + blk.lock_hi) / 2
+        scored = []
+        for c in self.calls:
+            if c.start is None or c.closed_out or c.start > blk.lock_hi + TOL_MS:
+                continue
+            other = c.block
+            if other is not None and other is not blk and (other.closed or other.confirmed):
+                continue
+            ready = c.start + _int0(c.fields.get("setup_to_split_ms")) + 1
+            free_lo, free_hi = self._gpu_free_at(c.gpu, lock, blk)
+            e_lo, e_hi = max(ready, free_lo), max(ready, free_hi)
+            miss = max(0.0, blk.lock_lo - TOL_MS - e_hi, e_lo - blk.lock_hi - TOL_MS)
+            scored.append((miss, c.seq, c))
+        if not scored:
+            return
+        scored.sort(key=lambda t: (t[0], t[1]))
+        best = scored[0][2]
+        if best is not blk.call and scored[0][0] + 50 < min(
+            (sc for sc, _, c in scored if c is blk.call), default=float("inf")
+        ):
+            self._rebind(blk, best)
+            blk.confirmed = False
 
     def _bind_block(self, blk: Block, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
         """Tentatively bind a new block to the call that most plausibly holds the lock."""
@@ -1117,6 +1211,12 @@ class Assembler:
             call.block = blk
             return
         f = ev.fields
+        g = f.get("gpu")
+        if kind in ("pool_threshold", "d_a_cache") and isinstance(g, int):
+            # One-time lines name their GPU: the block is a call of a worker on that GPU.
+            on_gpu = [c for c in cands if c.gpu == g]
+            if on_gpu:
+                cands = on_gpu
         if kind == "mutex_wait" and (lo is not None or hi is not None):
             pre, wait = f.get("pre_lock_cpu_ms"), f.get("mutex_wait_ms")
             if isinstance(pre, int) and isinstance(wait, int):
@@ -1339,7 +1439,7 @@ class Assembler:
             cands = [
                 c
                 for c in self.calls
-                if "split_vectors" in c.kinds and kind not in c.kinds and not c.ended
+                if "split_vectors" in c.kinds and kind not in c.kinds and not c.closed_out
             ]
             v = f.get("prep_msm_ms")
             pred = None
@@ -1353,7 +1453,7 @@ class Assembler:
                 for c in self.calls
                 if "prep_msm" in c.kinds
                 and kind not in c.kinds
-                and not c.ended
+                and not c.closed_out
                 and "epilogue" not in c.kinds
             ]
             v = f.get("b_g2_msm_ms")

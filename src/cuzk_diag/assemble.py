@@ -113,12 +113,14 @@ class Block:
         "multi_circuit",
         "lock_lo",
         "lock_hi",
+        "per_tid",
     )
 
     def __init__(self, seq: int, line: int, lo: float | None) -> None:
         self.seen: set[str] = set()
         self.tid_seen: set[tuple[str, int]] = set()
         self.multi_circuit = False
+        self.per_tid: dict[int, dict[str, Value]] = {}
         # Feasible interval of the lock-acquisition time on the TIMELINE clock (ms).
         self.lock_lo = -1e18
         self.lock_hi = 1e18
@@ -239,6 +241,7 @@ class Block:
             self.lock_lo,
             self.lock_hi,
             dict(self.extra),
+            {k: dict(v) for k, v in self.per_tid.items()},
         )
 
     def restore(self, snap: tuple[Any, ...]) -> None:
@@ -254,7 +257,9 @@ class Block:
             self.lock_lo,
             self.lock_hi,
             extra,
+            per_tid,
         ) = snap
+        self.per_tid = {k: dict(v) for k, v in per_tid.items()}
         self.fields = dict(fields)
         self.lines = list(lines)
         self.tids = set(tids)
@@ -344,19 +349,19 @@ def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
             if isinstance(v, int):
                 old = blk.fields.get(k)
                 blk.fields[k] = v + old if isinstance(old, int) else v
-    elif tid:
-        # A further GPU thread of a multi-GPU call: keep the longest.
-        for k, v in f.items():
-            if k in _DROP:
-                continue
-            old = blk.fields.get(k)
-            if isinstance(v, int) and (not isinstance(old, int) or v > old):
-                blk.fields[k] = v
     else:
+        # Per GPU thread; a multi-GPU call reports each stage's longest thread.
+        per = blk.per_tid.setdefault(tid, {})
         for k, v in f.items():
             if k in _DROP:
                 continue
-            blk.fields[ren.get(k, k)] = v
+            per[ren.get(k, k)] = v
+        for k, v in per.items():
+            if len(blk.per_tid) == 1 or not isinstance(v, int):
+                blk.fields[k] = v
+            else:
+                vals = [d[k] for d in blk.per_tid.values() if isinstance(d.get(k), int)]
+                blk.fields[k] = max(vals)  # type: ignore[type-var]
     if kind in ("ntt_msm_h", "batch_add", "tail_msm", "barrier_wait"):
         blk.tids.add(tid)
     if not tid:
@@ -1170,7 +1175,7 @@ class Assembler:
     def _bind_by_lock_time(self, blk: Block) -> None:
         """Code without identity lines: re-bind a closed block to the call whose start (or its
         GPU's previous release) matches the block's lock time, found from its own values."""
-        if blk.lock_lo <= -1e17 or blk.lock_hi >= 1e17 or blk.lock_hi - blk.lock_lo > 200:
+        if blk.lock_lo <= -1e17 or blk.lock_hi >= 1e17 or blk.lock_hi - blk.lock_lo > 3000:
             return
         lock = (blk.lock_lo + blk.lock_hi) / 2
         scored = []

@@ -1602,6 +1602,11 @@ class Assembler:
         if call.job_id is None and blk is None and not call.fields:
             return
         self.out.append(rec)
+        # The TIMELINE entry of an emitted call is done with (keeps memory flat on long logs).
+        if call.job_id is not None:
+            key = (call.job_id, call.partition)
+            if self.tl.get(key) is call.tl:
+                del self.tl[key]
         if blk is not None and blk in self.closed_blocks:
             self.closed_blocks.remove(blk)
 

@@ -64,7 +64,12 @@ def _sweep(era: str, gw: int, gpus: int, seeds: range) -> Counter[str]:
     for seed in seeds:
         sim = simulate(
             SimConfig(
-                era=era, gw=gw, n_gpus=gpus, proofs=3, concurrency=2, partitions_per_proof=6,
+                era=era,
+                gw=gw,
+                n_gpus=gpus,
+                proofs=3,
+                concurrency=2,
+                partitions_per_proof=6,
                 seed=seed,
             )
         )
@@ -104,7 +109,13 @@ def test_one_gpu_sweep(era: str, gw: int) -> None:
 #: Two GPUs: GPU-region lines of both mutexes interleave. Eras with identity lines (T7, T19)
 #: or the main-era clock settle nearly all; Phase 12 and pool-cache code print neither, so
 #: the block-to-call binding rests on lock times alone.
-TWO_GPU_FLOOR = {"phase4-8": 0.9, "phase9-11": 0.95, "phase12": 0.88, "pool-cache": 0.75, "main": 0.95}
+TWO_GPU_FLOOR = {
+    "phase4-8": 0.9,
+    "phase9-11": 0.95,
+    "phase12": 0.88,
+    "pool-cache": 0.75,
+    "main": 0.95,
+}
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -113,14 +124,20 @@ def test_two_gpu_sweep(era: str, gw: int) -> None:
     t = _sweep(era, gw, 2, range(8))
     assert t["missing"] == 0
     # Without identity lines a block whose call cannot be told may stay a record of its own.
-    assert t["truth"] <= t["records"] <= (1.05 if era in ("phase12", "pool-cache") else 1.0) * t["truth"], t
+    assert (
+        t["truth"]
+        <= t["records"]
+        <= (1.05 if era in ("phase12", "pool-cache") else 1.0) * t["truth"]
+    ), t
     assert t["id_ok"] == t["truth"]
     assert t["gpu_ok"] >= TWO_GPU_FLOOR[era] * t["truth"], t
     assert t["cpu_ok"] >= 0.7 * t["truth"], t
 
 
 def test_stderr_only_log_gives_one_record_per_call() -> None:
-    sim = simulate(SimConfig(era="main", gw=2, n_gpus=1, proofs=2, concurrency=2, seed=5, streams="stderr"))
+    sim = simulate(
+        SimConfig(era="main", gw=2, n_gpus=1, proofs=2, concurrency=2, seed=5, streams="stderr")
+    )
     run = _run_of(sim.data)
     assert len(run.partitions) == len(sim.truth)
     res = compare_run(run, sim.truth)
@@ -129,7 +146,9 @@ def test_stderr_only_log_gives_one_record_per_call() -> None:
 
 @pytest.mark.parametrize("era", ERAS)
 def test_cpp_only_log_forms_records_from_call_structure(era: str) -> None:
-    sim = simulate(SimConfig(era=era, gw=1, n_gpus=1, proofs=2, concurrency=1, seed=3, streams="cpp"))
+    sim = simulate(
+        SimConfig(era=era, gw=1, n_gpus=1, proofs=2, concurrency=1, seed=3, streams="cpp")
+    )
     run = _run_of(sim.data)
     df = run.partitions
     assert len(df) == len(sim.truth)

@@ -68,10 +68,19 @@ def test_prestage_era_timing_lines():
     assert got[2] == ("host_register", {"host_register": "fallback", "err": 2})
     assert got[4] == (
         "prestage_vram",
-        {"free_mib": 9870, "usable_mib": 9358, "need_da_mib": 4096, "need_dbc_mib": 8192, "total_mib": 12288},
+        {
+            "free_mib": 9870,
+            "usable_mib": 9358,
+            "need_da_mib": 4096,
+            "need_dbc_mib": 8192,
+            "total_mib": 12288,
+        },
     )
     assert got[5] == ("prestage_setup", {"prestage_setup": "skip_vram"})
-    assert got[6] == ("prestage_setup", {"prestage_setup": "ok", "domain": 134217728, "lot_of_memory": 1})
+    assert got[6] == (
+        "prestage_setup",
+        {"prestage_setup": "ok", "domain": 134217728, "lot_of_memory": 1},
+    )
     assert got[7][1] == {
         "prestage_setup": "ok",
         "domain": 134217728,
@@ -100,8 +109,13 @@ def test_era_detection_from_markers():
 
     assert era("CUZK_TIMING: epilogue_ms=5 pre_destructor_ms=3800\n") == "phase4-8"
     assert era("CUZK_TIMING: prestage_setup=skip_vram\n") == "phase12"
-    assert era("CUZK_NTT_H: d_b_alloc=0ms ntt_kernels=2ms coset_intt_sync=1ms msm_init=0ms "
-               "msm_invoke=1ms msm_dtor=1ms total=5ms\n") == "pool-cache"
+    assert (
+        era(
+            "CUZK_NTT_H: d_b_alloc=0ms ntt_kernels=2ms coset_intt_sync=1ms msm_init=0ms "
+            "msm_invoke=1ms msm_dtor=1ms total=5ms\n"
+        )
+        == "pool-cache"
+    )
     assert era("CUZK_TIMING: gpu_tid=0 barrier_wait_ms=3\n") == "main"
     assert era("hello\n") == "unknown"
 
@@ -111,9 +125,15 @@ def test_timeline_lines_of_every_era():
     f = {e.line: (e.kind, e.fields) for e in evs}
     assert f[1] == ("SYNTH_START", {"offset_ms": 100, "job_id": "job-a", "kind": "porep-c2"})
     assert f[3] == ("CHAN_SEND", {"offset_ms": 54801, "job_id": "job-a"})  # empty detail
-    assert f[6] == ("GPU_END", {"offset_ms": 88803, "job_id": "job-a", "worker": 0, "gpu_ms": 34000})
+    assert f[6] == (
+        "GPU_END",
+        {"offset_ms": 88803, "job_id": "job-a", "worker": 0, "gpu_ms": 34000},
+    )
     assert f[10][1]["snap_partition"] == 7
-    assert f[13] == ("GPU_QUEUE", {"offset_ms": 30300, "job_id": "0b1e6c52-7d0f-4b8e-9d51-3f6a2c9e8a41", "partition": 4})
+    assert f[13] == (
+        "GPU_QUEUE",
+        {"offset_ms": 30300, "job_id": "0b1e6c52-7d0f-4b8e-9d51-3f6a2c9e8a41", "partition": 4},
+    )
     assert f[14] == (
         "GPU_QUEUE",
         {"offset_ms": 30301, "job_id": "wdpost-t01000-3-[12 34 56 78 9 10 11 12]", "monolithic": 1},
@@ -178,7 +198,14 @@ def test_bench_output():
     evs, _ = events_of("bench.log")
     f = {e.kind: e.fields for e in evs if e.kind != "bench_proof"}
     proofs = [e.fields for e in evs if e.kind == "bench_proof"]
-    assert proofs[0] == {"index": 1, "total": 20, "status": "COMPLETED", "wall_s": 61.2, "prove_ms": 57400, "queue_ms": 0}
+    assert proofs[0] == {
+        "index": 1,
+        "total": 20,
+        "status": "COMPLETED",
+        "wall_s": 61.2,
+        "prove_ms": 57400,
+        "queue_ms": 0,
+    }
     assert proofs[1]["status"] == "FAILED"
     assert f["bench_throughput"] == {"proofs_per_min": 1.635, "s_per_proof": 36.7}
     assert f["bench_total"] == {"total_s": 734.0}
@@ -228,7 +255,8 @@ def test_unknown_timing_line_kept():
 
 
 @pytest.mark.parametrize(
-    "text,ms", [("5.318412345s", 5318.412345), ("718.2ms", 718.2), ("12µs", 0.012), ("100ns", 0.0001)]
+    "text,ms",
+    [("5.318412345s", 5318.412345), ("718.2ms", 718.2), ("12µs", 0.012), ("100ns", 0.0001)],
 )
 def test_rust_duration(text, ms):
     assert parse_duration_ms(f"GPU prove time: {text}") == pytest.approx(ms)
@@ -260,7 +288,9 @@ def test_truncated_gzip_counts_what_was_read(tmp_path):
 
 def test_huge_line_is_cut_and_counted(tmp_path):
     p = tmp_path / "huge.log"
-    p.write_bytes(b"CUZK_TIMING: prep_msm_ms=5\n" + b"x" * (3 << 20) + b"\nCUZK_TIMING: prep_msm_ms=6\n")
+    p.write_bytes(
+        b"CUZK_TIMING: prep_msm_ms=5\n" + b"x" * (3 << 20) + b"\nCUZK_TIMING: prep_msm_ms=6\n"
+    )
     acc = Accounting()
     evs = list(iter_events([str(p)], acc))
     assert acc.oversized_lines == 1 and acc.lines_total == 3
@@ -280,8 +310,9 @@ def test_memory_does_not_hold_lines(tmp_path):
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=2000))
 def test_arbitrary_bytes_never_raise_and_every_line_is_counted(data):
-    from cuzk_diag.sources import SourceStats, read_chunks
     import io
+
+    from cuzk_diag.sources import SourceStats, read_chunks
 
     stats = SourceStats("x")
     p = LineParser()

@@ -17,17 +17,51 @@ sys.path.insert(0, str(ROOT / "src"))
 from cuzk_diag.pipeline import load_run  # noqa: E402
 
 GPU_FIELDS = [
-    "ntt_msm_h_ms", "batch_add_ms", "tail_msm_ms", "gpu_total_ms", "barrier_wait_ms",
-    "pre_lock_cpu_ms", "mutex_wait_ms", "mutex_held_ms", "total_start_fn_ms",
-    "free_mib", "usable_mib", "need_da_mib", "need_dbc_mib", "total_mib", "prestage_setup",
-    "prestage_err", "domain", "lot_of_memory", "sync_ms", "trim_ms", "alloc_ms", "upload_ms",
-    "total_ps_ms", "pool_threshold_gpu", "d_a_cache_mib", "d_a_cache_gpu", "d_b_alloc_ms",
-    "ntt_kernels_ms", "coset_intt_sync_ms", "msm_init_ms", "msm_invoke_ms", "msm_dtor_ms",
+    "ntt_msm_h_ms",
+    "batch_add_ms",
+    "tail_msm_ms",
+    "gpu_total_ms",
+    "barrier_wait_ms",
+    "pre_lock_cpu_ms",
+    "mutex_wait_ms",
+    "mutex_held_ms",
+    "total_start_fn_ms",
+    "free_mib",
+    "usable_mib",
+    "need_da_mib",
+    "need_dbc_mib",
+    "total_mib",
+    "prestage_setup",
+    "prestage_err",
+    "domain",
+    "lot_of_memory",
+    "sync_ms",
+    "trim_ms",
+    "alloc_ms",
+    "upload_ms",
+    "total_ps_ms",
+    "pool_threshold_gpu",
+    "d_a_cache_mib",
+    "d_a_cache_gpu",
+    "d_b_alloc_ms",
+    "ntt_kernels_ms",
+    "coset_intt_sync_ms",
+    "msm_init_ms",
+    "msm_invoke_ms",
+    "msm_dtor_ms",
     "ntt_h_total_ms",
 ]
 CPU_FIELDS = [
-    "split_vectors_ms", "setup_to_split_ms", "prep_msm_ms", "b_g2_msm_ms", "num_circuits",
-    "async_dealloc_ms", "epilogue_ms", "pre_destructor_ms", "host_register", "host_register_err",
+    "split_vectors_ms",
+    "setup_to_split_ms",
+    "prep_msm_ms",
+    "b_g2_msm_ms",
+    "num_circuits",
+    "async_dealloc_ms",
+    "epilogue_ms",
+    "pre_destructor_ms",
+    "host_register",
+    "host_register_err",
 ]
 ID_FIELDS = ["job_id", "partition", "worker", "gpu"]
 
@@ -53,9 +87,7 @@ def compare(log: Path) -> dict[str, Any]:
 
 
 def compare_run(run: Any, truth: list[dict[str, Any]]) -> dict[str, Any]:
-    recs = [
-        {k: _norm(v) for k, v in row.items()} for row in run.partitions.to_dict("records")
-    ]
+    recs = [{k: _norm(v) for k, v in row.items()} for row in run.partitions.to_dict("records")]
     have_ids = any(r.get("job_id") is not None for r in recs)
     if have_ids:
         got = {(r["job_id"], r["partition"], r["start_ms"]): r for r in recs}
@@ -63,8 +95,15 @@ def compare_run(run: Any, truth: list[dict[str, Any]]) -> dict[str, Any]:
     else:
         # No ids in the log: compare in lock order.
         pairs = list(zip(truth, recs + [None] * (len(truth) - len(recs)), strict=False))
-    res = {"truth": len(truth), "records": len(recs), "missing": 0, "gpu_ok": 0, "cpu_ok": 0,
-           "id_ok": 0, "diffs": []}
+    res = {
+        "truth": len(truth),
+        "records": len(recs),
+        "missing": 0,
+        "gpu_ok": 0,
+        "cpu_ok": 0,
+        "id_ok": 0,
+        "diffs": [],
+    }
     for t, r in pairs:
         if r is None:
             res["missing"] += 1
@@ -73,13 +112,14 @@ def compare_run(run: Any, truth: list[dict[str, Any]]) -> dict[str, Any]:
             bad = [
                 (f, t.get(f), r.get(f))
                 for f in fields
-                if _norm(t.get(f)) != _norm(r.get(f))
-                and not (group == "id" and not have_ids)
+                if _norm(t.get(f)) != _norm(r.get(f)) and not (group == "id" and not have_ids)
             ]
             if not bad:
                 res[f"{group}_ok"] += 1
             elif len(res["diffs"]) < 12:
-                res["diffs"].append((group, t.get("record"), t.get("job_id"), t.get("partition"), bad))
+                res["diffs"].append(
+                    (group, t.get("record"), t.get("job_id"), t.get("partition"), bad)
+                )
     return res
 
 

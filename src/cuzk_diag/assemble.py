@@ -68,6 +68,11 @@ _RECORD_COLUMNS = frozenset(name for name, _ in PARTITION_COLUMNS)
 TOL_MS = 6  # clock truncation (gettimeofday +-1 ms, each value truncated) plus print latency
 
 
+def _t0(c: Call) -> float:
+    """A call's TIMELINE start (callers only predict for calls that have one)."""
+    return c.start if c.start is not None else 0.0
+
+
 def _int0(v: Value) -> int:
     return v if isinstance(v, int) else 0
 
@@ -145,8 +150,10 @@ class Block:
         seen = self.seen
         if tid:
             # Further GPU threads of a multi-GPU call print T16/T4-T6 with gpu_tid > 0.
-            return kind in _TID_KINDS and (kind, tid) not in self.tid_seen and (
-                kind in ("ntt_h", "ntt_msm_h") or (_TID_PRED[kind], tid) in self.tid_seen
+            return (
+                kind in _TID_KINDS
+                and (kind, tid) not in self.tid_seen
+                and (kind in ("ntt_h", "ntt_msm_h") or (_TID_PRED[kind], tid) in self.tid_seen)
             )
         if kind in seen and kind != "ntt_h":
             return False
@@ -335,8 +342,8 @@ class Block:
         parts = ntt + batch + tail  # type: ignore[operator]
         barrier = f.get("barrier_wait_ms")
         if isinstance(barrier, int):
-            return abs(total - parts - barrier) <= 3 * TOL_MS  # type: ignore[operator]
-        return total >= parts - TOL_MS  # type: ignore[operator]
+            return bool(abs(total - parts - barrier) <= 3 * TOL_MS)  # type: ignore[operator]
+        return bool(total >= parts - TOL_MS)  # type: ignore[operator]
 
 
 def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
@@ -453,7 +460,9 @@ class Assembler:
         self.blocks: list[Block] = []  # open blocks (GPU region in progress)
         self.closed_blocks: deque[Block] = deque()  # closed, identity not yet confirmed
         self.awaiting_t7: deque[Block] = deque(maxlen=64)
-        self.recent_blocks: deque[Block] = deque(maxlen=64)  # for when each GPU was released  # closed blocks (Phases 4-11: T7 due)
+        self.recent_blocks: deque[Block] = deque(
+            maxlen=64
+        )  # for when each GPU was released  # closed blocks (Phases 4-11: T7 due)
         self.tl: dict[tuple[str, int | None], dict[str, Value]] = {}
         self.by_worker: dict[int, Call] = {}  # last call started per worker
         self.seq = 0
@@ -581,8 +590,12 @@ class Assembler:
         for idx, _ in indexed:
             a_lo = [t for i, t, _ in anchors if i < idx]
             a_hi = [t for i, _, t in anchors if i > idx]
-            los.append(max(([lo] if lo is not None else []) + a_lo) if (lo is not None or a_lo) else None)
-            his.append(min(([hi] if hi is not None else []) + a_hi) if (hi is not None or a_hi) else None)
+            los.append(
+                max(([lo] if lo is not None else []) + a_lo) if (lo is not None or a_lo) else None
+            )
+            his.append(
+                min(([hi] if hi is not None else []) + a_hi) if (hi is not None or a_hi) else None
+            )
         best: list[Any] = [None, None, 0]  # cost, choice, ties
         temp: dict[int, dict[str, int]] = {}  # call seq -> fields assigned in this search
         choice: list[Call | None] = []
@@ -771,8 +784,10 @@ class Assembler:
 
     def _find_call(self, job: str, part: int | None, worker: int | None) -> Call | None:
         for call in reversed(self.calls):
-            if call.job_id == job and call.partition == part and (
-                worker is None or call.worker is None or call.worker == worker
+            if (
+                call.job_id == job
+                and call.partition == part
+                and (worker is None or call.worker is None or call.worker == worker)
             ):
                 return call
         return None
@@ -807,7 +822,9 @@ class Assembler:
                 info.total_workers = tw
             gpus = f.get("gpus")
             if isinstance(gpus, str):
-                info.gpus = [int(x) for x in gpus.strip("[]").replace(",", " ").split() if x.isdigit()]
+                info.gpus = [
+                    int(x) for x in gpus.strip("[]").replace(",", " ").split() if x.isdigit()
+                ]
             elif isinstance(gpus, int):
                 info.gpus = [gpus]
         elif kind == "interlock":
@@ -1008,11 +1025,11 @@ class Assembler:
         self.beam = new[: self.BEAM_WIDTH]
         best = self.beam[0]
         if best[1] in closing or len(self.beam) == 1:
-            seq = closing.get(best[1])
+            closing_seq = closing.get(best[1])
             self._commit_beam()
-            if seq is not None:
+            if closing_seq is not None:
                 for b in list(self.blocks):
-                    if b.seq == seq:
+                    if b.seq == closing_seq:
                         self._close_block(b)
         return True
 
@@ -1027,14 +1044,26 @@ class Assembler:
         self.beam = None
 
     def _starts_block(self, kind: str) -> bool:
-        return kind in ("mutex_wait", "prestage_vram", "pool_threshold", "d_a_cache", "ntt_h", "ntt_msm_h")
+        return kind in (
+            "mutex_wait",
+            "prestage_vram",
+            "pool_threshold",
+            "d_a_cache",
+            "ntt_h",
+            "ntt_msm_h",
+        )
 
     def _could_open(self, kind: str, blk: Block, ev: Event | None = None) -> bool:
         """Is a new block more plausible than continuing ``blk``?"""
         st = _STAGE[kind]
         if kind == "mutex_wait":
             return True  # T17 always starts a block
-        if kind == "ntt_h" and ev is not None and "d_a_cache" in blk.seen and "ntt_h" not in blk.seen:
+        if (
+            kind == "ntt_h"
+            and ev is not None
+            and "d_a_cache" in blk.seen
+            and "ntt_h" not in blk.seen
+        ):
             # A GPU's first call allocates the pool-cached d_b (hundreds of ms); an NTT_H line
             # without that allocation belongs to a later call on another GPU.
             d_b = ev.fields.get("d_b_alloc_ms")
@@ -1071,7 +1100,9 @@ class Assembler:
             fits = []
             for b in cands:
                 saved = b.fields
-                b.fields = dict(saved, tail_msm_ms=f.get("tail_msm_ms"), gpu_total_ms=f.get("gpu_total_ms"))
+                b.fields = dict(
+                    saved, tail_msm_ms=f.get("tail_msm_ms"), gpu_total_ms=f.get("gpu_total_ms")
+                )
                 ok = b.sum_ok()
                 b.fields = saved
                 if ok:
@@ -1200,7 +1231,9 @@ class Assembler:
             self._rebind(blk, best)
             blk.confirmed = False
 
-    def _bind_block(self, blk: Block, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
+    def _bind_block(
+        self, blk: Block, ev: Event, kind: str, lo: float | None, hi: float | None
+    ) -> None:
         """Tentatively bind a new block to the call that most plausibly holds the lock."""
         busy_gpus = {b.call.gpu for b in self.blocks if b is not blk and b.call is not None}
         cands = [
@@ -1240,7 +1273,11 @@ class Assembler:
             pass
 
     def _by_clock(
-        self, cands: list[Call], predict: Callable[[Call], float], lo: float | None, hi: float | None
+        self,
+        cands: list[Call],
+        predict: Callable[[Call], float],
+        lo: float | None,
+        hi: float | None,
     ) -> list[Call]:
         """The calls whose predicted print time fits the line's clock bracket best.
 
@@ -1344,11 +1381,7 @@ class Assembler:
         ``pre_destructor_ms`` matches the clock when T7 printed. Together they bind block to call.
         """
         pd = ev.fields.get("pre_destructor_ms")
-        blocks = [
-            b
-            for b in self.awaiting_t7
-            if b.call is None or "epilogue" not in b.call.kinds
-        ]
+        blocks = [b for b in self.awaiting_t7 if b.call is None or "epilogue" not in b.call.kinds]
         if isinstance(pd, int):
             fit = [
                 b
@@ -1407,12 +1440,16 @@ class Assembler:
             return
         # Move the T7 fields and block of `best` (the C++ call) to `call` (the TIMELINE call).
         blk = best.block
-        t7 = {k: best.fields.pop(k) for k in ("epilogue_ms", "pre_destructor_ms", "_t7_confirmed")}
+        t7: dict[str, Value] = {
+            k: best.fields.pop(k) for k in ("epilogue_ms", "pre_destructor_ms", "_t7_confirmed")
+        }
         best.kinds.discard("epilogue")
-        other_t7 = {}
+        other_t7: dict[str, Value] = {}
         if "epilogue" in call.kinds:
             other_t7 = {
-                k: call.fields.pop(k) for k in ("epilogue_ms", "pre_destructor_ms") if k in call.fields
+                k: call.fields.pop(k)
+                for k in ("epilogue_ms", "pre_destructor_ms")
+                if k in call.fields
             }
             call.kinds.discard("epilogue")
         call.fields.update(t7)
@@ -1423,22 +1460,32 @@ class Assembler:
         if blk is not None:
             self._rebind(blk, call)
 
-    # -- CPU-side lines -----------------------------------------------------------------------------
+    # -- CPU-side lines ---------------------------------------------------------------------------
 
     def _cpu_line(self, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
         f = ev.fields
         if kind == "split_vectors":
-            cands = [c for c in self.calls if "split_vectors" not in c.kinds and c.job_id is not None and not c.ended]
+            cands = [
+                c
+                for c in self.calls
+                if "split_vectors" not in c.kinds and c.job_id is not None and not c.ended
+            ]
             pred: Callable[[Call], float] | None = None
             s = f.get("setup_to_split_ms")
             if isinstance(s, int):
-                pred = lambda c: c.start + s  # noqa: E731
+                pred = lambda c, s=s: _t0(c) + s  # noqa: E731
             if not cands:
                 call = self._anonymous_for_t1(ev)
                 self._put_cpu(call, ev, kind)
                 return
         elif kind == "host_register":
-            cands = [c for c in self.calls if "split_vectors" in c.kinds and kind not in c.kinds and (c.block is None or not c.block.closed)]
+            cands = [
+                c
+                for c in self.calls
+                if "split_vectors" in c.kinds
+                and kind not in c.kinds
+                and (c.block is None or not c.block.closed)
+            ]
             pred = None
         elif kind == "prep_msm":
             cands = [
@@ -1450,7 +1497,7 @@ class Assembler:
             pred = None
             if isinstance(v, int):
                 # The prep thread starts right after T1: T2 prints at entry + split + prep.
-                pred = lambda c: c.start + _int0(c.fields.get("setup_to_split_ms")) + v  # noqa: E731
+                pred = lambda c, v=v: _t0(c) + _int0(c.fields.get("setup_to_split_ms")) + v  # noqa: E731
         elif kind == "b_g2_msm":
             # T3 comes after the call's T2 and always before its GPU_END (and T7).
             cands = [
@@ -1464,8 +1511,8 @@ class Assembler:
             v = f.get("b_g2_msm_ms")
             pred = None
             if isinstance(v, int):
-                pred = lambda c: (  # noqa: E731
-                    c.start
+                pred = lambda c, v=v: (  # noqa: E731
+                    _t0(c)
                     + _int0(c.fields.get("setup_to_split_ms"))
                     + _int0(c.fields.get("prep_msm_ms"))
                     + v
@@ -1526,7 +1573,7 @@ class Assembler:
         if kind == "async_dealloc":
             self._maybe_emit(call)
 
-    # -- emission -----------------------------------------------------------------------------------
+    # -- emission ---------------------------------------------------------------------------------
 
     def _maybe_emit(self, call: Call) -> None:
         """Emit a call once nothing more can arrive for it."""
@@ -1562,7 +1609,16 @@ class Assembler:
         rec["gpu"] = call.gpu if call.gpu is not None else self._only_gpu()
         rec["proof_kind"] = tl.get("proof_kind")
         rec["era"] = self.era.era
-        for k in ("synth_start_ms", "synth_end_ms", "queue_ms", "pickup_ms", "start_ms", "end_ms", "synth_ms", "gpu_ms"):
+        for k in (
+            "synth_start_ms",
+            "synth_end_ms",
+            "queue_ms",
+            "pickup_ms",
+            "start_ms",
+            "end_ms",
+            "synth_ms",
+            "gpu_ms",
+        ):
             rec[k] = tl.get(k)
         extra: dict[str, Value] = {}
         for src in (call.fields, blk.fields if blk is not None else {}):

@@ -392,7 +392,19 @@ class LineParser:
                     self._torn = (no, ln)
                 continue
             if clock_np[j]:
-                append(_new(Event, (no, self.source, Family.TRACING, "clock", {"ts": ln[:ln.find(" ")]}, False)))
+                append(
+                    _new(
+                        Event,
+                        (
+                            no,
+                            self.source,
+                            Family.TRACING,
+                            "clock",
+                            {"ts": ln[: ln.find(" ")]},
+                            False,
+                        ),
+                    )
+                )
                 continue
             ev = self._tracing(ln, no) if c.isdigit() else self._misc(ln, no)
             append(ev)
@@ -689,7 +701,13 @@ class LineParser:
     # -- torn TIMELINE lines (reference section 3.4) -----------------------------------------
 
     def _repair(
-        self, head: str, head_no: int, tail: str, tail_no: int, out: list[Event], counts: Counter[str]
+        self,
+        head: str,
+        head_no: int,
+        tail: str,
+        tail_no: int,
+        out: list[Event],
+        counts: Counter[str],
     ) -> bool:
         m = _INTRUDER_RE.search(head, len(TIMELINE_PREFIX))
         if m is None:
@@ -928,7 +946,8 @@ def iter_events(
     for idx, name in enumerate(inputs):
         parser = LineParser(idx, acc, full=full)
         stats = None
-        for stats, chunk in iter_input(name):
+        for chunk_stats, chunk in iter_input(name):
+            stats = chunk_stats
             yield from parser.feed(chunk)
             if progress is not None:
                 progress(len(chunk))

@@ -28,7 +28,9 @@ LINE_SCHEMA = pa.schema(
 BATCH_ROWS = 65536
 
 
-def iter_line_batches(events: Iterable[Event], batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+def iter_line_batches(
+    events: Iterable[Event], batch_rows: int = BATCH_ROWS
+) -> Iterator[pa.RecordBatch]:
     """Group events into record batches of ``LINE_SCHEMA``."""
     cols: dict[str, list[object]] = {name: [] for name in LINE_SCHEMA.names}
     src, line, fam, kind, bad = (

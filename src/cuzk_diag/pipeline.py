@@ -61,7 +61,9 @@ def assemble_table(
     if table.num_rows:
         # Calls emitted before the era was known carry the final era too.
         table = table.set_column(
-            table.schema.get_field_index("era"), "era", pa.array([info.era] * table.num_rows, pa.string())
+            table.schema.get_field_index("era"),
+            "era",
+            pa.array([info.era] * table.num_rows, pa.string()),
         )
         table = table.sort_by([("record", "ascending")])
     return table, info, acc
@@ -75,9 +77,7 @@ def assemble_inputs(
     return table.to_pylist(), info, acc
 
 
-def load_run(
-    inputs: Sequence[str] | str, progress: Callable[[int], None] | None = None
-) -> Run:
+def load_run(inputs: Sequence[str] | str, progress: Callable[[int], None] | None = None) -> Run:
     """Parse and assemble the inputs (paths, ``-`` for stdin, .gz/.zst) into a ``Run``."""
     names = [inputs] if isinstance(inputs, str) else list(inputs)
     if not names:

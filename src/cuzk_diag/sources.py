@@ -12,7 +12,7 @@ import io
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -71,7 +71,7 @@ def open_input(name: str) -> tuple[BinaryIO, str]:
         import zstandard
 
         reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-        return io.BufferedReader(reader), display  # type: ignore[arg-type,return-value]
+        return io.BufferedReader(reader), display
     return raw, display
 
 
@@ -135,11 +135,9 @@ def read_chunks(
         if not cut:
             if len(buf) > MAX_LINE:
                 # One enormous line: keep its head, skip until its end, count it.
-                carry = buf[:MAX_LINE]
                 stats.oversized_lines += 1
-                carry = _skip_to_newline(reader, carry, stats, chunk_size)
-                yield clean_text(carry, stats)
-                carry = b""
+                whole, carry = _skip_to_newline(reader, buf[:MAX_LINE], stats, chunk_size)
+                yield clean_text(whole, stats)
                 continue
             carry = buf
             continue
@@ -154,7 +152,8 @@ def zstd_error() -> type[Exception]:
     try:
         import zstandard
 
-        return zstandard.ZstdError  # type: ignore[no-any-return]
+        err: type[Exception] = zstandard.ZstdError
+        return err
     except ImportError:  # pragma: no cover
         return OSError
 
@@ -165,20 +164,20 @@ def _lone_cr_cut(buf: bytes) -> int:
     return pos + 1 if pos >= 0 else 0
 
 
-def _skip_to_newline(reader: object, head: bytes, stats: SourceStats, chunk_size: int) -> bytes:
-    """Discard the rest of an oversized line; return its head plus the following lines."""
-    read = reader  # type: ignore[assignment]
+def _skip_to_newline(
+    reader: Callable[[int], bytes], head: bytes, stats: SourceStats, chunk_size: int
+) -> tuple[bytes, bytes]:
+    """Discard the rest of an oversized line: (its head plus the whole lines after, carry)."""
     while True:
-        block = read(chunk_size)  # type: ignore[operator]
+        block = reader(chunk_size)
         if not block:
-            return head + b"\n"
+            return head + b"\n", b""
         stats.bytes_read += len(block)
         pos = block.find(b"\n")
         if pos >= 0:
             rest = block[pos + 1 :]
             cut = rest.rfind(b"\n") + 1
-            # Keep whole lines only; a partial tail is rare enough to re-read as its own line.
-            return head + b"\n" + rest[:cut] + (rest[cut:] + b"\n" if rest[cut:] else b"")
+            return head + b"\n" + rest[:cut], rest[cut:]
 
 
 def clean_text(data: bytes, stats: SourceStats) -> str:
@@ -221,9 +220,7 @@ def _strip_journald(text: str, stats: SourceStats) -> str:
     return new
 
 
-def iter_input(
-    name: str, chunk_size: int = CHUNK_SIZE
-) -> Iterator[tuple[SourceStats, str]]:
+def iter_input(name: str, chunk_size: int = CHUNK_SIZE) -> Iterator[tuple[SourceStats, str]]:
     """Open one input and yield ``(stats, chunk)`` pairs; closes the input when done."""
     stream, display = open_input(name)
     stats = SourceStats(display)

@@ -13,7 +13,13 @@ from cuzk_diag.records import Accounting
 
 @cli.command("export")
 @click.argument("logs", nargs=-1, required=True, metavar="LOG...")
-@click.option("-o", "--output", required=True, metavar="FILE", help="Output file (- for stdout; csv/jsonl only).")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    metavar="FILE",
+    help="Output file (- for stdout; csv/jsonl only).",
+)
 @click.option(
     "--format",
     "fmt",
@@ -21,11 +27,25 @@ from cuzk_diag.records import Accounting
     default=None,
     help="Output format (default: from the suffix of FILE).",
 )
-@click.option("--lines", "line_table", is_flag=True, help="Export one row per input line instead of one per GPU call.")
-@click.option("--unattributed", is_flag=True, help="Also list timing lines that could not be attributed (stderr).")
+@click.option(
+    "--lines",
+    "line_table",
+    is_flag=True,
+    help="Export one row per input line instead of one per GPU call.",
+)
+@click.option(
+    "--unattributed",
+    is_flag=True,
+    help="Also list timing lines that could not be attributed (stderr).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the accounting summary on stderr.")
 def export_cmd(
-    logs: tuple[str, ...], output: str, fmt: str | None, line_table: bool, unattributed: bool, quiet: bool
+    logs: tuple[str, ...],
+    output: str,
+    fmt: str | None,
+    line_table: bool,
+    unattributed: bool,
+    quiet: bool,
 ) -> int:
     """Write one row per GPU call (or with --lines, per log line) as Parquet, CSV or JSON Lines.
 
@@ -55,10 +75,15 @@ def export_cmd(
             w.write(run.table)
         rows = w.rows
         if unattributed and acc.unattributed:
-            click.echo(f"unattributed timing lines (first {len(acc.unattributed_examples)}): "
-                       + ", ".join(map(str, acc.unattributed_examples)), err=True)
+            click.echo(
+                f"unattributed timing lines (first {len(acc.unattributed_examples)}): "
+                + ", ".join(map(str, acc.unattributed_examples)),
+                err=True,
+            )
     if not quiet:
-        click.echo(accounting_summary(acc, rows, "lines" if line_table else "records", output), err=True)
+        click.echo(
+            accounting_summary(acc, rows, "lines" if line_table else "records", output), err=True
+        )
     return ExitCode.OK
 
 

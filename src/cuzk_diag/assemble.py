@@ -520,7 +520,8 @@ class Assembler:
             return out
         return []
 
-    def finish(self) -> list[dict[str, Any]]:
+    def flush(self) -> list[dict[str, Any]]:
+        """Emit everything open now (end of input, or the engine restarted)."""
         self._drain(None)
         self._commit_beam()
         for blk in list(self.blocks):
@@ -531,6 +532,11 @@ class Assembler:
             if blk.call is None:
                 self._emit_orphan_block(blk)
         self.closed_blocks.clear()
+        out, self.out = self.out, []
+        return out
+
+    def finish(self) -> list[dict[str, Any]]:
+        self.out = self.flush()
         self.era.apply(self.info)
         for rec in self.out:
             rec["era"] = self.info.era
@@ -686,16 +692,7 @@ class Assembler:
 
     def _new_segment(self) -> None:
         """The engine restarted (or a new input began): TIMELINE offsets start again at 0."""
-        self._drain(None)
-        self._commit_beam()
-        for blk in list(self.blocks):
-            self._close_block(blk)
-        for call in list(self.calls):
-            self._emit(call)
-        for blk in list(self.closed_blocks):
-            if blk.call is None:
-                self._emit_orphan_block(blk)
-        self.closed_blocks.clear()
+        self.out.extend(self.flush())
         self.tl.clear()
         self.by_worker.clear()
         self.clock = None

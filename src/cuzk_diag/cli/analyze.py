@@ -5,14 +5,19 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 from cuzk_diag.cli import UsageError, cli
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.report import names as report_names
+
+if TYPE_CHECKING:
+    from cuzk_diag.analysis import Analysis
+    from cuzk_diag.config import Config
 
 #: Inputs at least this large get a progress bar (when stderr is a terminal).
 PROGRESS_MIN_BYTES = 64 << 20
@@ -22,7 +27,7 @@ PROGRESS_MIN_BYTES = 64 << 20
 @click.argument(
     "logs",
     nargs=-1,
-    required=True,
+    required=False,
     metavar="LOG...",
     type=click.Path(exists=True, dir_okay=False, allow_dash=True),
 )
@@ -63,6 +68,38 @@ PROGRESS_MIN_BYTES = 64 << 20
     help="Exit 1 when a finding is at least this severe (default: never, or fail-on from the "
     "config).",
 )
+@click.option(
+    "--follow",
+    "follow",
+    metavar="PATH",
+    type=click.Path(dir_okay=False),
+    help="Follow the log file PATH as it grows, like tail -F (survives rotation and truncation, "
+    "waits for the file to appear); implies live mode.",
+)
+@click.option(
+    "--live/--no-live",
+    "live",
+    default=None,
+    help="Live mode: on by default when reading - or --follow. --no-live waits for the end of "
+    "input (or Ctrl-C) and prints only the report.",
+)
+@click.option(
+    "--window",
+    type=click.IntRange(min=10),
+    default=500,
+    show_default=True,
+    metavar="N",
+    help="Live mode: the recent partitions the live figures and rules look at.",
+)
+@click.option(
+    "--max-records",
+    type=click.IntRange(min=1000),
+    default=200_000,
+    show_default=True,
+    metavar="N",
+    help="Live mode: partition records kept for the final report (about 1 KB each); beyond "
+    "it the final report covers the last N.",
+)
 @click.pass_context
 def analyze_cmd(
     ctx: click.Context,
@@ -74,27 +111,87 @@ def analyze_cmd(
     ignore: tuple[str, ...],
     config_path: str | None,
     fail_on: str | None,
+    follow: str | None,
+    live: bool | None,
+    window: int,
+    max_records: int,
 ) -> None:
     """Diagnose a cuzk daemon log: run facts, findings with their numbers and advice, stage
     statistics and a waterfall of a typical partition.
 
     LOG is a path (.gz and .zst are read too) or - for stdin; several LOGs are one run. Only
     the report goes to stdout; progress and warnings go to stderr.
+
+    \b
+    Live mode (reading -, or --follow PATH) analyses the log as it is written:
+      tail -f daemon.log | cuzk-diag analyze -
+      cuzk-diag analyze --follow daemon.log
+    On a terminal a dashboard shows proofs done, partitions in flight, s/proof, GPU
+    utilisation, stage medians and the current findings. With stdout piped and no
+    --format, JSON Lines events are written as they happen (type: partition, finding,
+    finding_cleared, summary). End of input or Ctrl-C prints the final report (in JSON
+    Lines mode: a final summary event holding it) and exits 0.
+
+    \b
+    Windowed figures (the last --window partitions): GPU and kernel utilisation, the
+    stage table's n/median/p95, and the findings, which the rules recompute at most
+    twice a second. s/proof is taken over the last 20 completed proofs. Whole-run
+    figures: proofs done, partitions, lines read, malformed, unattributed and the
+    "run" stage columns (a streaming sketch, within 1%). The final report is computed
+    on every record like analyze on the same file, up to --max-records records.
     """
-    from cuzk_diag.analysis import analyze
     from cuzk_diag.config import load_config
-    from cuzk_diag.records import Severity
-    from cuzk_diag.report import get_reporter
-    from cuzk_diag.report.common import counts_text
 
     if list(logs).count("-") > 1:
         raise UsageError("stdin (-) can be read only once")
+    if follow is not None and logs:
+        raise UsageError("give either LOG arguments or --follow PATH, not both")
+    if follow is None and not logs:
+        raise UsageError("missing LOG (a path, or - for stdin) or --follow PATH")
     try:
         config = load_config(config_path).with_cli(select, ignore, fail_on)
-        with _progress(logs) as progress:
+    except CuzkDiagError as exc:
+        raise UsageError(str(exc)) from None
+    inputs = [follow] if follow is not None else list(logs)
+    is_live = live if live is not None else (follow is not None or "-" in logs)
+    if is_live or follow is not None:
+        fmt_given = ctx.get_parameter_source("fmt") is not ParameterSource.DEFAULT
+        result = _run_live(
+            inputs,
+            config,
+            follow=follow is not None,
+            show=is_live,
+            fmt=fmt,
+            fmt_given=fmt_given,
+            color=color,
+            output=output,
+            window=window,
+            max_records=max_records,
+        )
+    else:
+        result = _run_batch(inputs, config, fmt, color, output)
+    _exit_code(ctx, config, result)
+
+
+def _run_batch(
+    logs: list[str], config: Config, fmt: str, color: str, output: str | None
+) -> Analysis:
+    from cuzk_diag.analysis import analyze
+
+    try:
+        with _progress(tuple(logs)) as progress:
             result = analyze(list(logs), config, progress=progress)
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
+    _write_report(result, fmt, color, output)
+    return result
+
+
+def _write_report(result: Analysis, fmt: str, color: str, output: str | None) -> None:
+    """The report to stdout or ``--output``, as ``analyze`` prints it."""
+    from cuzk_diag.report import get_reporter
+    from cuzk_diag.report.common import counts_text
+
     if result.facts.partitions == 0:
         click.echo("cuzk-diag: warning: no GPU call found in the input", err=True)
     render = get_reporter(fmt)
@@ -112,9 +209,66 @@ def analyze_cmd(
         out: IO[str] = click.get_text_stream("stdout")
         render(result, out, color=color)
         out.flush()
+
+
+def _exit_code(ctx: click.Context, config: Config, result: Analysis) -> None:
+    from cuzk_diag.records import Severity
+
     threshold = config.fail_on
     if threshold is not None and result.at_or_above(Severity(threshold)):
         ctx.exit(ExitCode.FINDINGS)
+
+
+def _run_live(
+    inputs: list[str],
+    config: Config,
+    *,
+    follow: bool,
+    show: bool,
+    fmt: str,
+    fmt_given: bool,
+    color: str,
+    output: str | None,
+    window: int,
+    max_records: int,
+) -> Analysis:
+    """Live mode: a dashboard on a terminal, JSON Lines into a pipe, then the final report."""
+    from cuzk_diag.live import JsonLinesSink, LiveOptions, Sink, run_live
+
+    out: IO[str] = click.get_text_stream("stdout")
+    to_stdout = not output or output == "-"
+    sink: Sink
+    jsonl = False
+    if not show or (fmt_given and fmt != "console"):
+        sink = Sink()  # only the final report
+    elif out.isatty() and fmt == "console":
+        from cuzk_diag.report.live_console import Dashboard
+
+        sink = Dashboard(out, color=color)
+    elif not fmt_given:
+        sink = JsonLinesSink(out)
+        jsonl = True
+    else:
+        sink = Sink()
+    options = LiveOptions(window=window, max_records=max_records)
+    try:
+        live = run_live(inputs, config, sink, options, follow=follow)
+    except CuzkDiagError as exc:
+        raise UsageError(str(exc)) from None
+    if live.records_dropped:
+        kept = live.partitions - live.records_dropped
+        click.echo(
+            f"cuzk-diag: warning: the final report covers the last {kept:,} of "
+            f"{live.partitions:,} partitions (--max-records {max_records:,})",
+            err=True,
+        )
+    if jsonl and to_stdout:
+        # The final summary event holds the JSON report; stdout stays JSON Lines.
+        if live.analysis.facts.partitions == 0:
+            click.echo("cuzk-diag: warning: no GPU call found in the input", err=True)
+    else:
+        _write_report(live.analysis, fmt, color, output)
+    return live.analysis
 
 
 @contextmanager

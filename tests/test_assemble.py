@@ -180,3 +180,26 @@ def test_unattributable_lines_are_counted_and_listed() -> None:
         os.unlink(path)
     assert run.accounting.unattributed == 2
     assert sorted(run.accounting.unattributed_examples) == [1, 2]
+
+
+def test_engine_restart_starts_a_new_clock(tmp_path: Path) -> None:
+    # Two daemon runs in one file: TIMELINE offsets restart at 0 with the second engine start.
+    text = (SIM / "gw1.log").read_bytes()
+    both = tmp_path / "restart.log"
+    both.write_bytes(text + text)
+    one = load_run([str(SIM / "gw1.log")]).partitions
+    two = load_run([str(both)]).partitions
+    assert len(two) == 2 * len(one)
+    cols = ["job_id", "partition", "gpu_total_ms", "prep_msm_ms", "start_ms"]
+    first = two.iloc[: len(one)][cols].reset_index(drop=True)
+    second = two.iloc[len(one) :][cols].reset_index(drop=True)
+    assert first.equals(one[cols].reset_index(drop=True))
+    assert second.equals(one[cols].reset_index(drop=True))
+
+
+def test_several_inputs_keep_their_source(tmp_path: Path) -> None:
+    run = load_run([str(SIM / "gw1.log"), str(SIM / "gw2.log")])
+    df = run.partitions
+    n1 = len(load_run([str(SIM / "gw1.log")]).partitions)
+    assert list(df["source"].value_counts().sort_index()) == [n1, len(df) - n1]
+    assert run.accounting.sources == [str(SIM / "gw1.log"), str(SIM / "gw2.log")]

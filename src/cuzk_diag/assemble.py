@@ -692,7 +692,8 @@ class Assembler:
 
     def _new_segment(self) -> None:
         """The engine restarted (or a new input began): TIMELINE offsets start again at 0."""
-        self.out.extend(self.flush())
+        flushed = self.flush()  # (flush replaces self.out: take its result first)
+        self.out.extend(flushed)
         self.tl.clear()
         self.by_worker.clear()
         self.clock = None

@@ -356,6 +356,14 @@ def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
             if isinstance(v, int):
                 old = blk.fields.get(k)
                 blk.fields[k] = v + old if isinstance(old, int) else v
+    elif tid == 0 and len(blk.per_tid) <= 1:
+        # The usual single-GPU-thread call.
+        per = blk.per_tid.setdefault(0, {})
+        for k, v in f.items():
+            if k not in _DROP:
+                k = ren.get(k, k)
+                per[k] = v
+                blk.fields[k] = v
     else:
         # Per GPU thread; a multi-GPU call reports each stage's longest thread.
         per = blk.per_tid.setdefault(tid, {})
@@ -976,11 +984,16 @@ class Assembler:
             if self._starts_block(kind) and self._could_open(kind, blk, ev):
                 blk = self._open_block(ev, kind, lo, hi)
         else:
-            # Blocks of several GPUs are open and more than one can take this line: keep every
-            # placement as a hypothesis until a closing line's arithmetic decides (beam search).
-            self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
-            self._extend_beam(ev, kind, tid, lo, hi, ntt_era)
-            return
+            # Blocks of several GPUs are open and more than one can take this line. When the
+            # clock alone rules all but one out, take it; otherwise keep every placement as a
+            # hypothesis until a closing line's arithmetic decides (beam search).
+            costs = sorted((b.lock_cost(kind, ev.fields, lo, hi)[0], b.seq, b) for b in cands)
+            if costs[0][0] == 0.0 and costs[1][0] >= 50.0:
+                blk = costs[0][2]
+            else:
+                self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
+                self._extend_beam(ev, kind, tid, lo, hi, ntt_era)
+                return
         if not tid:
             _, blk.lock_lo, blk.lock_hi = blk.lock_cost(kind, ev.fields, lo, hi)
         self._put_gpu(blk, ev, kind, tid)
@@ -1190,7 +1203,8 @@ class Assembler:
         if gpu is None:
             return (-1e18, -1e18)
         end = (-1e18, -1e18)
-        for b in self.recent_blocks:
+        # Only the last few blocks can be the GPU's previous holder.
+        for b in list(self.recent_blocks)[-8:]:
             c = b.call
             if b is exclude or c is None or c.gpu != gpu or b.lock_hi >= 1e17:
                 continue

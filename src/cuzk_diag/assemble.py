@@ -468,6 +468,7 @@ class Assembler:
         self.blocks: list[Block] = []  # open blocks (GPU region in progress)
         self.closed_blocks: deque[Block] = deque()  # closed, identity not yet confirmed
         self.awaiting_t7: deque[Block] = deque(maxlen=64)
+        self.pending_t9: deque[Event] = deque()  # host_register lines awaiting their block
         self.recent_blocks: deque[Block] = deque(
             maxlen=64
         )  # for when each GPU was released  # closed blocks (Phases 4-11: T7 due)
@@ -534,6 +535,8 @@ class Assembler:
         self._commit_beam()
         for blk in list(self.blocks):
             self._close_block(blk)
+        while self.pending_t9:
+            self._note_unattributed(self.pending_t9.popleft())
         for call in list(self.calls):
             self._emit(call)
         for blk in list(self.closed_blocks):
@@ -1180,6 +1183,15 @@ class Assembler:
             blk.fields["prestage_setup"] = "silent"
         if not blk.has_t17 and not blk.confirmed:
             self._bind_by_lock_time(blk)
+        call = blk.call
+        if (
+            self.pending_t9
+            and not blk.has_t10
+            and call is not None
+            and "host_register" not in call.kinds
+            and "ntt_msm_h" in blk.seen
+        ):
+            self._put_cpu(call, self.pending_t9.popleft(), "host_register")
         self.closed_blocks.append(blk)
         self.recent_blocks.append(blk)
         if self.era.era in ("unknown", "phase4-8", "phase9-11"):
@@ -1491,14 +1503,10 @@ class Assembler:
                 self._put_cpu(call, ev, kind)
                 return
         elif kind == "host_register":
-            cands = [
-                c
-                for c in self.calls
-                if "split_vectors" in c.kinds
-                and kind not in c.kinds
-                and (c.block is None or not c.block.closed)
-            ]
-            pred = None
+            # T9 replaces T10 (no pre-staging after a failed host registration): it belongs to
+            # the next call whose GPU region closes without a prestage_vram line.
+            self.pending_t9.append(ev)
+            return
         elif kind == "prep_msm":
             cands = [
                 c

@@ -549,6 +549,8 @@ class LineParser:
             return None
         if "CUZK_" in detail or "CUZK_" in job or "TIMELINE," in detail:
             return None
+        if ("Z " in job or "Z " in detail) and _INTRUDER_RE.search(ln, 9) is not None:
+            return None  # a tracing line was written into it
         fields: dict[str, Value] = {"offset_ms": int(off), "job_id": job}
         malformed = False
         if detail:

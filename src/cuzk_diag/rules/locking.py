@@ -83,7 +83,7 @@ class PreDestructorGap(Rule):
     evidence = {
         "pre_destructor_ms_median": "median `pre_destructor_ms`",
         "gpu_total_ms_median": "median `gpu_total_ms`",
-        "gap_ms_median": "median of pre_destructor_ms − gpu_total_ms",
+        "gap_ms_median": "median of pre_destructor_ms − gpu_total_ms over the affected calls",
         "ratio": "pre_destructor_ms_median / gpu_total_ms_median",
         "setup_epilogue_ms_median": "median logged part of the gap: setup_to_split_ms + "
         "epilogue_ms + total_ps_ms",
@@ -119,7 +119,7 @@ class PreDestructorGap(Rule):
         gap_sum = float(lock.gap[hit].sum())
         dominant = max(parts, key=lambda k: parts[k])
         share = parts["lock_wait"] / gap_sum if gap_sum > 0 else None
-        gap_med = median(lock.gap[both])
+        gap_med = median(lock.gap[hit])  # the same calls as the parts below
         wait_med = median(lock.wait[hit]) or 0.0
         model, model_txt = _model_text(ctx.facts.gw, med_g, wait_med)
         msg = (

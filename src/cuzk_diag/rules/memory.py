@@ -112,11 +112,19 @@ class PrestageFallback(Rule):
             else f"{affected} of {total} partitions ({pct(share)})"
         )
         msg = f"{who} fell back from VRAM pre-staging ({kinds})"
-        if free is not None and required is not None:
-            msg += (
-                f": median free VRAM {free:,.0f} MiB < {required:,.0f} MiB needed "
-                f"({needed:,.0f} MiB of buffers + {SAFETY_MARGIN_MIB} MiB margin)"
-            )
+        if free is not None and required is not None and needed is not None:
+            if free < required:
+                msg += (
+                    f": median free VRAM {free:,.0f} MiB < {required:,.0f} MiB needed "
+                    f"({needed:,.0f} MiB of buffers + {SAFETY_MARGIN_MIB} MiB margin)"
+                )
+            else:
+                # Enough VRAM was free: the fallbacks are CUDA failures, not a shortage.
+                msg += (
+                    f": median free VRAM {free:,.0f} MiB was enough for the "
+                    f"{required:,.0f} MiB needed, so CUDA calls failed (prestage_setup=fallback, "
+                    "host_register=fallback or a silent allocation failure), not VRAM"
+                )
         msg += ", so their NTT inputs were allocated and uploaded inside the GPU lock."
         sev = Severity.ERROR if share > ctx.options["error_share"] else Severity.WARNING
         yield self.finding(

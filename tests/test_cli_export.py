@@ -1,0 +1,155 @@
+"""`cuzk-diag export`: partition records and the line table, every format, file and stdin."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+from click.testing import CliRunner
+
+from cuzk_diag.cli import cli
+from cuzk_diag.exit_codes import ExitCode
+from cuzk_diag.linetable import LINE_SCHEMA
+from cuzk_diag.pipeline import read_export
+from cuzk_diag.records import PARTITION_SCHEMA
+
+ROOT = Path(__file__).resolve().parent.parent
+LOG = ROOT / "fixtures" / "sim" / "era-main.log"
+MESSY = ROOT / "fixtures" / "sim" / "messy.log"
+
+
+def run(args: list[str], stdin: bytes | None = None):  # noqa: ANN201
+    return CliRunner().invoke(cli, args, input=stdin, catch_exceptions=False)
+
+
+@pytest.mark.parametrize("via_stdin", [False, True])
+def test_partition_export_parquet(tmp_path: Path, via_stdin: bool) -> None:
+    out = tmp_path / "p.parquet"
+    src = "-" if via_stdin else str(LOG)
+    res = run(["export", src, "-o", str(out)], LOG.read_bytes() if via_stdin else None)
+    assert res.exit_code == ExitCode.OK, res.output
+    table = pq.read_table(out)
+    assert table.schema.remove_metadata() == PARTITION_SCHEMA
+    assert table.num_rows == 8
+    assert set(table.column("era").to_pylist()) == {"main"}
+    assert "8 records" in res.output and "lines read" in res.output  # accounting on stderr
+    # The export carries the run info, so it can stand in for its log as a baseline.
+    back = read_export(str(out))
+    assert back.info.era == "main" and back.info.gw == 2
+    assert back.accounting.lines_total == run_lines(LOG)
+
+
+def run_lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_partition_export_text_formats(tmp_path: Path, suffix: str) -> None:
+    out = tmp_path / f"p{suffix}"
+    res = run(["export", str(LOG), "-o", str(out), "-q"])
+    assert res.exit_code == ExitCode.OK
+    assert res.output == ""  # -q: no accounting
+    if suffix == ".csv":
+        table = pacsv.read_csv(out)
+        assert table.column_names == PARTITION_SCHEMA.names and table.num_rows == 8
+    else:
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert len(rows) == 8 and list(rows[0]) == PARTITION_SCHEMA.names
+        assert all(r["gpu_total_ms"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
+def test_line_export_has_one_row_per_line(tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / "lines.out"
+    res = run(["export", "--lines", str(MESSY), "-o", str(out), "--format", fmt])
+    assert res.exit_code == ExitCode.OK, res.output
+    if fmt == "parquet":
+        table = pq.read_table(out)
+        assert table.schema == LINE_SCHEMA
+        rows = table.to_pylist()
+    elif fmt == "csv":
+        rows = pacsv.read_csv(out).to_pylist()
+    else:
+        rows = [json.loads(x) for x in out.read_text().splitlines()]
+    physical = {r["line"] for r in rows}
+    # A torn TIMELINE line joined again is one row naming its second half in `torn_line`.
+    physical |= {
+        json.loads(r["fields"])["torn_line"]
+        for r in rows
+        if r["fields"] and "torn_line" in r["fields"]
+    }
+    total = json.loads((ROOT / "fixtures" / "sim" / "index.json").read_text())["messy"]["expected"]
+    n = sum(total["by_family"].values())
+    assert physical == set(range(1, n + 1))  # every line is accounted for
+    timing = [r for r in rows if r["event"] == "tail_msm"]
+    assert timing and all(json.loads(r["fields"])["gpu_total_ms"] > 0 for r in timing)
+
+
+def test_compressed_inputs_export_the_same(tmp_path: Path) -> None:
+    gz = tmp_path / "a.log.gz"
+    gz.write_bytes(gzip.compress(LOG.read_bytes()))
+    zst = tmp_path / "a.log.zst"
+    zst.write_bytes(zstandard.ZstdCompressor().compress(LOG.read_bytes()))
+    outs = []
+    for src in (LOG, gz, zst):
+        out = tmp_path / f"{src.name}.jsonl"
+        assert run(["export", str(src), "-o", str(out), "-q"]).exit_code == 0
+        outs.append(
+            [{k: v for k, v in json.loads(x).items()} for x in out.read_text().splitlines()]
+        )
+    assert outs[0] == outs[1] == outs[2]
+
+
+def test_stdout_output_for_text_formats() -> None:
+    res = run(["export", str(LOG), "-o", "-", "--format", "jsonl", "-q"])
+    assert res.exit_code == 0
+    assert len(res.output.strip().splitlines()) == 8
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["export", "no-such.log", "-o", "x.parquet"], "no such file"),
+        (["export", str(LOG), "-o", "out.txt"], "cannot tell the format"),
+        (["export", str(LOG), "-o", "-"], "cannot tell the format"),
+        (["export", str(LOG), "-o", "-", "--format", "parquet"], "needs a file"),
+    ],
+)
+def test_user_errors_exit_2_with_a_message(tmp_path: Path, args: list[str], needle: str) -> None:
+    import contextlib
+    import io
+    import os
+
+    from cuzk_diag.cli import main
+
+    err = io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        with contextlib.redirect_stderr(err):
+            code = main(args)
+    finally:
+        os.chdir(cwd)
+    assert code == ExitCode.USAGE
+    assert needle in err.getvalue()
+    assert "Traceback" not in err.getvalue()
+
+
+def test_unattributed_lines_can_be_listed(tmp_path: Path) -> None:
+    log = tmp_path / "odd.log"
+    log.write_text("CUZK_TIMING: b_g2_msm_ms=5 num_circuits=1\n")
+    res = run(["export", str(log), "-o", str(tmp_path / "o.parquet"), "--unattributed"])
+    assert res.exit_code == 0
+    assert "unattributed timing lines" in res.output and ": 1" in res.output
+
+
+def test_python_entry_points() -> None:
+    import cuzk_diag
+
+    df = cuzk_diag.load(str(LOG))
+    assert len(df) == 8 and str(df["gpu_total_ms"].dtype) == "Int64"

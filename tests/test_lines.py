@@ -217,6 +217,7 @@ def test_messy_capture_is_fully_accounted():
     assert acc.lines_total == 11
     assert sum(acc.by_family.values()) == 11
     assert acc.ansi_lines == 1 and acc.journald_lines == 1 and acc.decode_errors == 1
+    assert acc.journald_sources == {"host cuzk[4242]": 1}  # the stripped prefix is kept
     assert acc.torn_repaired == 1 and acc.torn_unrepaired == 0
     assert acc.malformed == 2 and acc.malformed_examples == [5, 6]
     assert acc.unknown_keys == {"future_key": 1}

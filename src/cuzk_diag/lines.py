@@ -930,6 +930,7 @@ def parse_text(text: str, *, full: bool = True) -> tuple[list[Event], Accounting
 def _apply_stats(acc: Accounting, stats: Any) -> None:
     acc.ansi_lines += stats.ansi_lines
     acc.journald_lines += stats.journald_lines
+    acc.journald_sources.update(stats.journald_hosts)
     acc.decode_errors += stats.decode_errors
     acc.oversized_lines += stats.oversized_lines
 

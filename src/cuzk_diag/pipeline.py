@@ -114,6 +114,8 @@ def read_export(path: str) -> Run:
                 acc.by_family.update(v)
             elif k == "unknown_keys":
                 acc.unknown_keys.update(v)
+            elif k == "journald_sources":
+                acc.journald_sources.update(v)
             elif hasattr(acc, k) and not callable(getattr(acc, k)):
                 setattr(acc, k, v)
     table = table.select(PARTITION_SCHEMA.names).cast(PARTITION_SCHEMA)

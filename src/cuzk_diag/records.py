@@ -107,6 +107,7 @@ class Accounting:
     torn_unrepaired: int = 0  # torn pieces that could not be joined (counted as malformed)
     ansi_lines: int = 0
     journald_lines: int = 0
+    journald_sources: Counter[str] = field(default_factory=Counter)  # "host unit[pid]" -> lines
     decode_errors: int = 0  # lines with bytes that were not UTF-8 (replaced)
     oversized_lines: int = 0  # lines longer than the reader's limit (truncated)
     unattributed: int = 0  # timing lines the assembler could not place (set by assembly)
@@ -138,6 +139,7 @@ class Accounting:
             "torn_unrepaired": self.torn_unrepaired,
             "ansi_lines": self.ansi_lines,
             "journald_lines": self.journald_lines,
+            "journald_sources": dict(self.journald_sources),
             "decode_errors": self.decode_errors,
             "oversized_lines": self.oversized_lines,
             "unattributed": self.unattributed,

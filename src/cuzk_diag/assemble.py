@@ -50,6 +50,9 @@ _STAGE = {
     "tail_msm": 9,  # T6
     "mutex_held": 10,  # T19, right before unlock
 }
+_TID_FIELDS = frozenset(
+    {"ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms", "gpu_total_ms"}
+)
 _TID_KINDS = frozenset({"ntt_h", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm"})
 _TID_PRED = {"barrier_wait": "ntt_msm_h", "batch_add": "ntt_msm_h", "tail_msm": "batch_add"}
 _JOINT_KINDS = frozenset({"prep_msm", "b_g2_msm"})
@@ -356,16 +359,18 @@ def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
             if isinstance(v, int):
                 old = blk.fields.get(k)
                 blk.fields[k] = v + old if isinstance(old, int) else v
-    elif tid == 0 and len(blk.per_tid) <= 1:
-        # The usual single-GPU-thread call.
-        per = blk.per_tid.setdefault(0, {})
+    elif tid == 0 and not blk.per_tid:
+        # The usual single-GPU-thread call: thread 0's values are the block's.
+        fields = blk.fields
         for k, v in f.items():
             if k not in _DROP:
-                k = ren.get(k, k)
-                per[k] = v
-                blk.fields[k] = v
+                fields[ren.get(k, k)] = v
     else:
         # Per GPU thread; a multi-GPU call reports each stage's longest thread.
+        if not blk.per_tid:
+            blk.per_tid[0] = {
+                k: v for k, v in blk.fields.items() if k in _TID_FIELDS
+            }
         per = blk.per_tid.setdefault(tid, {})
         for k, v in f.items():
             if k in _DROP:
@@ -469,6 +474,7 @@ class Assembler:
         self.closed_blocks: deque[Block] = deque()  # closed, identity not yet confirmed
         self.awaiting_t7: deque[Block] = deque(maxlen=64)
         self.pending_t9: deque[Event] = deque()  # host_register lines awaiting their block
+        self._kinds_seen: set[str] = set()
         self.recent_blocks: deque[Block] = deque(
             maxlen=64
         )  # for when each GPU was released  # closed blocks (Phases 4-11: T7 due)
@@ -497,7 +503,10 @@ class Assembler:
             self._new_segment()
             self.last_source = ev.source
         if fam is Family.TIMING or fam is Family.NTT_H:
-            self.era.observe(ev)
+            if ev.kind not in self._kinds_seen:
+                # Era markers are first occurrences of line kinds.
+                self._kinds_seen.add(ev.kind)
+                self.era.observe(ev)
             if ev.kind in ("timing_unknown",):
                 self._note_unattributed(ev)
             else:

@@ -1,0 +1,345 @@
+"""Shared helpers of the benchmark scripts: cached simulated logs, timed runs, machine facts.
+
+Not a test module and not part of the package: the scripts in this directory import it as a
+sibling (``python bench/run.py`` puts ``bench/`` first on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO / "bench" / "out"
+TIME_BIN = "/usr/bin/time"
+MB = 1_000_000  # file sizes and throughput: decimal MB, as the simulator reports them
+MIB = 1024 * 1024  # peak RSS: /usr/bin/time reports KiB, shown as MiB
+
+#: Fixed simulator parameters: a realistic main-era run, 2 GPUs x 2 workers, 4 proofs in flight.
+SIM_ARGS = [
+    "--era",
+    "main",
+    "--gpus",
+    "2",
+    "--gw",
+    "2",
+    "--proofs",
+    "20",
+    "--concurrency",
+    "4",
+    "--seed",
+    "1",
+]
+
+
+class BenchError(RuntimeError):
+    """A benchmark could not be set up (missing tool, failed generation)."""
+
+
+def log_name(mb: int) -> str:
+    """Cache file name: every simulator parameter is in it, so a change of parameters misses."""
+    return f"sim-main-g2-gw2-p20-j4-s1-{mb}mb.log"
+
+
+def ensure_log(
+    mb: int, out_dir: Path, regen: bool = False, env: dict[str, str] | None = None
+) -> Path:
+    """A simulated log of at least ``mb`` MB in ``out_dir``, generated once and then reused."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / log_name(mb)
+    if path.exists() and not regen and path.stat().st_size >= mb * MB:
+        print(
+            f"reusing {path.relative_to(REPO) if path.is_relative_to(REPO) else path} "
+            f"({path.stat().st_size / MB:.1f} MB)",
+            file=sys.stderr,
+        )
+        return path
+    cmd = [sys.executable, "-m", "cuzk_diag.sim", *SIM_ARGS, "--target-mb", str(mb)]
+    print(f"generating {path.name}: {' '.join(['python', *cmd[1:]])} -o FILE", file=sys.stderr)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".part", dir=out_dir)
+    os.close(fd)
+    try:
+        proc = subprocess.run([*cmd, "-o", tmp], capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            raise BenchError(f"simulator failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+        if os.path.getsize(tmp) < mb * MB:
+            raise BenchError(
+                f"simulator wrote {os.path.getsize(tmp) / MB:.1f} MB, asked for {mb} MB"
+            )
+        os.replace(tmp, path)  # atomic: an interrupted run never leaves a short cached log
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def package_dir() -> Path:
+    """Directory of the installed ``cuzk_diag`` package (the source tree if installed editable)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("cuzk_diag")
+    if spec is None or not spec.origin:
+        raise BenchError("cuzk_diag is not installed (pip install -e . in the repository)")
+    return Path(spec.origin).parent
+
+
+def fingerprint(pkg: Path) -> str:
+    """Short hash of every .py file of the package: tells whether the code changed."""
+    h = hashlib.sha256()
+    for f in sorted(pkg.rglob("*.py")):
+        if "__pycache__" in f.parts:
+            continue
+        h.update(str(f.relative_to(pkg)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def snapshot_env(work: Path) -> tuple[dict[str, str], str]:
+    """Copy the installed package to ``work/snapshot`` and return an environment that imports it.
+
+    With an editable install the package is the working tree; a benchmark of several minutes
+    would otherwise measure whatever the tree holds at each command's start, mixing versions if
+    the code is edited meanwhile. ``PYTHONPATH`` comes before site-packages, so the ``cuzk-diag``
+    entry point and ``python -m`` both import the copy. Returns (environment, fingerprint).
+    """
+    pkg = package_dir()
+    dest_root = work / "snapshot"
+    if dest_root.exists():
+        shutil.rmtree(dest_root)
+    shutil.copytree(pkg, dest_root / pkg.name, ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(dest_root), os.environ.get("PYTHONPATH", "")) if p
+    )
+    probe = subprocess.run(
+        [sys.executable, "-c", "import cuzk_diag; print(cuzk_diag.__file__)"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if not probe.stdout.strip().startswith(str(dest_root)):
+        raise BenchError(
+            f"the snapshot in {dest_root} is not the one imported "
+            f"({probe.stdout.strip() or probe.stderr.strip()})"
+        )
+    return env, fingerprint(dest_root / pkg.name)
+
+
+def warm_cache(path: Path) -> int:
+    """Read the file once so that every tool starts from the page cache; returns its line count."""
+    lines = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(16 << 20):
+            lines += chunk.count(b"\n")
+    return lines
+
+
+def cuzk_diag_cmd() -> list[str]:
+    exe = shutil.which("cuzk-diag")
+    return [exe] if exe else [sys.executable, "-m", "cuzk_diag"]
+
+
+@dataclass
+class Sample:
+    wall_s: float
+    rss_kib: int
+    user_s: float
+    sys_s: float
+    rc: int
+    stdout: str = ""
+    stderr: str = ""
+    time_e: float = 0.0  # GNU time's own %e (10 ms resolution)
+
+
+def timed(cmd: list[str], tmp_dir: Path, env: dict[str, str] | None = None) -> Sample:
+    """Run ``cmd`` under ``/usr/bin/time -f '%e %M %U %S'`` (wall s, peak RSS KiB, user s, sys s).
+
+    Peak RSS and CPU times come from GNU time; the wall time from ``time.perf_counter``.
+
+    The figures go to a file of their own (``-o``), so the tool's stderr cannot garble them.
+    """
+    fd, tfile = tempfile.mkstemp(prefix="time.", dir=tmp_dir)
+    os.close(fd)
+    try:
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [TIME_BIN, "-f", "%e %M %U %S", "-o", tfile, *cmd],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            env=env,
+        )
+        elapsed = time.perf_counter() - t0
+        with open(tfile) as fh:
+            last = [ln for ln in fh.read().splitlines() if ln.strip()][-1]
+    finally:
+        os.unlink(tfile)
+    wall, rss, user, sys_ = last.split()[-4:]
+    # %e has a resolution of 10 ms (grep on a small file shows 0.00); the wall time kept is the
+    # script's own clock around the whole process, which differs from %e by ~1 ms of fork/exec.
+    return Sample(
+        max(elapsed, float(wall)),
+        int(rss),
+        float(user),
+        float(sys_),
+        proc.returncode,
+        proc.stdout[-4000:],
+        proc.stderr[-4000:],
+        float(wall),
+    )
+
+
+@dataclass
+class Measure:
+    """Repeated samples of one command on one input."""
+
+    name: str
+    cmd: list[str]
+    input_bytes: int
+    samples: list[Sample] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.samples) and all(s.rc == 0 for s in self.samples)
+
+    @property
+    def wall(self) -> float:
+        return statistics.median(s.wall_s for s in self.samples)
+
+    @property
+    def cpu(self) -> float:
+        return statistics.median(s.user_s + s.sys_s for s in self.samples)
+
+    @property
+    def rss_mib(self) -> float:
+        return statistics.median(s.rss_kib for s in self.samples) / 1024
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.input_bytes / MB / self.wall if self.wall > 0 else float("inf")
+
+    def to_dict(self) -> dict[str, object]:
+        d: dict[str, object] = {
+            "name": self.name,
+            "command": shell_join(self.cmd),
+            "input_mb": round(self.input_bytes / MB, 3),
+            "ok": self.ok,
+            "note": self.note,
+            "samples": [
+                {
+                    "wall_s": round(s.wall_s, 4),
+                    "time_e_s": s.time_e,
+                    "peak_rss_kib": s.rss_kib,
+                    "user_s": s.user_s,
+                    "sys_s": s.sys_s,
+                    "rc": s.rc,
+                }
+                for s in self.samples
+            ],
+        }
+        if self.samples and self.samples[-1].stderr.strip():
+            d["stderr_tail"] = self.samples[-1].stderr.strip().splitlines()[-5:]
+        if self.ok:
+            d.update(
+                wall_s_median=self.wall,
+                cpu_s_median=round(self.cpu, 3),
+                mb_per_s=round(self.mb_per_s, 2),
+                peak_rss_mib_median=round(self.rss_mib, 1),
+            )
+        return d
+
+
+def shell_join(cmd: list[str]) -> str:
+    import shlex
+
+    shown = []
+    for c in cmd:
+        if c == sys.executable:
+            c = "python"
+        elif os.path.isabs(c) and shutil.which(os.path.basename(c)) == c:
+            c = os.path.basename(c)  # an installed tool found on PATH: show it as typed
+        else:
+            try:
+                p = Path(c)
+                if p.is_absolute() and p.is_relative_to(REPO):
+                    c = str(p.relative_to(REPO))
+            except ValueError:
+                pass
+        shown.append(shlex.quote(c))
+    return " ".join(shown)
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def machine_info() -> dict[str, object]:
+    """What the numbers were measured on: cores, CPU model, RAM, versions, commit."""
+    cpu = "unknown"
+    mhz = None
+    for ln in _read("/proc/cpuinfo").splitlines():
+        if ln.startswith("model name") and cpu == "unknown":
+            cpu = ln.split(":", 1)[1].strip()
+        elif ln.startswith("cpu MHz") and mhz is None:
+            mhz = round(float(ln.split(":", 1)[1]))
+    ram_gib = None
+    for ln in _read("/proc/meminfo").splitlines():
+        if ln.startswith("MemTotal:"):
+            ram_gib = round(int(ln.split()[1]) / 1024 / 1024, 1)
+    nproc: int | None
+    try:
+        nproc = len(os.sched_getaffinity(0))
+    except AttributeError:
+        nproc = os.cpu_count()
+    info: dict[str, object] = {
+        "nproc": nproc,
+        "cpu_model": cpu,
+        "cpu_mhz": mhz,
+        "ram_gib": ram_gib,
+        "loadavg": _read("/proc/loadavg").split()[:3],
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+    }
+    try:
+        import cuzk_diag
+
+        info["cuzk_diag"] = cuzk_diag.__version__
+    except Exception:  # noqa: BLE001 - informational only
+        info["cuzk_diag"] = "not importable"
+    try:
+        info["src_fingerprint"] = fingerprint(package_dir())
+    except BenchError:
+        pass
+    info["commit"] = _git("rev-parse", "--short", "HEAD")
+    dirty = _git("status", "--porcelain", "--untracked-files=no", "--", "src")
+    info["src_modified"] = bool(dirty)
+    lnav = shutil.which("lnav")
+    if lnav:
+        out = subprocess.run([lnav, "-V"], capture_output=True, text=True).stdout.strip()
+        info["lnav"] = out
+    info["grep"] = subprocess.run(["grep", "-V"], capture_output=True, text=True).stdout.split(
+        "\n"
+    )[0]
+    return info
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=20
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""

@@ -1,0 +1,393 @@
+#!/usr/bin/env python3
+"""Throughput and peak memory of cuzk-diag against grep and lnav, measured side by side.
+
+    python bench/run.py --mb 250            # full run (several minutes)
+    python bench/run.py --quick             # smoke run: 20 MB, one repetition
+
+Every command runs under ``/usr/bin/time`` (wall seconds, peak RSS); the repetitions are
+interleaved (round 1 runs every tool, then round 2, ...) so that the load of a shared machine
+spreads over all tools alike, and the median of each tool is reported. Ratios between tools
+measured in the same run are the meaningful figures; absolute seconds vary with the machine.
+
+Writes ``bench/out/results.md`` and ``bench/out/results.json`` (``results-quick.*`` with --quick).
+See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from common import (
+    DEFAULT_OUT,
+    MB,
+    REPO,
+    TIME_BIN,
+    BenchError,
+    Measure,
+    cuzk_diag_cmd,
+    ensure_log,
+    machine_info,
+    shell_join,
+    snapshot_env,
+    timed,
+    warm_cache,
+)
+
+#: Targets (from the issues): export at >= 100 MB/s on one core, peak RSS < 500 MB and flat.
+TARGET_MB_S = 100.0
+TARGET_RSS_MIB = 500.0
+#: "Flat": peak RSS on the full input at most this many times the peak on a fifth of it.
+FLAT_FACTOR = 1.25
+
+TOOLS = ["grep", "lnav", "export --lines", "export", "analyze"]
+SCALING_TOOLS = ["grep", "lnav", "export --lines", "export"]
+
+
+def build_cmd(tool: str, log: Path, work: Path, tag: str) -> list[str] | None:
+    """The command line of ``tool`` on ``log``; None if the tool is not installed."""
+    cd = cuzk_diag_cmd()
+    if tool == "grep":
+        return ["grep", "-c", "CUZK_TIMING", str(log)]
+    if tool == "lnav":
+        lnav = shutil.which("lnav")
+        if not lnav:
+            return None
+        # Headless (-n): lnav indexes every file before it runs the -c commands; the query then
+        # prints the number of lines indexed, which is checked against the file's line count.
+        # (Without a command, `lnav -n FILE` would also print the whole log to stdout, which
+        # measures its formatter rather than its indexer.)
+        return [lnav, "-n", "-c", ";SELECT lines FROM lnav_file", str(log)]
+    if tool == "export --lines":
+        return [*cd, "export", "--lines", str(log), "-o", str(work / f"lines-{tag}.parquet")]
+    if tool == "export":
+        return [*cd, "export", str(log), "-o", str(work / f"partitions-{tag}.parquet")]
+    if tool == "analyze":
+        return [*cd, "analyze", str(log), "--format", "json", "-o", "/dev/null"]
+    raise ValueError(tool)
+
+
+def lnav_indexed_lines(stdout: str) -> int | None:
+    nums = [tok for tok in stdout.split() if tok.isdigit()]
+    return int(nums[-1]) if nums else None
+
+
+def measure(
+    tools: list[str], log: Path, reps: int, work: Path, tag: str, env: dict[str, str] | None
+) -> dict[str, Measure]:
+    """Run every tool ``reps`` times on ``log``, interleaved round by round."""
+    size = log.stat().st_size
+    n_lines = warm_cache(log)
+    results: dict[str, Measure] = {}
+    for tool in tools:
+        cmd = build_cmd(tool, log, work, tag)
+        m = Measure(tool, cmd or [], size)
+        if cmd is None:
+            m.note = "lnav not found on PATH: row skipped"
+            print(f"  {tool}: {m.note}", file=sys.stderr)
+        results[tool] = m
+    for rep in range(1, reps + 1):
+        for tool in tools:
+            m = results[tool]
+            if not m.cmd or (m.samples and not m.ok):
+                continue  # not installed, or already failed once: do not repeat a failure
+            s = timed(m.cmd, work, env)
+            m.samples.append(s)
+            status = "" if s.rc == 0 or (tool == "grep" and s.rc == 1) else f"  FAILED exit {s.rc}"
+            print(
+                f"  [{tag} {rep}/{reps}] {tool:<15} {s.wall_s:7.3f} s  "
+                f"{s.rss_kib / 1024:7.1f} MiB{status}",
+                file=sys.stderr,
+            )
+            if tool == "grep" and s.rc == 1:
+                s.rc = 0  # grep -c exits 1 when it counts zero lines: not a failure of the run
+                m.note = "no CUZK_TIMING line in the input"
+            if s.rc != 0:
+                last = s.stderr.strip().splitlines()[-1:] or [""]
+                m.note = f"failed (exit {s.rc}): {last[0]}".replace("|", "\\|")
+                print(s.stderr[-2000:], file=sys.stderr)
+            if tool == "lnav" and s.rc == 0:
+                got = lnav_indexed_lines(s.stdout)
+                if got != n_lines:
+                    m.note = f"lnav reported {got} lines indexed, the file has {n_lines}"
+                else:
+                    m.note = f"indexed all {n_lines} lines"
+    return results
+
+
+def fmt(x: float | None, nd: int = 2) -> str:
+    return "n/a" if x is None else f"{x:.{nd}f}"
+
+
+def ratio(a: Measure, b: Measure | None) -> str:
+    if b is None or not (a.ok and b.ok) or b.wall <= 0:
+        return "n/a"
+    r = a.wall / b.wall
+    return f"{r:.1f}×" if r < 100 else f"{r:.0f}×"
+
+
+def results_table(res: dict[str, Measure], reps: int) -> str:
+    grep, lnav = res.get("grep"), res.get("lnav")
+    head = (
+        f"| Tool | Input MB | Wall s (median of {reps}) | MB/s | CPU s | MB per CPU-s "
+        "| Peak RSS MiB | Wall ÷ grep | Wall ÷ lnav | Note |"
+    )
+    rows = [head, "|" + "---|" * 10]
+    for tool, m in res.items():
+        if m.ok:
+            rows.append(
+                f"| {tool} | {m.input_bytes / MB:.1f} | {m.wall:.3f} | {m.mb_per_s:.1f} "
+                f"| {m.cpu:.2f} | {per_cpu(m)} | {m.rss_mib:.1f} | {ratio(m, grep)} "
+                f"| {ratio(m, lnav)} | {m.note} |"
+            )
+        else:
+            rows.append(
+                f"| {tool} | {m.input_bytes / MB:.1f} | – | – | – | – | – | – | – | "
+                f"{m.note or 'no sample'} |"
+            )
+    return "\n".join(rows)
+
+
+def per_cpu(m: Measure) -> str:
+    """Throughput per CPU-second (user + system): steadier than wall time on a loaded machine."""
+    return f"{m.input_bytes / MB / m.cpu:.1f}" if m.cpu >= 0.02 else "n/a"
+
+
+def marginal(small: Measure, large: Measure) -> str:
+    """Throughput on the extra input alone (start-up and imports cancel out)."""
+    dt = large.wall - small.wall
+    if dt <= 0:
+        return "n/a"
+    return f"{(large.input_bytes - small.input_bytes) / MB / dt:.1f}"
+
+
+def scaling_table(small: dict[str, Measure], large: dict[str, Measure]) -> str:
+    rows = [
+        "| Tool | Small MB | Large MB | Wall s small | Wall s large | Wall ratio "
+        "| Marginal MB/s | Peak RSS MiB small | Peak RSS MiB large | RSS ratio |",
+        "|" + "---|" * 10,
+    ]
+    for tool, s in small.items():
+        lg = large.get(tool)
+        if lg is None or not (s.ok and lg.ok):
+            rows.append(
+                f"| {tool} | {s.input_bytes / MB:.1f} | – | – | – | – | – | – | – | "
+                f"{s.note or (lg.note if lg else '') or 'n/a'} |"
+            )
+            continue
+        rows.append(
+            f"| {tool} | {s.input_bytes / MB:.1f} | {lg.input_bytes / MB:.1f} | {s.wall:.3f} "
+            f"| {lg.wall:.3f} | {lg.wall / s.wall:.2f} | {marginal(s, lg)} "
+            f"| {s.rss_mib:.1f} | {lg.rss_mib:.1f} "
+            f"| {lg.rss_mib / s.rss_mib:.2f} |"
+        )
+    return "\n".join(rows)
+
+
+def targets(res: dict[str, Measure], small: dict[str, Measure] | None) -> list[str]:
+    """One line per target: met / NOT met, with the figures."""
+    out: list[str] = []
+    lnav = res.get("lnav")
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    for tool in ("export", "export --lines"):
+        m = res.get(tool)
+        if m is None or not m.ok:
+            out.append(f"- `{tool}`: not measured")
+            continue
+        out.append(
+            f"- `{tool}` ≥ {TARGET_MB_S:.0f} MB/s: {verdict(m.mb_per_s >= TARGET_MB_S)} "
+            f"({m.mb_per_s:.1f} MB/s wall, {per_cpu(m)} MB per CPU-second)"
+        )
+        out.append(
+            f"- `{tool}` peak RSS < {TARGET_RSS_MIB:.0f} MiB: "
+            f"{verdict(m.rss_mib < TARGET_RSS_MIB)} ({m.rss_mib:.1f} MiB)"
+        )
+        s = small.get(tool) if small else None
+        if s is not None and s.ok:
+            grow = m.rss_mib / s.rss_mib
+            out.append(
+                f"- `{tool}` peak RSS flat (≤ {FLAT_FACTOR}× from {s.input_bytes / MB:.0f} to "
+                f"{m.input_bytes / MB:.0f} MB): {verdict(grow <= FLAT_FACTOR)} "
+                f"({s.rss_mib:.1f} → {m.rss_mib:.1f} MiB, {grow:.2f}×)"
+            )
+        if lnav is not None and lnav.ok:
+            out.append(
+                f"- `{tool}` at least as fast as lnav indexing: "
+                f"{verdict(m.wall <= lnav.wall)} ({m.wall:.2f} s vs {lnav.wall:.2f} s, "
+                f"{m.wall / lnav.wall:.1f}× lnav's time)"
+            )
+        else:
+            out.append(f"- `{tool}` vs lnav: not measured (lnav missing or failed)")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mb", type=int, help="size of the log in MB (default 250, 20 with --quick)")
+    ap.add_argument("--reps", type=int, default=None, help="repetitions per tool (default 3)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help="directory for cached logs and results (default bench/out)",
+    )
+    ap.add_argument("--keep", action="store_true", help="keep the exported Parquet files")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: 20 MB, 1 repetition (unless --mb/--reps are given)",
+    )
+    ap.add_argument(
+        "--no-scaling",
+        action="store_true",
+        help="skip the memory-scaling check on a fifth of the input",
+    )
+    ap.add_argument(
+        "--tools", default=",".join(TOOLS), help=f"comma-separated subset of: {', '.join(TOOLS)}"
+    )
+    ap.add_argument("--regen", action="store_true", help="regenerate the cached logs")
+    ap.add_argument(
+        "--no-snapshot",
+        action="store_true",
+        help="run the installed package in place instead of a copy taken at the start "
+        "(edits made during the run would then be measured too)",
+    )
+    args = ap.parse_args(argv)
+
+    if args.quick:
+        args.mb = args.mb or 20
+        args.reps = args.reps or 1
+    args.mb = args.mb or 250
+    reps = args.reps or 3
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    unknown = [t for t in tools if t not in TOOLS]
+    if unknown or args.mb < 1 or reps < 1:
+        ap.error(
+            f"unknown tool(s): {', '.join(unknown)}" if unknown else "--mb and --reps must be ≥ 1"
+        )
+    if not Path(TIME_BIN).exists():
+        print(f"error: {TIME_BIN} not found (GNU time; apt-get install time)", file=sys.stderr)
+        return 2
+
+    out: Path = args.out.resolve()
+    work = out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    suffix = "-quick" if args.quick else ""
+    t0 = time.monotonic()
+    info = machine_info()  # at the start: the commit and code that are measured
+    env: dict[str, str] | None = None
+    try:
+        if not args.no_snapshot:
+            env, snap_fp = snapshot_env(work)
+            print(
+                f"measuring a snapshot of the installed package (fingerprint {snap_fp})",
+                file=sys.stderr,
+            )
+            info["src_fingerprint"] = snap_fp
+        log = ensure_log(args.mb, out, args.regen, env)
+        print(f"main run: {len(tools)} tools × {reps} on {log.name}", file=sys.stderr)
+        res = measure(tools, log, reps, work, f"{args.mb}mb", env)
+        small: dict[str, Measure] | None = None
+        small_mb = max(1, args.mb // 5)
+        if not args.no_scaling:
+            sc_tools = [t for t in SCALING_TOOLS if t in tools]
+            small_log = ensure_log(small_mb, out, args.regen, env)
+            print(
+                f"scaling run: {len(sc_tools)} tools × {reps} on {small_log.name}", file=sys.stderr
+            )
+            small = measure(sc_tools, small_log, reps, work, f"{small_mb}mb", env)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if not args.keep:
+            for p in work.glob("*.parquet"):
+                p.unlink()
+        shutil.rmtree(work / "snapshot", ignore_errors=True)
+
+    end = machine_info()
+    info["loadavg_end"] = end["loadavg"]
+    info["snapshot"] = not args.no_snapshot
+    code_note = (
+        "a copy of the package taken at the start"
+        if not args.no_snapshot
+        else "the installed package in place"
+    )
+    if args.no_snapshot and end.get("src_fingerprint") != info.get("src_fingerprint"):
+        info["warning"] = (
+            f"the package changed during the run ({info.get('src_fingerprint')} -> "
+            f"{end.get('src_fingerprint')}): the rows mix code versions"
+        )
+        print(f"warning: {info['warning']}", file=sys.stderr)
+    lines = [
+        f"# cuzk-diag benchmark ({args.mb} MB, {reps} repetition{'s' if reps > 1 else ''})",
+        "",
+        f"Machine: {info['nproc']} cores, {info['cpu_model']} at {info['cpu_mhz']} MHz, "
+        f"{info['ram_gib']} GiB RAM; "
+        f"load average {' '.join(info['loadavg'])} at the start, "  # type: ignore[arg-type]
+        f"{' '.join(end['loadavg'])} at the end; Python {info['python']}; "  # type: ignore[arg-type]
+        f"{info.get('lnav', 'no lnav')}.",
+        "",
+        f"Code: cuzk-diag {info['cuzk_diag']} at commit {info['commit']}"
+        f"{' with local changes in src/' if info['src_modified'] else ''}, package fingerprint "
+        f"{info.get('src_fingerprint')} ({code_note}).",
+        *(["", f"**Warning: {info['warning']}.**"] if "warning" in info else []),
+        "",
+        f"Input: `{log.relative_to(REPO) if log.is_relative_to(REPO) else log}` "
+        f"({log.stat().st_size / MB:.1f} MB).",
+        "",
+        results_table(res, reps),
+        "",
+        "Commands:",
+        "",
+        *[f"- {t}: `{shell_join(m.cmd)}`" for t, m in res.items() if m.cmd],
+    ]
+    if small is not None:
+        lines += [
+            "",
+            f"## Memory scaling ({small_mb} MB vs {args.mb} MB)",
+            "",
+            scaling_table(small, res),
+        ]
+    lines += ["", "## Targets", "", *targets(res, small), ""]
+    md = "\n".join(lines)
+    print(md)
+    (out / f"results{suffix}.md").write_text(md)
+    payload = {
+        "mb": args.mb,
+        "reps": reps,
+        "machine": info,
+        "input": {"path": str(log), "bytes": log.stat().st_size},
+        "results": [m.to_dict() for m in res.values()],
+        "scaling": [m.to_dict() for m in small.values()] if small else None,
+        "targets": {
+            "mb_per_s": TARGET_MB_S,
+            "peak_rss_mib": TARGET_RSS_MIB,
+            "flat_factor": FLAT_FACTOR,
+        },
+        "elapsed_s": round(time.monotonic() - t0, 1),
+    }
+    (out / f"results{suffix}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    print(
+        f"wrote {out / f'results{suffix}.md'} and results{suffix}.json "
+        f"in {time.monotonic() - t0:.0f} s",
+        file=sys.stderr,
+    )
+    failed = [m.name for m in res.values() if m.cmd and not m.ok]
+    if small:
+        failed += [f"{m.name} (scaling)" for m in small.values() if m.cmd and not m.ok]
+    if failed:
+        print(f"error: failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

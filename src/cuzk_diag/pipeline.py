@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,38 @@ class Run:
 BATCH = 4096
 
 
+def iter_record_batches(
+    inputs: Sequence[str],
+    acc: Accounting,
+    info: RunInfo,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[pa.Table]:
+    """Partition records as Arrow tables of up to BATCH rows, in completion order.
+
+    Memory holds one batch of dicts at a time; ``info`` and ``acc`` are complete once the
+    iterator is exhausted (the era of the first batches may be refined by later lines).
+    """
+    asm = Assembler(acc, info)
+    pending: list[dict[str, Any]] = []
+    for ev in iter_events(inputs, acc, full=False, progress=progress):
+        out = asm.feed(ev)
+        if out:
+            pending.extend(out)
+            if len(pending) >= BATCH:
+                yield records_to_table(pending)
+                pending = []
+    pending.extend(asm.finish())
+    yield records_to_table(pending)
+
+
+def with_final_era(table: pa.Table, info: RunInfo) -> pa.Table:
+    """Calls emitted before the era was known carry the run's final era too."""
+    if not table.num_rows:
+        return table
+    idx = table.schema.get_field_index("era")
+    return table.set_column(idx, "era", pa.array([info.era] * table.num_rows, pa.string()))
+
+
 def assemble_table(
     inputs: Sequence[str], progress: Callable[[int], None] | None = None
 ) -> tuple[pa.Table, RunInfo, Accounting]:
@@ -45,27 +77,9 @@ def assemble_table(
     """
     acc = Accounting()
     info = RunInfo()
-    asm = Assembler(acc, info)
-    tables: list[pa.Table] = []
-    pending: list[dict[str, Any]] = []
-    for ev in iter_events(inputs, acc, full=False, progress=progress):
-        out = asm.feed(ev)
-        if out:
-            pending.extend(out)
-            if len(pending) >= BATCH:
-                tables.append(records_to_table(pending))
-                pending = []
-    pending.extend(asm.finish())
-    tables.append(records_to_table(pending))
-    table = pa.concat_tables(tables)
+    table = pa.concat_tables(list(iter_record_batches(inputs, acc, info, progress)))
     if table.num_rows:
-        # Calls emitted before the era was known carry the final era too.
-        table = table.set_column(
-            table.schema.get_field_index("era"),
-            "era",
-            pa.array([info.era] * table.num_rows, pa.string()),
-        )
-        table = table.sort_by([("record", "ascending")])
+        table = with_final_era(table, info).sort_by([("record", "ascending")])
     return table, info, acc
 
 
@@ -86,11 +100,16 @@ def load_run(inputs: Sequence[str] | str, progress: Callable[[int], None] | None
     return Run(table_to_frame(table), info, acc, names, table)
 
 
-def run_metadata(run: Run) -> dict[bytes, bytes]:
+def run_metadata_of(info: RunInfo, acc: Accounting) -> dict[bytes, bytes]:
+    """Schema metadata that lets a Parquet export stand in for its log."""
     return {
-        META_INFO: json.dumps(run.info.to_dict(), default=str).encode(),
-        META_ACCOUNTING: json.dumps(run.accounting.to_dict(), default=str).encode(),
+        META_INFO: json.dumps(info.to_dict(), default=str).encode(),
+        META_ACCOUNTING: json.dumps(acc.to_dict(), default=str).encode(),
     }
+
+
+def run_metadata(run: Run) -> dict[bytes, bytes]:
+    return run_metadata_of(run.info, run.accounting)
 
 
 def read_export(path: str) -> Run:
@@ -104,7 +123,12 @@ def read_export(path: str) -> Run:
         raise InputError(
             f"{path}: not a cuzk-diag partition export (missing columns: {', '.join(missing[:5])})"
         )
-    meta = table.schema.metadata or {}
+    meta = dict(table.schema.metadata or {})
+    try:
+        # Written at the end of a streamed export, so it sits in the file's key-value metadata.
+        meta.update(pq.read_metadata(path).metadata or {})
+    except (OSError, pa.ArrowInvalid):
+        pass
     info = RunInfo.from_dict(json.loads(meta[META_INFO])) if META_INFO in meta else RunInfo()
     acc = Accounting()
     if META_ACCOUNTING in meta:

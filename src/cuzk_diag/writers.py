@@ -78,6 +78,11 @@ class TableWriter:
                 fh.write(dumps(row, ensure_ascii=False, default=str))
                 fh.write("\n")
 
+    def add_metadata(self, metadata: dict[bytes, bytes]) -> None:
+        """Key-value metadata known only at the end (Parquet only; text formats have none)."""
+        if self._pq is not None:
+            self._pq.add_key_value_metadata({k.decode(): v.decode() for k, v in metadata.items()})
+
     def close(self) -> None:
         if self._pq is not None:
             self._pq.close()

@@ -19,6 +19,7 @@ Each record says how each group of fields was attributed (``records.Attribution`
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -368,9 +369,7 @@ def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
     else:
         # Per GPU thread; a multi-GPU call reports each stage's longest thread.
         if not blk.per_tid:
-            blk.per_tid[0] = {
-                k: v for k, v in blk.fields.items() if k in _TID_FIELDS
-            }
+            blk.per_tid[0] = {k: v for k, v in blk.fields.items() if k in _TID_FIELDS}
         per = blk.per_tid.setdefault(tid, {})
         for k, v in f.items():
             if k in _DROP:
@@ -554,6 +553,29 @@ class Assembler:
         self.closed_blocks.clear()
         out, self.out = self.out, []
         return out
+
+    def preview(self) -> list[dict[str, Any]]:
+        """Records the lines read so far would complete if no clock reading followed.
+
+        Works on a copy: this assembler is unchanged, so a caller that previews while input
+        pauses (live mode) gets the same final result as one that never does.
+        """
+        if not self.pending:
+            return []
+        # Shared, not copied: what placing lines only reads (run info, the era detector, the
+        # events); the copy gets a scratch accounting and unattributed list.
+        memo: dict[int, Any] = {
+            id(self.acc): Accounting(),
+            id(self.info): self.info,
+            id(self.era): self.era,
+            id(self.unattributed): [],
+        }
+        for ev in self.pending:
+            memo[id(ev)] = ev
+        twin = copy.deepcopy(self, memo)
+        twin._drain(None)
+        twin._commit_beam()
+        return twin.out
 
     def finish(self) -> list[dict[str, Any]]:
         self.out = self.flush()

@@ -67,6 +67,14 @@ def with_final_era(table: pa.Table, info: RunInfo) -> pa.Table:
     return table.set_column(idx, "era", pa.array([info.era] * table.num_rows, pa.string()))
 
 
+def finish_table(tables: Sequence[pa.Table], info: RunInfo) -> pa.Table:
+    """The last step of every path: one table, the run's final era, lock-acquisition order."""
+    table = pa.concat_tables(tables) if tables else PARTITION_SCHEMA.empty_table()
+    if table.num_rows:
+        table = with_final_era(table, info).sort_by([("record", "ascending")])
+    return table
+
+
 def assemble_table(
     inputs: Sequence[str], progress: Callable[[int], None] | None = None
 ) -> tuple[pa.Table, RunInfo, Accounting]:
@@ -77,9 +85,7 @@ def assemble_table(
     """
     acc = Accounting()
     info = RunInfo()
-    table = pa.concat_tables(list(iter_record_batches(inputs, acc, info, progress)))
-    if table.num_rows:
-        table = with_final_era(table, info).sort_by([("record", "ascending")])
+    table = finish_table(list(iter_record_batches(inputs, acc, info, progress)), info)
     return table, info, acc
 
 

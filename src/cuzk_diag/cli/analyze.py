@@ -28,7 +28,7 @@ PROGRESS_MIN_BYTES = 64 << 20
     "logs",
     nargs=-1,
     required=False,
-    metavar="LOG...",
+    metavar="[LOG]...",
     type=click.Path(exists=True, dir_okay=False, allow_dash=True),
 )
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of stdout.")
@@ -94,11 +94,11 @@ PROGRESS_MIN_BYTES = 64 << 20
 @click.option(
     "--max-records",
     type=click.IntRange(min=1000),
-    default=200_000,
+    default=100_000,
     show_default=True,
     metavar="N",
-    help="Live mode: partition records kept for the final report (about 1 KB each); beyond "
-    "it the final report covers the last N.",
+    help="Live mode: partition records kept for the final report (under 1 KB each); "
+    "beyond N the final report covers the last N.",
 )
 @click.pass_context
 def analyze_cmd(
@@ -137,8 +137,9 @@ def analyze_cmd(
     stage table's n/median/p95, and the findings, which the rules recompute at most
     twice a second. s/proof is taken over the last 20 completed proofs. Whole-run
     figures: proofs done, partitions, lines read, malformed, unattributed and the
-    "run" stage columns (a streaming sketch, within 1%). The final report is computed
-    on every record like analyze on the same file, up to --max-records records.
+    "run" stage columns (a streaming sketch, within 1%). The final report equals
+    analyze on the same input up to --max-records partitions, and covers the last
+    --max-records beyond. See docs/live.md.
     """
     from cuzk_diag.config import load_config
 
@@ -147,7 +148,7 @@ def analyze_cmd(
     if follow is not None and logs:
         raise UsageError("give either LOG arguments or --follow PATH, not both")
     if follow is None and not logs:
-        raise UsageError("missing LOG (a path, or - for stdin) or --follow PATH")
+        raise UsageError("Missing argument 'LOG...' (a path, or - for stdin) or --follow PATH")
     try:
         config = load_config(config_path).with_cli(select, ignore, fail_on)
     except CuzkDiagError as exc:
@@ -255,6 +256,10 @@ def _run_live(
         live = run_live(inputs, config, sink, options, follow=follow)
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
+    except BrokenPipeError:
+        # The reader downstream went away (`| head`): stop quietly, as a pipeline expects.
+        _stdout_to_devnull()
+        raise click.exceptions.Exit(ExitCode.OK) from None
     if live.records_dropped:
         kept = live.partitions - live.records_dropped
         click.echo(
@@ -269,6 +274,17 @@ def _run_live(
     else:
         _write_report(live.analysis, fmt, color, output)
     return live.analysis
+
+
+def _stdout_to_devnull() -> None:
+    """After a broken pipe, keep the interpreter's final flush of stdout from failing."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 @contextmanager

@@ -1,0 +1,1107 @@
+"""Live analysis of a log while it is written (stdin or ``--follow``).
+
+The batch parser and assembler are fed chunk by chunk as data arrives, so every partition
+record is the one ``analyze`` would build. Rules re-run on a window of recent partitions (at
+most every ``LiveOptions.rule_interval`` seconds) and the findings are diffed into events. At
+end of input or on Ctrl-C the final report is computed from every record kept (up to
+``LiveOptions.max_records``), so it equals ``analyze`` on the same input.
+
+Memory is bounded: the window, a streaming quantile sketch per stage, and the records kept for
+the final report (stored as Arrow tables, oldest dropped beyond the cap) are all of fixed size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import math
+import os
+import queue
+import select
+import signal
+import sys
+import threading
+import time
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import IO, Any, BinaryIO
+
+import pyarrow as pa
+
+from cuzk_diag.analysis import Analysis, analyze_run, jsonable
+from cuzk_diag.assemble import Assembler
+from cuzk_diag.config import Config
+from cuzk_diag.errors import InputError
+from cuzk_diag.facts import OFFSET_COLUMNS
+from cuzk_diag.follow import FollowFile
+from cuzk_diag.frame import records_to_table, table_to_frame
+from cuzk_diag.lines import LineParser
+from cuzk_diag.pipeline import Run, finish_table
+from cuzk_diag.records import (
+    PARTITION_COLUMNS,
+    PARTITION_SCHEMA,
+    Accounting,
+    Event,
+    Finding,
+    RunInfo,
+)
+from cuzk_diag.sources import SourceStats, read_chunks
+
+#: Duration columns a sketch is kept for (``*_ms`` fields that are not TIMELINE offsets).
+SKETCH_FIELDS: tuple[str, ...] = tuple(
+    name
+    for name, typ in PARTITION_COLUMNS
+    if name.endswith("_ms") and name not in OFFSET_COLUMNS and not pa.types.is_string(typ)
+)
+QUEUE_WAIT = "gpu_queue_wait_ms"  # GPU_PICKUP - CHAN_SEND/GPU_QUEUE, as in the stage table
+_COLUMN_NAMES = tuple(name for name, _ in PARTITION_COLUMNS)
+#: Text handed to the parser at once when a backlog is waiting (keeps replay fast).
+FEED_LIMIT = 4 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class LiveOptions:
+    """Knobs of live mode; the defaults suit a daemon proving a few proofs a minute."""
+
+    window: int = 500  # partitions the live facts, stage table and rules look at
+    max_records: int = 100_000  # records kept for the final report (oldest dropped beyond)
+    rule_interval: float = 0.5  # least seconds between two rule runs on the window
+    idle_flush: float = 0.5  # seconds a C++ line may wait for a clock reading before it is placed
+    proofs_window: int = 20  # completed proofs the windowed s/proof is taken over
+    tick: float = 0.1  # seconds the loop waits for input before doing timed work
+    chunk_size: int = 256 << 10  # bytes asked of the input per read
+    queue_chunks: int = 16  # chunks read ahead of the parser (bounds memory on a fast input)
+
+
+# -- streaming quantiles -----------------------------------------------------------------------
+
+
+class QuantileSketch:
+    """Quantiles of a stream within a relative error (log-spaced buckets, as DDSketch).
+
+    Memory is one counter per occupied bucket: about 800 for values from 1 ms to 3 hours at
+    1% accuracy, whatever the number of values.
+    """
+
+    __slots__ = ("_gamma", "_log_gamma", "_pos", "_neg", "_zero", "count", "total", "lo", "hi")
+
+    def __init__(self, relative_accuracy: float = 0.01) -> None:
+        self._gamma = (1 + relative_accuracy) / (1 - relative_accuracy)
+        self._log_gamma = math.log(self._gamma)
+        self._pos: dict[int, int] = {}
+        self._neg: dict[int, int] = {}
+        self._zero = 0
+        self.count = 0
+        self.total = 0.0
+        self.lo = math.inf
+        self.hi = -math.inf
+
+    def add(self, x: float) -> None:
+        if x != x:  # NaN
+            return
+        self.count += 1
+        self.total += x
+        self.lo = min(self.lo, x)
+        self.hi = max(self.hi, x)
+        if x > 1e-9:
+            k = math.ceil(math.log(x) / self._log_gamma)
+            self._pos[k] = self._pos.get(k, 0) + 1
+        elif x < -1e-9:
+            k = math.ceil(math.log(-x) / self._log_gamma)
+            self._neg[k] = self._neg.get(k, 0) + 1
+        else:
+            self._zero += 1
+
+    def quantile(self, q: float) -> float | None:
+        """The ``q`` quantile (0..1), exact at the extremes, within the accuracy elsewhere."""
+        if not self.count:
+            return None
+        if q <= 0:
+            return self.lo
+        if q >= 1:
+            return self.hi
+        rank = q * (self.count - 1)
+        seen = 0
+        for k in sorted(self._neg, reverse=True):
+            seen += self._neg[k]
+            if seen > rank:
+                return max(self.lo, -self._value(k))
+        seen += self._zero
+        if seen > rank:
+            return 0.0
+        for k in sorted(self._pos):
+            seen += self._pos[k]
+            if seen > rank:
+                return min(self.hi, max(self.lo, self._value(k)))
+        return self.hi
+
+    def _value(self, k: int) -> float:
+        # The bucket (gamma^(k-1), gamma^k] is represented by the point of equal relative error.
+        return 2 * self._gamma**k / (self._gamma + 1)
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.count if self.count else None
+
+
+# -- what the engine reports -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class StageRow:
+    """One stage field: the window's exact statistics and the whole run's sketched ones."""
+
+    field: str
+    n: int  # values in the window
+    median: float | None  # window
+    p95: float | None  # window
+    run_n: int
+    run_median: float | None  # whole run (sketch, within 1%)
+    run_p95: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return jsonable(dataclasses.asdict(self))  # type: ignore[no-any-return]
+
+
+@dataclass(slots=True)
+class LiveSnapshot:
+    """The live state: whole-run counters plus the figures of the recent window."""
+
+    inputs: list[str]
+    elapsed_s: float
+    lines: int
+    bytes_read: int
+    malformed: int
+    unattributed: int
+    era: str
+    partitions: int  # records completed, whole run
+    partitions_failed: int
+    partitions_in_flight: int  # GPU calls started and not yet complete
+    revised: int  # records re-issued after a provisional placement
+    proofs_done: int
+    proofs_failed: int
+    proofs_open: int
+    window_partitions: int
+    s_per_proof: float | None  # window: over the last completed proofs
+    s_per_proof_source: str | None
+    gpu_util: float | None  # window
+    kernel_util: float | None  # window
+    stages: list[StageRow]
+    findings: list[Finding]  # current, from the window
+    records_kept: int
+    records_dropped: int
+    notices: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["stages"] = [s.to_dict() for s in self.stages]
+        d["findings"] = [
+            {"code": f.code, "name": f.name, "severity": str(f.severity), "title": f.title}
+            for f in self.findings
+        ]
+        return jsonable(d)  # type: ignore[no-any-return]
+
+
+class Sink:
+    """Where live results go; every method is a no-op here (``--no-live``, ``--format``)."""
+
+    #: Seconds between two ``update`` calls; None: the sink takes no periodic updates.
+    update_interval: float | None = None
+
+    def start(self) -> None:
+        """Called once before the first input is read."""
+
+    def partition(self, record: dict[str, Any], *, revised: bool) -> None:
+        """A partition record completed (``revised``: it replaces an earlier provisional one)."""
+
+    def finding(self, finding: Finding, *, status: str) -> None:
+        """A finding appeared on the window (``new``) or its severity changed (``changed``)."""
+
+    def finding_cleared(self, finding: Finding) -> None:
+        """A finding no longer holds on the window."""
+
+    def notice(self, text: str) -> None:
+        """Something about the input (waiting for the file, rotation, truncation): stderr."""
+        print(f"cuzk-diag: {text}", file=sys.stderr, flush=True)
+
+    def update(self, snapshot: LiveSnapshot) -> None:
+        """Periodic state, every ``update_interval`` seconds."""
+
+    def final(self, analysis: Analysis, snapshot: LiveSnapshot) -> None:
+        """End of input or Ctrl-C: the final analysis."""
+
+    def flush(self) -> None:
+        """Events so far should reach their reader now."""
+
+    def close(self) -> None:
+        """The run is over (also after an error)."""
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class JsonLinesSink(Sink):
+    """One JSON object per line on ``stream``: partition, finding, finding_cleared, summary.
+
+    Notices go to stderr so that stdout stays pure JSON Lines.
+    """
+
+    def __init__(self, stream: IO[str], *, summary_interval: float = 10.0) -> None:
+        self.stream = stream
+        self.update_interval = summary_interval
+        self._last_partitions = 0
+        self._first = True
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        self.stream.write(
+            json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+        )
+
+    def partition(self, record: dict[str, Any], *, revised: bool) -> None:
+        obj: dict[str, Any] = {"type": "partition", "time": _now_iso(), "revised": revised}
+        for name in _COLUMN_NAMES:
+            obj[name] = jsonable(record.get(name))
+        self._write(obj)
+
+    def finding(self, finding: Finding, *, status: str) -> None:
+        self._write(
+            {"type": "finding", "time": _now_iso(), "status": status, **jsonable(finding.to_dict())}
+        )
+
+    def finding_cleared(self, finding: Finding) -> None:
+        self._write(
+            {
+                "type": "finding_cleared",
+                "time": _now_iso(),
+                "code": finding.code,
+                "name": finding.name,
+                "severity": str(finding.severity),
+                "title": finding.title,
+            }
+        )
+
+    def update(self, snapshot: LiveSnapshot) -> None:
+        if self._first:  # the engine updates once at start; nothing to summarise yet
+            self._first = False
+            return
+        if snapshot.partitions != self._last_partitions:
+            self._last_partitions = snapshot.partitions
+            self._write(
+                {"type": "summary", "time": _now_iso(), "final": False, **snapshot.to_dict()}
+            )
+
+    def final(self, analysis: Analysis, snapshot: LiveSnapshot) -> None:
+        self._write(
+            {
+                "type": "summary",
+                "time": _now_iso(),
+                "final": True,
+                **snapshot.to_dict(),
+                "report": analysis.to_dict(),
+            }
+        )
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+# -- the records kept for the final report ----------------------------------------------------
+
+
+class RecordStore:
+    """Completed records as Arrow tables (about 1 KB a record), the oldest dropped past ``cap``."""
+
+    def __init__(self, cap: int, batch: int = 2048) -> None:
+        self.cap = max(1, cap)
+        self.batch = min(batch, self.cap)
+        self._buf: list[dict[str, Any]] = []
+        self._chunks: deque[pa.Table] = deque()
+        self._in_chunks = 0
+        self.dropped = 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        self._buf.append(record)
+        if len(self._buf) >= self.batch:
+            self._seal()
+
+    def _seal(self) -> None:
+        if not self._buf:
+            return
+        table = records_to_table(self._buf)
+        self._buf = []
+        self._chunks.append(table)
+        self._in_chunks += table.num_rows
+        while self._in_chunks > self.cap and len(self._chunks) > 1:
+            old = self._chunks.popleft()
+            self._in_chunks -= old.num_rows
+            self.dropped += old.num_rows
+
+    def __len__(self) -> int:
+        return self._in_chunks + len(self._buf)
+
+    def table(self, era: str | None = None, *, release: bool = False) -> pa.Table:
+        """Every kept record in the order ``analyze`` uses, as ``pipeline.assemble_table`` does:
+        lock-acquisition order, and the run's final era on every row.
+
+        ``release`` empties the store (its memory is freed as soon as the result is built).
+        """
+        self._seal()
+        chunks = list(self._chunks)
+        if release:
+            self._chunks = deque()
+        info = RunInfo(era=era) if era is not None else None
+        if info is None:
+            table = pa.concat_tables(chunks) if chunks else PARTITION_SCHEMA.empty_table()
+            return table.sort_by([("record", "ascending")]) if table.num_rows else table
+        return finish_table(chunks, info)
+
+
+# -- the engine ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _JobProgress:
+    count: int = 0
+    failed: int = 0
+    last_end: float | None = None
+    segment: int = 0
+
+
+def _record_order(rec: dict[str, Any]) -> tuple[bool, int]:
+    r = rec.get("record")
+    return (r is None, r or 0)
+
+
+def _key(rec: dict[str, Any]) -> tuple[Any, ...]:
+    """Identity of a GPU call across a provisional and the final placement of its lines."""
+    if rec.get("job_id") is not None:
+        return (
+            "call",
+            rec.get("source"),
+            rec["job_id"],
+            rec.get("partition"),
+            rec.get("worker"),
+            rec.get("start_ms"),
+        )
+    return ("block", rec.get("source"), rec.get("record"), rec.get("first_line"))
+
+
+class LiveAnalyzer:
+    """Incremental analysis: ``feed`` text as it comes, ``tick`` on a clock, ``finish`` at the end.
+
+    Not thread-safe; ``run_live`` drives it from one thread while another reads the input.
+    """
+
+    #: Beyond this many TIMELINE entries the oldest are forgotten (the assembler drops those of
+    #: emitted calls; partitions that never reached a GPU would otherwise stay for the whole run).
+    TL_KEEP = 16_384
+    #: Safety valve for calls that never end (GPU_START without GPU_END or a GPU region).
+    OPEN_CALLS_MAX = 4096
+    PROVISIONAL_MAX = 4096
+
+    def __init__(
+        self,
+        config: Config,
+        sink: Sink | None = None,
+        options: LiveOptions | None = None,
+        inputs: Sequence[str] = (),
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.sink = sink or Sink()
+        self.opts = options or LiveOptions()
+        self.inputs = list(inputs)
+        self.clock = clock
+        self.acc = Accounting()
+        self.info = RunInfo()
+        self.asm = Assembler(self.acc, self.info)
+        self.parser: LineParser | None = None
+        self.source = -1
+        self.stats: SourceStats | None = None
+        self._closed_stats: list[SourceStats] = []
+        self.store = RecordStore(self.opts.max_records)
+        self.window: deque[tuple[tuple[Any, ...], dict[str, Any]]] = deque()
+        self._evicted_jobs: deque[str] = deque(maxlen=256)
+        self.provisional: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+        self.sketches: dict[str, QuantileSketch] = {}
+        self.partitions = 0
+        self.partitions_failed = 0
+        self.revised = 0
+        self._jobs: OrderedDict[str, _JobProgress] = OrderedDict()
+        self._jobs_done: OrderedDict[str, None] = OrderedDict()
+        self.proofs_done = 0
+        self.proofs_failed = 0
+        self._completions: deque[tuple[int, float]] = deque(maxlen=max(2, self.opts.proofs_window))
+        self.findings: dict[tuple[str, int], Finding] = {}
+        self.window_analysis: Analysis | None = None
+        self._dirty = False
+        self._problems = 0
+        self._last_eval = -math.inf
+        self._eval_cost = 0.0
+        self._last_update = -math.inf
+        self._pending_first: tuple[int, int] | None = None
+        self._pending_since = 0.0
+        self._spec_len = 0
+        self.speculations = 0
+        self.notices: deque[str] = deque(maxlen=3)
+        self.started = clock()
+
+    # -- input side ------------------------------------------------------------------------------
+
+    def begin_source(self, index: int, stats: SourceStats) -> None:
+        """A new input starts (its line numbers count from 1, as in ``analyze``)."""
+        self._close_source()
+        self.source = index
+        self.stats = stats
+        self.parser = LineParser(index, self.acc, full=False)
+
+    def feed(self, text: str) -> None:
+        """Whole cleaned lines of the current input (``sources.read_chunks`` output)."""
+        if self.parser is None:
+            raise RuntimeError("feed before begin_source")
+        self._events(self.parser.feed(text))
+
+    def end_source(self) -> None:
+        """The current input ended: count its cleaning statistics as ``analyze`` does."""
+        self._close_source()
+
+    def _close_source(self) -> None:
+        if self.parser is not None:
+            self._events(self.parser.close())
+            self.parser = None
+        if self.stats is not None:
+            st = self.stats
+            acc = self.acc
+            acc.ansi_lines += st.ansi_lines
+            acc.journald_lines += st.journald_lines
+            acc.decode_errors += st.decode_errors
+            acc.oversized_lines += st.oversized_lines
+            acc.sources.append(st.name)
+            self._closed_stats.append(st)
+            self.stats = None
+
+    def _events(self, events: list[Event]) -> None:
+        feed = self.asm.feed
+        for ev in events:
+            out = feed(ev)
+            if out:
+                for rec in out:
+                    self._record(rec)
+        self._bound_assembler()
+
+    def _bound_assembler(self) -> None:
+        asm = self.asm
+        if len(asm.tl) > self.TL_KEEP:
+            for key in list(asm.tl)[: len(asm.tl) - self.TL_KEEP // 2]:
+                del asm.tl[key]
+        if len(asm.calls) > self.OPEN_CALLS_MAX:
+            for call in asm.calls[: len(asm.calls) - self.OPEN_CALLS_MAX // 2]:
+                asm._emit(call)
+            out, asm.out = asm.out, []
+            for rec in out:
+                self._record(rec)
+        jobs = self.info.jobs
+        if len(jobs) > self.opts.max_records:
+            for job in list(jobs)[: len(jobs) - self.opts.max_records]:
+                del jobs[job]
+
+    # -- records -----------------------------------------------------------------------------------
+
+    def _record(self, rec: dict[str, Any]) -> None:
+        """A final record from the assembler: kept, counted, shown (unless shown already)."""
+        self.partitions += 1
+        if rec.get("status") == "failed":
+            self.partitions_failed += 1
+        self.store.add(rec)
+        self._sketch(rec)
+        self._progress(rec)
+        key = _key(rec)
+        prov = self.provisional.pop(key, None)
+        if prov is None:
+            self._window_put(key, rec, replace=False)
+            self.sink.partition(rec, revised=False)
+        else:
+            self._window_put(key, rec, replace=True)
+            if prov != rec:
+                self.revised += 1
+                self.sink.partition(rec, revised=True)
+        self._dirty = True
+
+    def _provisional(self, rec: dict[str, Any]) -> None:
+        """A record placed early (idle input): shown now, replaced when the final one comes."""
+        key = _key(rec)
+        prev = self.provisional.get(key)
+        if prev == rec:
+            return
+        self.provisional[key] = rec
+        while len(self.provisional) > self.PROVISIONAL_MAX:
+            self.provisional.popitem(last=False)
+        self._window_put(key, rec, replace=prev is not None)
+        if prev is not None:
+            self.revised += 1
+        self.sink.partition(rec, revised=prev is not None)
+        self._dirty = True
+
+    def _window_put(self, key: tuple[Any, ...], rec: dict[str, Any], *, replace: bool) -> None:
+        w = self.window
+        if replace:
+            for i in range(len(w) - 1, -1, -1):
+                if w[i][0] == key:
+                    w[i] = (key, rec)
+                    return
+        w.append((key, rec))
+        while len(w) > self.opts.window:
+            _, old = w.popleft()
+            job = old.get("job_id")
+            if job is not None and (not self._evicted_jobs or self._evicted_jobs[-1] != job):
+                self._evicted_jobs.append(job)
+
+    def _sketch(self, rec: dict[str, Any]) -> None:
+        sk = self.sketches
+        for name in SKETCH_FIELDS:
+            v = rec.get(name)
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                s = sk.get(name)
+                if s is None:
+                    s = sk[name] = QuantileSketch()
+                s.add(float(v))
+        q, p = rec.get("queue_ms"), rec.get("pickup_ms")
+        if isinstance(q, int) and isinstance(p, int):
+            s = sk.get(QUEUE_WAIT)
+            if s is None:
+                s = sk[QUEUE_WAIT] = QuantileSketch()
+            s.add(float(p - q))
+
+    def _progress(self, rec: dict[str, Any]) -> None:
+        job = rec.get("job_id")
+        if not isinstance(job, str) or job in self._jobs_done:
+            return
+        p = self._jobs.get(job)
+        if p is None:
+            p = self._jobs[job] = _JobProgress(segment=self.asm.segment)
+            while len(self._jobs) > 10_000:
+                self._jobs.popitem(last=False)
+        p.count += 1
+        if rec.get("status") == "failed":
+            p.failed += 1
+        end = rec.get("end_ms")
+        if isinstance(end, int) and (p.last_end is None or end > p.last_end):
+            p.last_end = float(end)
+
+    def _complete_jobs(self) -> None:
+        """Proofs whose last partition is in (or whose assembly was logged) count as done."""
+        jobs = self.info.jobs
+        done = []
+        for job, p in self._jobs.items():
+            meta = jobs.get(job)
+            if not meta:
+                continue
+            n = meta.get("num_partitions")
+            if "assembled_line" in meta or (isinstance(n, int) and n > 0 and p.count >= n):
+                done.append(job)
+        for job in done:
+            p = self._jobs.pop(job)
+            self._jobs_done[job] = None
+            while len(self._jobs_done) > 10_000:
+                self._jobs_done.popitem(last=False)
+            if p.failed:
+                self.proofs_failed += 1
+            else:
+                self.proofs_done += 1
+                if p.last_end is not None:
+                    self._completions.append((p.segment, p.last_end))
+
+    def _window_s_per_proof(self) -> float | None:
+        if not self._completions:
+            return None
+        seg = self._completions[-1][0]
+        ends = sorted(t for s, t in self._completions if s == seg)
+        if len(ends) < 2 or ends[-1] <= ends[0]:
+            return None
+        return (ends[-1] - ends[0]) / 1000.0 / (len(ends) - 1)
+
+    # -- time side ---------------------------------------------------------------------------------
+
+    def tick(self, *, idle: bool = True) -> None:
+        """Timed work: early placement of stalled lines, rules on the window, sink updates."""
+        now = self.clock()
+        self._check_pending(now, idle)
+        self._complete_jobs()
+        problems = len(self.info.failures) + sum(self.info.warnings.values())
+        if problems != self._problems:
+            self._problems = problems
+            self._dirty = True
+        interval = max(self.opts.rule_interval, 4 * self._eval_cost)
+        if self._dirty and now - self._last_eval >= interval:
+            self.evaluate()
+        every = self.sink.update_interval
+        if every is not None and now - self._last_update >= every:
+            self._last_update = now
+            self.sink.update(self.snapshot())
+
+    def _check_pending(self, now: float, idle: bool) -> None:
+        """C++ lines wait in the assembler for the next clock reading; on idle input, place them.
+
+        The placement is made on a copy of the assembler, so the final records (and the final
+        report) do not depend on when the input paused: a record placed early is shown at once
+        and re-issued (``revised``) should the real placement differ.
+        """
+        pend = self.asm.pending
+        if not pend:
+            self._pending_first = None
+            return
+        first = (id(pend), pend[0].line)
+        if first != self._pending_first:
+            self._pending_first = first
+            self._pending_since = now
+            self._spec_len = 0
+            return
+        if (
+            idle
+            and now - self._pending_since >= self.opts.idle_flush
+            and len(pend) != self._spec_len
+        ):
+            self._spec_len = len(pend)
+            self.speculate()
+
+    def speculate(self) -> None:
+        """Drain the waiting C++ lines on a copy of the assembler; show what that completes."""
+        asm = self.asm
+        if not asm.pending:
+            return
+        self.speculations += 1
+        for rec in asm.preview():
+            self._provisional(rec)
+
+    def evaluate(self) -> None:
+        """Run facts and rules on the window and emit the finding changes."""
+        t0 = time.perf_counter()
+        self._last_eval = self.clock()
+        self._dirty = False
+        evicted = set(self._evicted_jobs)
+        recs = [r for _, r in self.window if r.get("job_id") not in evicted]
+        if not recs and not self.info.failures:
+            return
+        recs.sort(key=_record_order)
+        table = records_to_table(recs)
+        wjobs = {r.get("job_id") for r in recs}
+        info = dataclasses.replace(
+            self.info,
+            jobs={j: m for j, m in self.info.jobs.items() if j in wjobs},
+            bench={},  # cuzk-bench totals describe the whole run, not the window
+        )
+        run = Run(table_to_frame(table), info, self.acc, list(self.inputs), table)
+        analysis = analyze_run(run, self.config, inputs=self.inputs)
+        self.window_analysis = analysis
+        self._diff(analysis.findings)
+        self._eval_cost = time.perf_counter() - t0
+
+    def _diff(self, findings: list[Finding]) -> None:
+        new: dict[tuple[str, int], Finding] = {}
+        seen: Counter[str] = Counter()
+        for f in findings:
+            new[(f.code, seen[f.code])] = f
+            seen[f.code] += 1
+        for k, f in new.items():
+            old = self.findings.get(k)
+            if old is None:
+                self.sink.finding(f, status="new")
+            elif old.severity != f.severity:
+                self.sink.finding(f, status="changed")
+        for k, f in self.findings.items():
+            if k not in new:
+                self.sink.finding_cleared(f)
+        self.findings = new
+
+    def note(self, text: str) -> None:
+        self.notices.append(text)
+        self.sink.notice(text)
+
+    # -- state ------------------------------------------------------------------------------------
+
+    def bytes_read(self) -> int:
+        cur = self.stats.bytes_read if self.stats is not None else 0
+        return cur + sum(s.bytes_read for s in self._closed_stats)
+
+    def snapshot(self) -> LiveSnapshot:
+        wa = self.window_analysis
+        stages: dict[str, StageRow] = {}
+        if wa is not None:
+            for row in wa.stages.to_dict(orient="records"):
+                stages[row["field"]] = StageRow(
+                    row["field"], int(row["n"]), row["median"], row["p95"], 0, None, None
+                )
+        for name, sk in self.sketches.items():
+            row = stages.get(name)
+            if row is None:
+                row = stages[name] = StageRow(name, 0, None, None, 0, None, None)
+            row.run_n = sk.count
+            row.run_median = sk.quantile(0.5)
+            row.run_p95 = sk.quantile(0.95)
+        order = {n: i for i, n in enumerate((*SKETCH_FIELDS, QUEUE_WAIT))}
+        rows = sorted(stages.values(), key=lambda r: order.get(r.field, len(order)))
+        spp = self._window_s_per_proof()
+        source = "completions" if spp is not None else None
+        if spp is None and wa is not None and wa.facts.s_per_proof is not None:
+            spp, source = wa.facts.s_per_proof, "timeline"
+        return LiveSnapshot(
+            inputs=list(self.inputs),
+            elapsed_s=self.clock() - self.started,
+            lines=self.acc.lines_total,
+            bytes_read=self.bytes_read(),
+            malformed=self.acc.malformed,
+            unattributed=self.acc.unattributed,
+            era=self.asm.era.era,
+            partitions=self.partitions,
+            partitions_failed=self.partitions_failed,
+            partitions_in_flight=sum(1 for c in self.asm.calls if not c.emitted),
+            revised=self.revised,
+            proofs_done=self.proofs_done,
+            proofs_failed=self.proofs_failed,
+            proofs_open=len(self._jobs),
+            window_partitions=len(self.window),
+            s_per_proof=spp,
+            s_per_proof_source=source,
+            gpu_util=wa.facts.gpu_util if wa is not None else None,
+            kernel_util=wa.facts.kernel_util if wa is not None else None,
+            stages=rows,
+            findings=sorted(self.findings.values(), key=lambda f: (-int(f.severity), f.code)),
+            records_kept=len(self.store),
+            records_dropped=self.store.dropped,
+            notices=list(self.notices),
+        )
+
+    def finish(self) -> Analysis:
+        """End of input: flush the assembler and analyse every kept record, as ``analyze`` does."""
+        self._close_source()
+        for rec in self.asm.finish():
+            self._record(rec)
+        self._complete_jobs()
+        if self._dirty:
+            self.evaluate()  # the window's last state, for the final events and summary
+        table = self.store.table(self.info.era, release=True)
+        run = Run(table_to_frame(table), self.info, self.acc, list(self.inputs), table)
+        return analyze_run(run, self.config, inputs=self.inputs)
+
+
+# -- reading the inputs -------------------------------------------------------------------------
+
+
+class _FdStream:
+    """An OS-level file descriptor read without Python's buffered objects.
+
+    Reading stdin through ``sys.stdin.buffer`` from a helper thread can abort the interpreter at
+    exit (the buffer's lock is held by the blocked read); ``os.read`` has no such lock. ``select``
+    with a timeout lets the read notice ``stop``.
+    """
+
+    def __init__(self, fd: int, stop: threading.Event, *, owned: bool) -> None:
+        self.fd = fd
+        self.stop = stop
+        self.owned = owned
+        self._head = b""
+        try:
+            select.select([fd], [], [], 0)
+            self._selectable = True
+        except (OSError, ValueError):
+            self._selectable = False
+
+    def read1(self, n: int = 1 << 16) -> bytes:
+        if self._head:
+            head, self._head = self._head[:n], self._head[n:]
+            return head
+        return self._read_fd(n)
+
+    def _read_fd(self, n: int) -> bytes:
+        while not self.stop.is_set():
+            if self._selectable:
+                ready, _, _ = select.select([self.fd], [], [], 0.1)
+                if not ready:
+                    continue
+            return os.read(self.fd, max(1, n))
+        return b""
+
+    def read(self, n: int = -1) -> bytes:
+        return self.read1(n if n and n > 0 else 1 << 16)
+
+    def readinto(self, buf: Any) -> int:
+        data = self.read1(len(buf))
+        buf[: len(data)] = data
+        return len(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def peek_magic(self, n: int = 4) -> bytes:
+        """The first ``n`` bytes (fewer at end of input), kept for the next read."""
+        while len(self._head) < n:
+            more = self._read_fd(n - len(self._head))
+            if not more:
+                break
+            self._head += more
+        return self._head[:n]
+
+    def close(self) -> None:
+        if self.owned:
+            os.close(self.fd)
+
+
+def _open_stream(
+    name: str, follow: bool, stop: threading.Event, notice: Callable[[str], None]
+) -> tuple[Any, str, Callable[[], None]]:
+    """(binary stream with ``read1``, display name, close)."""
+    if follow:
+        ff = FollowFile(name, stop, notice=notice)
+        return ff, name, ff.close
+    if name == "-":
+        display = "<stdin>"
+        try:
+            fd = sys.stdin.fileno()
+        except (AttributeError, OSError, ValueError):
+            # stdin replaced by an in-memory stream (tests, embedding): read it as it is.
+            stream: Any = sys.stdin.buffer
+            magic = _peek(stream)
+            if not magic:
+                magic = stream.read(4)
+                stream = _Pushback(stream, magic)
+            return _decompressing(stream, magic), display, lambda: None
+        raw = _FdStream(fd, stop, owned=False)
+    else:
+        display = name
+        try:
+            fd = os.open(name, os.O_RDONLY)
+        except FileNotFoundError:
+            raise InputError(f"{name}: no such file") from None
+        except IsADirectoryError:
+            raise InputError(f"{name}: is a directory") from None
+        except PermissionError:
+            raise InputError(f"{name}: permission denied") from None
+        except OSError as exc:
+            raise InputError(f"{name}: {exc.strerror or exc}") from None
+        raw = _FdStream(fd, stop, owned=True)
+    return _decompressing(raw, raw.peek_magic(4)), display, raw.close
+
+
+class _Pushback:
+    """A stream with its first bytes already read (to look at them) put back in front."""
+
+    def __init__(self, stream: BinaryIO, head: bytes) -> None:
+        self.stream = stream
+        self.head = head
+
+    def read1(self, n: int = 1 << 16) -> bytes:
+        if self.head:
+            head, self.head = self.head[:n], self.head[n:]
+            return head
+        read1 = getattr(self.stream, "read1", None)
+        return bytes(read1(n) if read1 is not None else self.stream.read(n))
+
+    def read(self, n: int = -1) -> bytes:
+        return self.read1(n if n and n > 0 else 1 << 16)
+
+    def readable(self) -> bool:
+        return True
+
+
+def _peek(stream: BinaryIO) -> bytes:
+    peek = getattr(stream, "peek", None)
+    try:
+        return bytes(peek(4)[:4]) if peek is not None else b""
+    except (OSError, ValueError):
+        return b""
+
+
+def _decompressing(raw: Any, magic: bytes) -> Any:
+    """``raw`` itself, or a decompressing reader over it (.gz / .zst by their magic bytes)."""
+    if magic.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if magic.startswith(b"\x28\xb5\x2f\xfd"):
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+    return raw
+
+
+def _read_inputs(
+    names: Sequence[str],
+    follow: bool,
+    q: queue.Queue[tuple[Any, ...]],
+    stop: threading.Event,
+    opts: LiveOptions,
+) -> None:
+    """Reader thread: ("begin", stats) ("text", str)... ("end",) per input, then ("done",)."""
+
+    def put(item: tuple[Any, ...]) -> bool:
+        while True:
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                if stop.is_set():
+                    return False
+
+    def notice(text: str) -> None:
+        put(("notice", text))
+
+    try:
+        for name in names:
+            if stop.is_set():
+                break
+            stream, display, close = _open_stream(name, follow, stop, notice)
+            stats = SourceStats(display)
+            put(("begin", stats))
+            try:
+                for text in read_chunks(stream, stats, opts.chunk_size, follow=True):
+                    if not put(("text", text)):
+                        break
+            except InputError as exc:
+                if not stop.is_set():
+                    put(("error", exc))
+                    return
+            finally:
+                close()
+            put(("end",))
+    except InputError as exc:
+        put(("error", exc))
+    except OSError as exc:
+        put(("error", InputError(str(exc))))
+    except Exception as exc:  # handed to the main thread, which reports it
+        put(("error", exc))
+    finally:
+        put(("done",))
+
+
+@contextmanager
+def _interrupts(stop: threading.Event) -> Iterator[list[int]]:
+    """SIGINT/SIGTERM end the run gracefully (final report); a second one aborts."""
+    hits = [0]
+    if threading.current_thread() is not threading.main_thread():
+        yield hits
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        hits[0] += 1
+        if hits[0] > 1:
+            raise KeyboardInterrupt
+        stop.set()
+
+    old_int = signal.signal(signal.SIGINT, handler)
+    old_term = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield hits
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+
+
+@dataclass(slots=True)
+class LiveResult:
+    """How a live run ended."""
+
+    analysis: Analysis
+    interrupted: bool
+    records_dropped: int
+    partitions: int
+    snapshot: LiveSnapshot
+
+
+def run_live(
+    inputs: Sequence[str],
+    config: Config,
+    sink: Sink | None = None,
+    options: LiveOptions | None = None,
+    *,
+    follow: bool = False,
+) -> LiveResult:
+    """Analyse ``inputs`` (paths, ``-``) as they grow until end of input or SIGINT/SIGTERM.
+
+    With ``follow`` each path is followed as ``tail -F`` does (it never ends by itself).
+    """
+    opts = options or LiveOptions()
+    sink = sink or Sink()
+    engine = LiveAnalyzer(config, sink, opts, inputs)
+    q: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=max(2, opts.queue_chunks))
+    stop = threading.Event()
+    reader = threading.Thread(
+        target=_read_inputs,
+        args=(list(inputs), follow, q, stop, opts),
+        name="cuzk-diag-reader",
+        daemon=True,
+    )
+    done = False
+    try:
+        with _interrupts(stop) as hits:
+            sink.start()
+            reader.start()
+            while not done and not stop.is_set():
+                try:
+                    item: tuple[Any, ...] | None = q.get(timeout=opts.tick)
+                except queue.Empty:
+                    item = None
+                if item is not None:
+                    done = _handle(engine, q, item)
+                engine.tick(idle=q.empty())
+                sink.flush()
+            interrupted = hits[0] > 0
+            stop.set()
+            # Take what the reader already has (it stops at its next read), then finish.
+            deadline = time.monotonic() + 2.0
+            while not done and time.monotonic() < deadline:
+                try:
+                    item = q.get(timeout=0.05)
+                except queue.Empty:
+                    continue
+                done = _handle(engine, q, item)
+            analysis = engine.finish()
+            snap = engine.snapshot()
+            sink.final(analysis, snap)
+            sink.flush()
+    finally:
+        stop.set()
+        sink.close()
+    return LiveResult(analysis, interrupted, engine.store.dropped, engine.partitions, snap)
+
+
+def _handle(engine: LiveAnalyzer, q: queue.Queue[tuple[Any, ...]], item: tuple[Any, ...]) -> bool:
+    """Process one reader item (text items are joined with those already waiting); True at end."""
+    while item is not None:
+        kind = item[0]
+        if kind == "text":
+            parts = [item[1]]
+            size = len(item[1])
+            nxt: tuple[Any, ...] | None = None
+            while size < FEED_LIMIT:
+                try:
+                    nxt = q.get_nowait()
+                except queue.Empty:
+                    nxt = None
+                    break
+                if nxt[0] != "text":
+                    break
+                parts.append(nxt[1])
+                size += len(nxt[1])
+                nxt = None
+            engine.feed(parts[0] if len(parts) == 1 else "".join(parts))
+            if nxt is None:
+                return False
+            item = nxt
+            continue
+        if kind == "begin":
+            engine.begin_source(engine.source + 1, item[1])
+        elif kind == "end":
+            engine.end_source()
+        elif kind == "notice":
+            engine.note(item[1])
+        elif kind == "error":
+            exc = item[1]
+            raise exc if isinstance(exc, Exception) else InputError(str(exc))
+        elif kind == "done":
+            return True
+        return False
+    return False

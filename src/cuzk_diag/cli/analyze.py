@@ -11,6 +11,7 @@ import click
 from click.core import ParameterSource
 
 from cuzk_diag.cli import UsageError, cli
+from cuzk_diag.cli.options import color_option, config_option, stdout
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.report import names as report_names
@@ -40,13 +41,7 @@ PROGRESS_MIN_BYTES = 64 << 20
     show_default=True,
     help="Report format.",
 )
-@click.option(
-    "--color",
-    type=click.Choice(["auto", "always", "never"]),
-    default="auto",
-    show_default=True,
-    help="Colour the console report (auto: only on a terminal and without NO_COLOR).",
-)
+@color_option
 @click.option(
     "--select",
     multiple=True,
@@ -54,13 +49,7 @@ PROGRESS_MIN_BYTES = 64 << 20
     help="Run only these rules: codes, code prefixes or slugs, comma-separated or repeated.",
 )
 @click.option("--ignore", multiple=True, metavar="RULES", help="Skip these rules (as --select).")
-@click.option(
-    "--config",
-    "config_path",
-    metavar="FILE",
-    help="TOML config (a pyproject.toml or a plain file); default: the nearest pyproject.toml "
-    "with a [tool.cuzk-diag] table.",
-)
+@config_option
 @click.option(
     "--fail-on",
     type=click.Choice(["info", "warning", "error"], case_sensitive=False),
@@ -207,7 +196,7 @@ def _write_report(result: Analysis, fmt: str, color: str, output: str | None) ->
             err=True,
         )
     else:
-        out: IO[str] = click.get_text_stream("stdout")
+        out: IO[str] = stdout()
         render(result, out, color=color)
         out.flush()
 
@@ -236,7 +225,7 @@ def _run_live(
     """Live mode: a dashboard on a terminal, JSON Lines into a pipe, then the final report."""
     from cuzk_diag.live import JsonLinesSink, LiveOptions, Sink, run_live
 
-    out: IO[str] = click.get_text_stream("stdout")
+    out: IO[str] = stdout()
     to_stdout = not output or output == "-"
     sink: Sink
     jsonl = False

@@ -10,6 +10,13 @@ from typing import Any
 import click
 
 from cuzk_diag.cli import UsageError, cli
+from cuzk_diag.cli.options import (
+    allow_different_config_option,
+    alpha_option,
+    color_option,
+    config_option,
+    stdout,
+)
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
 
@@ -59,13 +66,7 @@ def _check_stdin(*groups: Sequence[str]) -> None:
     type=INPUT,
     help="Reference run: a log (path, .gz/.zst, -) or a Parquet export of one (cuzk-diag export).",
 )
-@click.option(
-    "--config",
-    "config_path",
-    metavar="FILE",
-    help="TOML config (pyproject.toml or a plain file); default: the nearest pyproject.toml "
-    "with [tool.cuzk-diag].",
-)
+@config_option
 @click.option(
     "--gate",
     "gates",
@@ -90,22 +91,13 @@ def _check_stdin(*groups: Sequence[str]) -> None:
     default=None,
     help="Fail on findings at or above this severity (default: error).",
 )
-@click.option(
-    "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=None,
-    help="Significance level of the regression tests (default 0.05).",
-)
+@alpha_option
 @click.option(
     "--no-default-regressions",
     is_flag=True,
     help="Drop the built-in +5% limits on s_per_proof and the median GPU kernel time.",
 )
-@click.option(
-    "--allow-different-config",
-    is_flag=True,
-    help="Compare with a baseline even when era, GPUs, gw, proof kind or cuzk-bench -c/-j differ.",
-)
+@allow_different_config_option
 @click.option(
     "--format",
     "fmt",
@@ -117,13 +109,7 @@ def _check_stdin(*groups: Sequence[str]) -> None:
 @click.option(
     "--junit", "junit_path", metavar="FILE", help="Also write JUnit XML (one testcase per gate)."
 )
-@click.option(
-    "--color",
-    type=click.Choice(["auto", "always", "never"]),
-    default="auto",
-    show_default=True,
-    help="Colour in console output (auto honours NO_COLOR and pipes).",
-)
+@color_option
 @click.pass_context
 def check_cmd(
     ctx: click.Context,
@@ -214,7 +200,7 @@ def build_spec(
 
 def emit(result: Any, fmt: str, color: str) -> None:
     """The report on stdout in the chosen format."""
-    out = click.get_text_stream("stdout")
+    out = stdout()
     if fmt == "json":
         out.write(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
     elif fmt == "markdown":

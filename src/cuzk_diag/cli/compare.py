@@ -8,6 +8,13 @@ import click
 
 from cuzk_diag.cli import UsageError, cli
 from cuzk_diag.cli.check import INPUT
+from cuzk_diag.cli.options import (
+    allow_different_config_option,
+    alpha_option,
+    color_option,
+    config_option,
+    stdout,
+)
 from cuzk_diag.errors import CuzkDiagError
 
 
@@ -22,27 +29,10 @@ from cuzk_diag.errors import CuzkDiagError
     show_default=True,
     help="Report on stdout.",
 )
-@click.option(
-    "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=None,
-    help="Significance level (default: gates.alpha of the config, else 0.05).",
-)
-@click.option(
-    "--allow-different-config",
-    is_flag=True,
-    help="Compare even when era, GPUs, gw, proof kind or cuzk-bench -c/-j differ.",
-)
-@click.option(
-    "--config", "config_path", metavar="FILE", help="TOML config (rule selection, alpha)."
-)
-@click.option(
-    "--color",
-    type=click.Choice(["auto", "always", "never"]),
-    default="auto",
-    show_default=True,
-    help="Colour in console output (auto honours NO_COLOR and pipes).",
-)
+@alpha_option
+@allow_different_config_option
+@config_option
+@color_option
 def compare_cmd(
     base: str,
     candidate: str,
@@ -83,7 +73,7 @@ def compare_cmd(
         )
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
-    out = click.get_text_stream("stdout")
+    out = stdout()
     if fmt == "json":
         out.write(json.dumps(cmp.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
     elif fmt == "markdown":

@@ -1,7 +1,7 @@
 """Compare assembled partition records with the simulator's ground truth.
 
-`python tools/accuracy.py fixtures/sim/*.log` prints, per log, how many calls were found and the share
-of calls whose GPU-region, CPU-side and identity fields all equal the truth.
+`python tools/accuracy.py fixtures/sim/*.log` prints, per log, how many calls were found and the
+share of calls whose GPU-region, CPU-side and identity fields all equal the truth.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def render() -> str:
     src = (ROOT / "src" / "cuzk_diag" / "records.py").read_text()
 
     def comment(name: str) -> str:
-        m = re.search(r'\("%s", _[ISF]\),\s*#\s*(.*)' % re.escape(name), src)
+        m = re.search(rf'\("{re.escape(name)}", _[ISF]\),\s*#\s*(.*)', src)
         return m.group(1).strip() if m else ""
 
     out = [HEAD, "## Partition records (one row per GPU call)", ""]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import IO, Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import click
 
@@ -41,6 +41,6 @@ allow_different_config_option = click.option(
 )
 
 
-def stdout() -> IO[str]:
+def stdout() -> TextIO:
     """The report stream (what click's test runner captures, too)."""
     return sys.stdout

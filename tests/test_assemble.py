@@ -20,9 +20,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 from accuracy import compare_run  # noqa: E402
 
 INDEX = json.loads((SIM / "index.json").read_text())
-#: A call that fails inside the GPU region leaves its block without the closing line whose
-#: arithmetic settles which of two open blocks (two GPUs) took an ambiguous line.
-PARTIAL = {"failures": 0.9}
+#: Fixtures on which not every GPU-region field can be recovered (none at present).
+PARTIAL: dict[str, float] = {}
 
 
 @pytest.mark.parametrize("name", sorted(INDEX))
@@ -35,7 +34,7 @@ def test_fixture_partitions_match_truth(name: str, tmp_path: Path) -> None:
     need = PARTIAL.get(name, 1.0)
     assert res["gpu_ok"] >= need * res["truth"], res["diffs"]
     assert res["id_ok"] == res["truth"], res["diffs"]
-    assert res["cpu_ok"] >= 0.75 * res["truth"], res["diffs"]
+    assert res["cpu_ok"] >= 0.98 * res["truth"], res["diffs"]
 
 
 @pytest.mark.parametrize("name", sorted(INDEX))

@@ -474,6 +474,7 @@ class Assembler:
         self.awaiting_t7: deque[Block] = deque(maxlen=64)
         self.pending_t9: deque[Event] = deque()  # host_register lines awaiting their block
         self._kinds_seen: set[str] = set()
+        self.deferred: list[Call] = []  # calls to emit once the beam has decided
         self.recent_blocks: deque[Block] = deque(
             maxlen=64
         )  # for when each GPU was released  # closed blocks (Phases 4-11: T7 due)
@@ -1087,6 +1088,9 @@ class Assembler:
             if b.seq in snaps:
                 b.restore(snaps[b.seq])
         self.beam = None
+        deferred, self.deferred = self.deferred, []
+        for call in deferred:
+            self._maybe_emit(call)
 
     def _starts_block(self, kind: str) -> bool:
         return kind in (
@@ -1631,6 +1635,15 @@ class Assembler:
         if call.emitted or not call.ended:
             return
         blk = call.block
+        if (
+            self.beam is not None
+            and blk is not None
+            and not blk.closed
+            and blk.seq in self.beam[0][2]
+        ):
+            # Its block's lines are still being weighed between hypotheses: wait for the verdict.
+            self.deferred.append(call)
+            return
         if blk is None or not blk.closed:
             if call.status != "failed":
                 return
@@ -1686,7 +1699,10 @@ class Assembler:
                 rec["gpu_threads"] = len(blk.tids)
             if rec.get("gpu") is None and isinstance(blk.fields.get("d_a_cache_gpu"), int):
                 rec["gpu"] = blk.fields["d_a_cache_gpu"]
-        rec["num_circuits"] = call.fields.get("num_circuits")
+        nc = call.fields.get("num_circuits")
+        if nc is None and call.partition is not None:
+            nc = 1  # the partition path proves one circuit per call (T3 may be missing)
+        rec["num_circuits"] = nc
         if call.status == "ok" and (blk is None or not blk.closed):
             rec["status"] = "incomplete"
         else:

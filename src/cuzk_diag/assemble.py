@@ -423,6 +423,7 @@ class Call:
         "t1_at",
         "t2_at",
         "t7_at",
+        "klines",
     )
 
     def __init__(
@@ -459,6 +460,7 @@ class Call:
         self.t1_at: float | None = None
         self.t2_at: float | None = None
         self.t7_at: float | None = None
+        self.klines: dict[str, int] = {}  # CPU-side kind -> its line number
 
 
 class Assembler:
@@ -814,6 +816,10 @@ class Assembler:
         call = self._find_call(job, part, worker if isinstance(worker, int) else None)
         if call is None:
             return
+        self._drain(None)
+        if "b_g2_msm" not in call.kinds and "prep_msm" in call.kinds:
+            # Its T3 always precedes GPU_END: if a tie gave it to another open call, take it back.
+            self._reclaim(call, "b_g2_msm", ("b_g2_msm_ms", "num_circuits"))
         call.ended = True
         call.closed_out = True
         call.status = "ok"
@@ -1473,6 +1479,9 @@ class Assembler:
             self.awaiting_t7.remove(blk)
             if blk.call is not call:
                 self._rebind(blk, call)
+        if "b_g2_msm" not in call.kinds and "prep_msm" in call.kinds:
+            # T3 precedes T7 on the same call (the prep thread is joined first).
+            self._reclaim(call, "b_g2_msm", ("b_g2_msm_ms", "num_circuits"))
         self._put_cpu(call, ev, "epilogue")
         call.t7_at = lo
 
@@ -1615,9 +1624,45 @@ class Assembler:
         self.calls.append(call)
         return call
 
+    def _reclaim(self, call: Call, kind: str, keys: tuple[str, ...]) -> None:
+        """Move a line of ``kind`` that a tie placed on another open call to ``call``.
+
+        Only lines placed without a clear winner (``cpu_weak``) move, and only when the line's
+        value puts its print time before this call's end on the TIMELINE clock.
+        """
+        end = self.clock
+        for other in self.calls:
+            if other is call or other.closed_out or not other.cpu_weak or kind not in other.kinds:
+                continue
+            v = other.fields.get(keys[0])
+            if not isinstance(v, int) or call.start is None:
+                continue
+            pred = (
+                call.start
+                + _int0(call.fields.get("setup_to_split_ms"))
+                + _int0(call.fields.get("prep_msm_ms"))
+                + v
+            )
+            if end is not None and pred > end + TOL_MS:
+                continue
+            for k in keys:
+                if k in other.fields:
+                    call.fields[k] = other.fields.pop(k)
+            other.kinds.discard(kind)
+            line = other.klines.pop(kind, None)
+            if line is not None:
+                if line in other.lines:
+                    other.lines.remove(line)
+                call.lines.append(line)
+                call.klines[kind] = line
+            call.kinds.add(kind)
+            call.cpu_weak = True
+            return
+
     def _put_cpu(self, call: Call, ev: Event, kind: str) -> None:
         call.kinds.add(kind)
         call.lines.append(ev.line)
+        call.klines[kind] = ev.line
         ren = _RENAME.get(kind, {})
         for k, v in ev.fields.items():
             if k in _DROP:

@@ -153,3 +153,29 @@ def test_python_entry_points() -> None:
 
     df = cuzk_diag.load(str(LOG))
     assert len(df) == 8 and str(df["gpu_total_ms"].dtype) == "Int64"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["analyze", str(ROOT / "fixtures" / "example.log"), "--color", "never"],
+        ["export", "--lines", str(LOG), "-o", "-", "--format", "jsonl", "-q"],
+        ["rules"],
+    ],
+)
+def test_a_closed_pipe_downstream_ends_quietly(args: list[str]) -> None:
+    # `cuzk-diag ... | head -1`: exit 0, nothing on stderr, no traceback.
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cuzk_diag", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # the reader goes away
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == ExitCode.OK, err
+    assert b"Traceback" not in err and b"Error" not in err

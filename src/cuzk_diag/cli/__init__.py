@@ -74,6 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return ExitCode.OK
+    except SystemExit as exc:
+        # click and rich turn a closed downstream pipe (`| head`) into exit 1 after pointing
+        # stdout at /dev/null; a reader that stopped reading is not an error here.
+        if exc.code == 1 and _stdout_silenced():
+            return ExitCode.OK
+        raise
     except CuzkDiagError as exc:
         click.echo(f"cuzk-diag: error: {exc}", err=True)
         return ExitCode.USAGE
@@ -87,6 +93,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return ExitCode.INTERNAL
     return int(rv) if isinstance(rv, int) else ExitCode.OK
+
+
+def _stdout_silenced() -> bool:
+    """Did a broken-pipe handler already point stdout at /dev/null?"""
+    import os
+
+    if type(sys.stdout).__name__ == "PacifyFlushWrapper":
+        return True
+    try:
+        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(os.devnull))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _silence_stdout() -> None:

@@ -69,6 +69,7 @@ _RENAME = {
 _DROP = frozenset({"gpu_tid", "_words"})
 _RECORD_COLUMNS = frozenset(name for name, _ in PARTITION_COLUMNS)
 
+_ANON_MISS = 1000.0  # cost of leaving a block with a call formed from C++ lines alone
 TOL_MS = 6  # clock truncation (gettimeofday +-1 ms, each value truncated) plus print latency
 
 
@@ -1268,32 +1269,47 @@ class Assembler:
                 end = (b.lock_lo + total, b.lock_hi + total)
         return end
 
+    def _lock_miss(self, blk: Block, c: Call) -> float:
+        """How far call ``c`` could not have taken ``blk``'s lock when the block says it did."""
+        if c.start is None:
+            return _ANON_MISS
+        if c.start > blk.lock_hi + TOL_MS:
+            return 1e9  # the block's lock came before the call began
+        lock = (blk.lock_lo + blk.lock_hi) / 2
+        ready = c.start + _int0(c.fields.get("setup_to_split_ms")) + 1
+        free_lo, free_hi = self._gpu_free_at(c.gpu, lock, blk)
+        e_lo, e_hi = max(ready, free_lo), max(ready, free_hi)
+        return max(0.0, blk.lock_lo - TOL_MS - e_hi, e_lo - blk.lock_hi - TOL_MS)
+
     def _bind_by_lock_time(self, blk: Block) -> None:
         """Code without identity lines: re-bind a closed block to the call whose start (or its
-        GPU's previous release) matches the block's lock time, found from its own values."""
+        GPU's previous release) matches the block's lock time, found from its own values.
+
+        A call already holding another unconfirmed block may swap with this one when that fits
+        both blocks better.
+        """
         if blk.lock_lo <= -1e17 or blk.lock_hi >= 1e17 or blk.lock_hi - blk.lock_lo > 3000:
             return
-        lock = (blk.lock_lo + blk.lock_hi) / 2
-        scored = []
+        cur = blk.call
+        cur_miss = self._lock_miss(blk, cur) if cur is not None else _ANON_MISS
+        best: tuple[float, int, Call] | None = None
         for c in self.calls:
-            if c.start is None or c.closed_out or c.start > blk.lock_hi + TOL_MS:
+            if c is cur or c.start is None or c.closed_out:
                 continue
             other = c.block
-            if other is not None and other is not blk and (other.closed or other.confirmed):
+            if other is not None and other.confirmed:
                 continue
-            ready = c.start + _int0(c.fields.get("setup_to_split_ms")) + 1
-            free_lo, free_hi = self._gpu_free_at(c.gpu, lock, blk)
-            e_lo, e_hi = max(ready, free_lo), max(ready, free_hi)
-            miss = max(0.0, blk.lock_lo - TOL_MS - e_hi, e_lo - blk.lock_hi - TOL_MS)
-            scored.append((miss, c.seq, c))
-        if not scored:
-            return
-        scored.sort(key=lambda t: (t[0], t[1]))
-        best = scored[0][2]
-        if best is not blk.call and scored[0][0] + 50 < min(
-            (sc for sc, _, c in scored if c is blk.call), default=float("inf")
-        ):
-            self._rebind(blk, best)
+            gain = cur_miss - self._lock_miss(blk, c)
+            if other is not None and other.closed and other.lock_hi < 1e17:
+                # Swap: the other block would move to this block's call.
+                back = self._lock_miss(other, cur) if cur is not None else _ANON_MISS
+                gain += self._lock_miss(other, c) - back
+            elif other is not None:
+                continue  # its block is still open: it cannot also hold this lock
+            if gain > 50 and (best is None or gain > best[0]):
+                best = (gain, c.seq, c)
+        if best is not None:
+            self._rebind(blk, best[2])
             blk.confirmed = False
 
     def _bind_block(

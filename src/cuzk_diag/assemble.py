@@ -113,11 +113,9 @@ class Block:
         "tids",
         "has_t17",
         "has_t10",
-        "opened_at",
         "seq",
         "confirmed",
         "extra",
-        "lo",
         "seen",
         "tid_seen",
         "multi_circuit",
@@ -126,7 +124,7 @@ class Block:
         "per_tid",
     )
 
-    def __init__(self, seq: int, line: int, lo: float | None) -> None:
+    def __init__(self, seq: int, line: int) -> None:
         self.seen: set[str] = set()
         self.tid_seen: set[tuple[str, int]] = set()
         self.multi_circuit = False
@@ -142,11 +140,9 @@ class Block:
         self.tids: set[int] = set()
         self.has_t17 = False
         self.has_t10 = False
-        self.opened_at = line
         self.seq = seq
         self.confirmed = False
         self.extra: dict[str, Value] = {}
-        self.lo = lo  # earliest TIMELINE clock the block's first line can have
 
     def accepts(self, kind: str, tid: int, ntt_era: bool) -> bool:
         """Can this block take a line of ``kind`` next? (per-thread order of reference 1.4)"""
@@ -333,23 +329,6 @@ class Block:
                 cost += max(0.0, abs(tot - pre - wait - held) - 3)  # type: ignore[operator]
         return cost
 
-    def sum_ok(self) -> bool:
-        """gpu_total ~ ntt + barrier + batch + tail (barrier unknown before main: >= 0)."""
-        f = self.fields
-        total, ntt, batch, tail = (
-            f.get("gpu_total_ms"),
-            f.get("ntt_msm_h_ms"),
-            f.get("batch_add_ms"),
-            f.get("tail_msm_ms"),
-        )
-        if not all(isinstance(v, int) for v in (total, ntt, batch, tail)):
-            return True
-        parts = ntt + batch + tail  # type: ignore[operator]
-        barrier = f.get("barrier_wait_ms")
-        if isinstance(barrier, int):
-            return bool(abs(total - parts - barrier) <= 3 * TOL_MS)  # type: ignore[operator]
-        return bool(total >= parts - TOL_MS)  # type: ignore[operator]
-
 
 def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
     """Add a GPU-region line to a block's state (no side effects beyond the block)."""
@@ -421,9 +400,6 @@ class Call:
         "segment",
         "source",
         "emitted",
-        "t1_at",
-        "t2_at",
-        "t7_at",
         "klines",
     )
 
@@ -458,9 +434,6 @@ class Call:
         self.segment = segment
         self.source = source
         self.emitted = False
-        self.t1_at: float | None = None
-        self.t2_at: float | None = None
-        self.t7_at: float | None = None
         self.klines: dict[str, int] = {}  # CPU-side kind -> its line number
 
 
@@ -482,10 +455,8 @@ class Assembler:
             maxlen=64
         )  # for when each GPU was released  # closed blocks (Phases 4-11: T7 due)
         self.tl: dict[tuple[str, int | None], dict[str, Value]] = {}
-        self.by_worker: dict[int, Call] = {}  # last call started per worker
         self.seq = 0
         self.block_seq = 0
-        self.record_seq = 0
         self.segment = 0
         self.clock: float | None = None  # latest TIMELINE-clock reading (ms)
         self.epoch_ms: float | None = None  # wall clock of offset 0 (engine start line)
@@ -741,7 +712,6 @@ class Assembler:
         flushed = self.flush()  # (flush replaces self.out: take its result first)
         self.out.extend(flushed)
         self.tl.clear()
-        self.by_worker.clear()
         self.clock = None
         self.segment += 1
 
@@ -792,11 +762,6 @@ class Assembler:
         call.lines.append(ev.line)
         if worker is not None:
             call.gpu = self._gpu_of(worker)
-            prev = self.by_worker.get(worker)
-            if prev is not None and not prev.ended and prev.block is None:
-                # The worker moved on without a GPU region (split prove disabled, or skipped).
-                pass
-            self.by_worker[worker] = call
         self.calls.append(call)
 
     def _gpu_of(self, worker: int) -> int | None:
@@ -1134,7 +1099,7 @@ class Assembler:
 
     def _open_block(self, ev: Event, kind: str, lo: float | None, hi: float | None) -> Block:
         self.block_seq += 1
-        blk = Block(self.block_seq, ev.line, lo)
+        blk = Block(self.block_seq, ev.line)
         self.blocks.append(blk)
         self._bind_block(blk, ev, kind, lo, hi)
         # One mutex per GPU: an older block still open on this GPU ended without its last
@@ -1146,61 +1111,6 @@ class Assembler:
                     other.extra["gpu_region_cut_short"] = 1
                     self._close_block(other)
         return blk
-
-    def _choose_block(
-        self, cands: list[Block], ev: Event, kind: str, lo: float | None, hi: float | None
-    ) -> Block:
-        f = ev.fields
-        # Arithmetic relations of reference section 1.5 rule out blocks the values do not fit.
-        if kind == "tail_msm":
-            fits = []
-            for b in cands:
-                saved = b.fields
-                b.fields = dict(
-                    saved, tail_msm_ms=f.get("tail_msm_ms"), gpu_total_ms=f.get("gpu_total_ms")
-                )
-                ok = b.sum_ok()
-                b.fields = saved
-                if ok:
-                    fits.append(b)
-            cands = fits or cands
-        elif kind == "mutex_held":
-            held, total = f.get("mutex_held_ms"), f.get("total_start_fn_ms")
-            fits = []
-            for b in cands:
-                gt = b.fields.get("gpu_total_ms")
-                pre, wait = b.fields.get("pre_lock_cpu_ms"), b.fields.get("mutex_wait_ms")
-                ok = True
-                if isinstance(gt, int) and isinstance(held, int) and held < gt - TOL_MS:
-                    ok = False
-                if (
-                    isinstance(pre, int)
-                    and isinstance(wait, int)
-                    and isinstance(held, int)
-                    and isinstance(total, int)
-                    and abs(total - pre - wait - held) > 3
-                ):
-                    ok = False
-                if ok:
-                    fits.append(b)
-            cands = fits or cands
-        if len(cands) > 1:
-            # The TIMELINE clock: the line must print when the block's lock time plus the
-            # line's offset from the lock says it does; of the blocks that fit, the line is due
-            # first in the one whose predicted print time is earliest.
-            scored = []
-            for b in cands:
-                cost = b.lock_cost(kind, f, lo, hi)[0]
-                off = b.lock_offset(kind, f)
-                due = float("inf")
-                if off is not None and b.lock_lo > -1e17 and b.lock_hi < 1e17:
-                    due = (b.lock_lo + b.lock_hi) / 2 + off[0]
-                scored.append((cost, due, -b.stage, b.seq, b))
-            best = min(t[0] for t in scored)
-            fit = [t for t in scored if t[0] <= best + 1e-6]
-            return min(fit, key=lambda t: t[1:4])[4]
-        # Then the block that is furthest along (it started earlier), then FIFO.
-        return min(cands, key=lambda b: (-b.stage, b.seq))
 
     def _put_gpu(self, blk: Block, ev: Event, kind: str, tid: int) -> None:
         _apply_gpu(blk, ev, kind, tid)
@@ -1499,7 +1409,6 @@ class Assembler:
             # T3 precedes T7 on the same call (the prep thread is joined first).
             self._reclaim(call, "b_g2_msm", ("b_g2_msm_ms", "num_circuits"))
         self._put_cpu(call, ev, "epilogue")
-        call.t7_at = lo
 
     def _confirm_by_t7(self, call: Call, gpu_ms: int) -> None:
         """GPU_END follows T7 on the same thread: the T7 with gpu_ms >= pre_destructor_ms."""
@@ -1626,10 +1535,6 @@ class Assembler:
                 cands = fit[:1]
         call = min(cands, key=lambda c: c.seq)
         self._put_cpu(call, ev, kind)
-        if kind == "split_vectors":
-            call.t1_at = lo
-        elif kind == "prep_msm":
-            call.t2_at = lo
         if not strong:
             call.cpu_weak = True
 
@@ -1725,7 +1630,6 @@ class Assembler:
         blk = call.block
         rec: dict[str, Any] = {}
         tl = call.tl or {}
-        self.record_seq += 1
         rec["record"] = blk.seq if blk is not None else None
         rec["source"] = call.source
         rec["job_id"] = call.job_id

@@ -49,7 +49,7 @@ from cuzk_diag.records import (
     Finding,
     RunInfo,
 )
-from cuzk_diag.sources import SourceStats, read_chunks
+from cuzk_diag.sources import SourceStats, input_errors, read_chunks
 
 #: Duration columns a sketch is kept for (``*_ms`` fields that are not TIMELINE offsets).
 SKETCH_FIELDS: tuple[str, ...] = tuple(
@@ -874,16 +874,8 @@ def _open_stream(
         raw = _FdStream(fd, stop, owned=False)
     else:
         display = name
-        try:
+        with input_errors(name):
             fd = os.open(name, os.O_RDONLY)
-        except FileNotFoundError:
-            raise InputError(f"{name}: no such file") from None
-        except IsADirectoryError:
-            raise InputError(f"{name}: is a directory") from None
-        except PermissionError:
-            raise InputError(f"{name}: permission denied") from None
-        except OSError as exc:
-            raise InputError(f"{name}: {exc.strerror or exc}") from None
         raw = _FdStream(fd, stop, owned=True)
     return _decompressing(raw, raw.peek_magic(4)), display, raw.close
 

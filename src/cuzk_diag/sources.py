@@ -13,6 +13,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -47,6 +48,21 @@ class SourceStats:
     missing_final_newline: bool = False
 
 
+@contextmanager
+def input_errors(name: str) -> Iterator[None]:
+    """Turn the OS's reasons for not opening an input into one clear ``InputError``."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a directory") from None
+    except PermissionError:
+        raise InputError(f"{name}: permission denied") from None
+    except OSError as exc:
+        raise InputError(f"{name}: {exc.strerror or exc}") from None
+
+
 def open_input(name: str) -> tuple[BinaryIO, str]:
     """Open a path or ``-`` as a binary stream, decompressing .gz/.zst by their magic bytes."""
     if name == "-":
@@ -54,16 +70,8 @@ def open_input(name: str) -> tuple[BinaryIO, str]:
         display = "<stdin>"
     else:
         display = name
-        try:
+        with input_errors(name):
             raw = open(name, "rb")  # noqa: SIM115 - closed by the caller via the returned stream
-        except FileNotFoundError:
-            raise InputError(f"{name}: no such file") from None
-        except IsADirectoryError:
-            raise InputError(f"{name}: is a directory") from None
-        except PermissionError:
-            raise InputError(f"{name}: permission denied") from None
-        except OSError as exc:
-            raise InputError(f"{name}: {exc.strerror or exc}") from None
     peek = _peek(raw, 4)
     if peek.startswith(_GZIP_MAGIC):
         return gzip.GzipFile(fileobj=raw, mode="rb"), display  # type: ignore[return-value]

@@ -31,45 +31,34 @@ BATCH_ROWS = 65536
 def iter_line_batches(
     events: Iterable[Event], batch_rows: int = BATCH_ROWS
 ) -> Iterator[pa.RecordBatch]:
-    """Group events into record batches of ``LINE_SCHEMA``."""
-    cols: dict[str, list[object]] = {name: [] for name in LINE_SCHEMA.names}
-    src, line, fam, kind, bad = (
-        cols["source"],
-        cols["line"],
-        cols["family"],
-        cols["event"],
-        cols["malformed"],
-    )
-    off, job, ts, level, fields = (
-        cols["offset_ms"],
-        cols["job_id"],
-        cols["ts"],
-        cols["level"],
-        cols["fields"],
-    )
-    dumps = json.dumps
-    n = 0
+    """Group events into record batches of ``LINE_SCHEMA`` (columns built per batch)."""
+    batch: list[Event] = []
     for ev in events:
-        f = ev.fields
-        src.append(ev.source)
-        line.append(ev.line)
-        fam.append(ev.family.value)
-        kind.append(ev.kind)
-        bad.append(ev.malformed)
-        o = f.get("offset_ms")
-        off.append(o if isinstance(o, int) else None)
-        j = f.get("job_id")
-        job.append(j if isinstance(j, str) else None)
-        t = f.get("ts")
-        ts.append(t if isinstance(t, str) else None)
-        lv = f.get("level")
-        level.append(lv if isinstance(lv, str) else None)
-        fields.append(dumps(f, ensure_ascii=False) if f else None)
-        n += 1
-        if n >= batch_rows:
-            yield pa.RecordBatch.from_pydict(cols, schema=LINE_SCHEMA)
-            for v in cols.values():
-                v.clear()
-            n = 0
-    if n:
-        yield pa.RecordBatch.from_pydict(cols, schema=LINE_SCHEMA)
+        batch.append(ev)
+        if len(batch) >= batch_rows:
+            yield _batch(batch)
+            batch = []
+    if batch:
+        yield _batch(batch)
+
+
+def _typed(values: list[object], typ: type) -> list[object]:
+    return [v if type(v) is typ else None for v in values]
+
+
+def _batch(evs: list[Event]) -> pa.RecordBatch:
+    dumps = json.JSONEncoder(ensure_ascii=False).encode
+    fields = [e.fields for e in evs]
+    cols = {
+        "source": [e.source for e in evs],
+        "line": [e.line for e in evs],
+        "family": [e.family.value for e in evs],
+        "event": [e.kind for e in evs],
+        "malformed": [e.malformed for e in evs],
+        "offset_ms": _typed([f.get("offset_ms") for f in fields], int),
+        "job_id": _typed([f.get("job_id") for f in fields], str),
+        "ts": _typed([f.get("ts") for f in fields], str),
+        "level": _typed([f.get("level") for f in fields], str),
+        "fields": [dumps(f) if f else None for f in fields],
+    }
+    return pa.RecordBatch.from_pydict(cols, schema=LINE_SCHEMA)

@@ -78,6 +78,11 @@ def _t0(c: Call) -> float:
     return c.start if c.start is not None else 0.0
 
 
+def _iv(d: dict[str, Value], k: str) -> int | None:
+    v = d.get(k)
+    return v if type(v) is int else None
+
+
 def _int0(v: Value) -> int:
     return v if isinstance(v, int) else 0
 
@@ -184,11 +189,7 @@ class Block:
     def lock_offset(self, kind: str, f: dict[str, Value]) -> tuple[float, float] | None:
         """How long after the lock a line of ``kind`` prints, from its values and the block's."""
         b = self.fields
-
-        def iv(d: dict[str, Value], k: str) -> int | None:
-            v = d.get(k)
-            return v if isinstance(v, int) else None
-
+        iv = _iv
         if kind == "mutex_wait":
             return (0.0, 2.0)
         if kind in ("prestage_vram", "prestage_setup", "pool_threshold"):
@@ -228,7 +229,12 @@ class Block:
         self, kind: str, f: dict[str, Value], lo: float | None, hi: float | None
     ) -> tuple[float, float, float]:
         """(cost, new_lo, new_hi): how far the line's clock bracket misses the lock interval."""
-        off = self.lock_offset(kind, f)
+        return self.lock_cost_at(self.lock_offset(kind, f), lo, hi)
+
+    def lock_cost_at(
+        self, off: tuple[float, float] | None, lo: float | None, hi: float | None
+    ) -> tuple[float, float, float]:
+        """``lock_cost`` for an offset already computed."""
         if off is None or (lo is None and hi is None):
             return 0.0, self.lock_lo, self.lock_hi
         new_lo = self.lock_lo if lo is None else max(self.lock_lo, lo - off[1] - TOL_MS)
@@ -1001,9 +1007,11 @@ class Assembler:
                 self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
                 self._extend_beam(ev, kind, tid, lo, hi, ntt_era)
                 return
+        off = None
         if not tid:
-            _, blk.lock_lo, blk.lock_hi = blk.lock_cost(kind, ev.fields, lo, hi)
-        self._put_gpu(blk, ev, kind, tid)
+            off = blk.lock_offset(kind, ev.fields)
+            _, blk.lock_lo, blk.lock_hi = blk.lock_cost_at(off, lo, hi)
+        self._put_gpu(blk, ev, kind, tid, off)
 
     BEAM_WIDTH = 8
 
@@ -1112,10 +1120,18 @@ class Assembler:
                     self._close_block(other)
         return blk
 
-    def _put_gpu(self, blk: Block, ev: Event, kind: str, tid: int) -> None:
+    def _put_gpu(
+        self,
+        blk: Block,
+        ev: Event,
+        kind: str,
+        tid: int,
+        off: tuple[float, float] | None = None,
+    ) -> None:
         _apply_gpu(blk, ev, kind, tid)
-        if not tid and blk.lock_lo > -1e17 and blk.lock_hi < 1e17:
-            off = blk.lock_offset(kind, ev.fields) if kind != "ntt_h" else None
+        if not tid and kind != "ntt_h" and blk.lock_lo > -1e17 and blk.lock_hi < 1e17:
+            if off is None:
+                off = blk.lock_offset(kind, ev.fields)
             if off is not None and off[1] < 1e11 and blk.lock_hi - blk.lock_lo < 50:
                 self._anchor = (blk.lock_lo + off[0], blk.lock_hi + off[1])
         if kind in ("pool_threshold", "d_a_cache"):

@@ -1,6 +1,6 @@
 """Discrete-event model of the cuzk proving daemon that writes realistic logs plus ground truth.
 
-The model follows the cuzk log-format reference (section numbers below are its own):
+The model follows the cuzk log formats of docs/log-formats.md (section numbers below are its own):
 bench submissions, the synthesis pool, the GPU queue, ``n_gpus`` x ``gw`` GPU workers with one
 C++ mutex per GPU, and the C++ call structure of each ``groth16_cuda.cu`` version (threads
 *main*, *prep*, *gpu*, *dealloc*). Every line gets a simulated time; the output is sorted by

@@ -99,7 +99,7 @@ def _stdout_silenced() -> bool:
     """Did a broken-pipe handler already point stdout at /dev/null?"""
     import os
 
-    if type(sys.stdout).__name__ == "PacifyFlushWrapper":
+    if type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):  # click < 8.5 and >= 8.5
         return True
     try:
         return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(os.devnull))

@@ -192,8 +192,10 @@ class Block:
         iv = _iv
         if kind == "mutex_wait":
             return (0.0, 2.0)
-        if kind in ("prestage_vram", "prestage_setup", "pool_threshold"):
-            return (0.0, 300.0)
+        if kind == "pool_threshold":
+            return (0.0, 30.0)  # printed as the GPU thread starts, before the d_a allocation
+        if kind in ("prestage_vram", "prestage_setup"):
+            return (0.0, 300.0)  # after a device-wide synchronize and pool trim
         if kind == "d_a_cache":
             return (0.0, 5000.0)
         if kind == "ntt_h":
@@ -1201,6 +1203,15 @@ class Assembler:
             return _ANON_MISS
         if c.start > blk.lock_hi + TOL_MS:
             return 1e9  # the block's lock came before the call began
+        named = blk.fields.get("d_a_cache_gpu", blk.fields.get("pool_threshold_gpu"))
+        if (
+            isinstance(named, int)
+            and c.gpu is not None
+            and named != c.gpu
+            and len(self.gpus_seen) > 1
+        ):
+            # One-time lines name the GPU (calls are routed per GPU once several GPUs show up).
+            return 1e9
         lock = (blk.lock_lo + blk.lock_hi) / 2
         ready = c.start + _int0(c.fields.get("setup_to_split_ms")) + 1
         free_lo, free_hi = self._gpu_free_at(c.gpu, lock, blk)

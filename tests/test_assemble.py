@@ -48,7 +48,14 @@ def test_fixture_accounting_matches_simulator(name: str, full: bool) -> None:
         pass
     assert dict(acc.by_family) | {} == {k: v for k, v in acc.by_family.items()}
     assert {k: acc.by_family.get(k, 0) for k in expected["by_family"]} == expected["by_family"]
-    assert acc.lines_total == sum(expected["by_family"].values())
+    assert acc.lines_total == sum(expected["by_family"].values()) == expected["lines_total"]
+    # Damage is counted as the simulator wrote it.
+    assert acc.torn_repaired == expected.get("torn", 0) and acc.torn_unrepaired == 0
+    assert acc.decode_errors == expected.get("invalid_utf8_lines", 0)
+    assert acc.journald_lines == expected.get("journald_lines", 0)
+    assert acc.ansi_lines == expected.get("ansi_lines", 0)
+    assert acc.malformed == expected.get("malformed", 0)
+    assert acc.oversized_lines == 0  # the simulator's huge line is under the 1 MiB cut
 
 
 def test_analysis_mode_events_equal_full_parse_for_what_analysis_needs() -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import json
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -567,13 +567,6 @@ class Assembler:
             rec["era"] = self.info.era
         out, self.out = self.out, []
         return out
-
-    def run(self, events: Iterable[Event]) -> Iterator[dict[str, Any]]:
-        for ev in events:
-            yield from self.feed(ev)
-        yield from self.finish()
-
-    # -- clock ------------------------------------------------------------------------------------
 
     def _drain(self, hi: float | None) -> None:
         """Place the C++ lines read since the last clock reading; ``hi`` is the new reading."""
@@ -1743,13 +1736,3 @@ class Assembler:
         call.ended = True
         call.status = "incomplete"
         self._emit(call)
-
-
-def assemble(
-    events: Iterable[Event], accounting: Accounting | None = None, info: RunInfo | None = None
-) -> tuple[list[dict[str, Any]], Assembler]:
-    """Assemble a whole event stream; returns the records (lock order) and the assembler."""
-    asm = Assembler(accounting, info)
-    records = list(asm.run(events))
-    records.sort(key=lambda r: (r["record"] is None, r["record"] or 0))
-    return records, asm

@@ -63,19 +63,3 @@ def _types_mapper(t: pa.DataType) -> Any:
 def table_to_frame(table: pa.Table) -> pd.DataFrame:
     """pandas view with nullable dtypes (Int64, Float64, string) so missing stays missing."""
     return table.to_pandas(types_mapper=_types_mapper)
-
-
-def frame_to_table(df: pd.DataFrame) -> pa.Table:
-    """Back from pandas to the declared schema (columns the frame lacks are null)."""
-    cols = {}
-    n = len(df)
-    for name, typ in PARTITION_COLUMNS:
-        if name in df.columns:
-            cols[name] = pa.array(df[name].astype(object).where(df[name].notna(), None), type=typ)
-        else:
-            cols[name] = pa.nulls(n, type=typ)
-    return pa.table(cols, schema=PARTITION_SCHEMA)
-
-
-def empty_frame() -> pd.DataFrame:
-    return table_to_frame(PARTITION_SCHEMA.empty_table())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,14 +89,6 @@ def assemble_table(
     return table, info, acc
 
 
-def assemble_inputs(
-    inputs: Sequence[str], progress: Callable[[int], None] | None = None
-) -> tuple[list[dict[str, Any]], RunInfo, Accounting]:
-    """Like ``assemble_table`` but as a list of dicts (small inputs, tests)."""
-    table, info, acc = assemble_table(inputs, progress)
-    return table.to_pylist(), info, acc
-
-
 def load_run(inputs: Sequence[str] | str, progress: Callable[[int], None] | None = None) -> Run:
     """Parse and assemble the inputs (paths, ``-`` for stdin, .gz/.zst) into a ``Run``."""
     names = [inputs] if isinstance(inputs, str) else list(inputs)
@@ -112,10 +104,6 @@ def run_metadata_of(info: RunInfo, acc: Accounting) -> dict[bytes, bytes]:
         META_INFO: json.dumps(info.to_dict(), default=str).encode(),
         META_ACCOUNTING: json.dumps(acc.to_dict(), default=str).encode(),
     }
-
-
-def run_metadata(run: Run) -> dict[bytes, bytes]:
-    return run_metadata_of(run.info, run.accounting)
 
 
 def read_export(path: str) -> Run:
@@ -160,17 +148,3 @@ def is_parquet(path: str) -> bool:
             return fh.read(4) == b"PAR1"
     except OSError:
         return False
-
-
-def load_any(path: str) -> Run:
-    """A log (any form ``load_run`` takes) or a Parquet export of one."""
-    return read_export(path) if is_parquet(path) else load_run([path])
-
-
-def iter_records(inputs: Iterable[str]) -> Iterable[dict[str, Any]]:
-    """Records as they complete (streaming use)."""
-    acc = Accounting()
-    asm = Assembler(acc, RunInfo())
-    for ev in iter_events(inputs, acc, full=False):
-        yield from asm.feed(ev)
-    yield from asm.finish()

@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     env, fp = snapshot_env(args.out / "live-memory-work")
 
-    sim_cmd = [sys.executable, "-m", "cuzk_diag.sim", *SIM_ARGS, "--target-mb", str(args.mb)]
+    sim_module = "cuzk_diag.model.daemon"
+    sim_cmd = [sys.executable, "-m", sim_module, *SIM_ARGS, "--target-mb", str(args.mb)]
     live_cmd = [*cuzk_diag_cmd(), "analyze", "-"]
     if args.max_records is not None:
         live_cmd += ["--max-records", str(args.max_records)]

@@ -63,7 +63,7 @@ def ensure_log(
             file=sys.stderr,
         )
         return path
-    cmd = [sys.executable, "-m", "cuzk_diag.sim", *SIM_ARGS, "--target-mb", str(mb)]
+    cmd = [sys.executable, "-m", "cuzk_diag.model.daemon", *SIM_ARGS, "--target-mb", str(mb)]
     print(f"generating {path.name}: {' '.join(['python', *cmd[1:]])} -o FILE", file=sys.stderr)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".part", dir=out_dir)
     os.close(fd)

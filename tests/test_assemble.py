@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cuzk_diag.lines import iter_events
+from cuzk_diag.model.daemon import SimConfig, simulate
 from cuzk_diag.pipeline import load_run
 from cuzk_diag.records import Accounting
-from cuzk_diag.sim import SimConfig, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 SIM = ROOT / "fixtures" / "sim"

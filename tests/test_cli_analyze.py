@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 pytest.importorskip("cuzk_diag.pipeline")
-sim = pytest.importorskip("cuzk_diag.sim")
+sim = pytest.importorskip("cuzk_diag.model.daemon")
 
 from cuzk_diag.cli import cli  # noqa: E402
 from cuzk_diag.exit_codes import ExitCode  # noqa: E402

@@ -229,7 +229,7 @@ def test_markdown_summary_and_step_summary(tmp_path):
 # --------------------------------------------------------------------------------------------
 
 from cuzk_diag import cli as cli_mod  # noqa: E402  (the CLI part of this module)
-from cuzk_diag import sim  # noqa: E402
+from cuzk_diag.model import daemon as sim  # noqa: E402
 
 #: Phase 9-11 code with one worker per GPU: gpu_total_ms about 2.5 s and steady (no barrier
 #: wait in it), seven proofs of ten partitions at cuzk-bench -c 7 -j 3.

@@ -22,7 +22,6 @@ from typing import IO, Any
 import pytest
 from click.testing import CliRunner
 
-from cuzk_diag import sim
 from cuzk_diag.analysis import analyze
 from cuzk_diag.assemble import Assembler
 from cuzk_diag.cli import cli
@@ -36,6 +35,7 @@ from cuzk_diag.live import (
     QuantileSketch,
     RecordStore,
 )
+from cuzk_diag.model import daemon as sim
 from cuzk_diag.sources import SourceStats, clean_text
 
 #: Delay allowed between writing the line that completes something and reading its event.

@@ -20,8 +20,8 @@ from click.testing import CliRunner
 
 from cuzk_diag.cli import cli
 from cuzk_diag.exit_codes import ExitCode
+from cuzk_diag.model.daemon import SimConfig, simulate
 from cuzk_diag.rules import all_rules
-from cuzk_diag.sim import SimConfig, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = all_rules()

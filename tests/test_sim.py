@@ -21,8 +21,8 @@ try:
 except ImportError:  # running from a checkout without an installed package
     sys.path.insert(0, str(ROOT / "src"))
 
-from cuzk_diag import sim  # noqa: E402
-from cuzk_diag.sim import MESSY, SimConfig, SimResult, simulate, write_log  # noqa: E402
+from cuzk_diag.model import daemon as sim  # noqa: E402
+from cuzk_diag.model.daemon import MESSY, SimConfig, SimResult, simulate, write_log  # noqa: E402
 
 ALL_VERSIONS = [(era, cpp) for era, cpps in sim.ERA_CPP.items() for cpp in cpps]
 SEEDS = (1, 2, 3)

@@ -130,7 +130,7 @@ def sweep(seeds: int) -> None:
     import os
     import tempfile
 
-    from cuzk_diag.sim import SimConfig, simulate
+    from cuzk_diag.model.daemon import SimConfig, simulate
 
     print("era         gw gpus  calls  gpu-region  cpu-side  ids")
     for era in ("phase4-8", "phase9-11", "phase12", "pool-cache", "main"):

@@ -22,7 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from cuzk_diag.sim import MESSY, SimConfig, SimResult, simulate  # noqa: E402
+from cuzk_diag.model.daemon import MESSY, SimConfig, SimResult, simulate  # noqa: E402
 
 #: name -> SimConfig keyword arguments. Partition counts are reduced where a full 10-partition
 #: proof is not needed, to keep each fixture at tens of KB.

@@ -48,8 +48,8 @@ sys.path.insert(0, str(ROOT / "src"))
 from click.testing import CliRunner  # noqa: E402
 
 from cuzk_diag.cli import cli  # noqa: E402
+from cuzk_diag.model.daemon import SimConfig, simulate  # noqa: E402
 from cuzk_diag.rules import all_rules  # noqa: E402
-from cuzk_diag.sim import SimConfig, simulate  # noqa: E402
 
 RULES_DIR = ROOT / "fixtures" / "rules"
 DEFAULTS = RULES_DIR / "defaults.toml"

@@ -10,13 +10,14 @@ derived from the simulated instants with the same truncation rules as the code
 
 Library use::
 
-    from cuzk_diag.sim import SimConfig, simulate
+    from cuzk_diag.model.daemon import SimConfig, simulate
     res = simulate(SimConfig(era="main", n_gpus=2, gw=2, proofs=4, concurrency=2, seed=1))
     res.text        # the log
     res.truth       # one dict per GPU call, in lock-acquisition order
     res.expected    # what a line accountant should find in res.text
 
-Big logs are streamed with :func:`write_log` or ``python -m cuzk_diag.sim ... --target-mb 250``.
+Big logs are streamed with :func:`write_log` or
+``python -m cuzk_diag.model.daemon ... --target-mb 250``.
 
 Conventions of the ground truth (``SimResult.truth``):
 
@@ -2277,13 +2278,13 @@ def _run(cfg: SimConfig, sink: IO[bytes], truth: bool) -> SimResult:
 
 
 # ---------------------------------------------------------------------------------------------
-# Command line: python -m cuzk_diag.sim --era main --gpus 2 --gw 2 --proofs 20 ... -o big.log
+# Command line: python -m cuzk_diag.model.daemon --era main --gpus 2 --gw 2 --proofs 20 ... -o x.log
 # ---------------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m cuzk_diag.sim", description="Write a simulated cuzk daemon log."
+        prog="python -m cuzk_diag.model.daemon", description="Write a simulated cuzk daemon log."
     )
     ap.add_argument("--era", default="main", choices=ERAS)
     ap.add_argument("--cpp-version", type=int, default=None)

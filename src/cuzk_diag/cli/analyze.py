@@ -190,7 +190,9 @@ def _write_report(result: Analysis, fmt: str, color: str, output: str | None) ->
             with open(output, "w", encoding="utf-8") as fh:
                 render(result, fh, color=color)
         except OSError as exc:
-            raise UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
+            from cuzk_diag.writers import cannot_write
+
+            raise cannot_write(output, exc) from None
         click.echo(
             f"cuzk-diag: wrote {fmt} report to {output} ({counts_text(result.counts())})",
             err=True,

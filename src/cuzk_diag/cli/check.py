@@ -222,7 +222,9 @@ def _write_or_fail(write: Any, path: str) -> None:
     try:
         write()
     except OSError as exc:
-        raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        from cuzk_diag.writers import cannot_write
+
+        raise cannot_write(path, exc) from None
 
 
 def _report_input_error(

@@ -65,6 +65,24 @@ class Analysis:
     def at_or_above(self, severity: Severity) -> list[Finding]:
         return [f for f in self.findings if f.severity >= severity]
 
+    def unusable(self) -> str | None:
+        """Why the input holds nothing to diagnose (no GPU call at all), or None."""
+        if self.facts.partitions:
+            return None
+        acc = self.accounting
+        label = ", ".join(self.inputs or acc.sources) or "the input"
+        if acc.lines_total == 0:
+            return f"{label}: the input is empty; nothing to diagnose"
+        if acc.decode_errors * 2 > acc.lines_total:
+            return (
+                f"{label}: {acc.decode_errors:,} of {acc.lines_total:,} lines are not UTF-8 text "
+                "(a binary file?); no GPU call found, nothing to diagnose"
+            )
+        return (
+            f"{label}: no GPU call found (no CUZK_TIMING or TIMELINE GPU lines in "
+            f"{acc.lines_total:,} lines); nothing to diagnose"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON report (layout in docs/report-schema.md)."""
         return {

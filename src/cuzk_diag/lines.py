@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from cuzk_diag.records import Accounting, Event, Family, RunInfo, Value
-from cuzk_diag.sources import MAX_LINE
+from cuzk_diag.sources import MAX_LINE, Source
 
 TIMING_PREFIX = "CUZK_TIMING: "
 NTT_H_PREFIX = "CUZK_NTT_H: "
@@ -936,14 +936,15 @@ def _apply_stats(acc: Accounting, stats: Any) -> None:
 
 
 def iter_events(
-    inputs: Iterable[str],
+    inputs: Iterable[str | Source],
     accounting: Accounting | None = None,
     *,
     full: bool = True,
     progress: Any = None,
 ) -> Iterator[Event]:
-    """Stream events from several inputs in order; ``accounting`` is filled as it goes."""
-    from cuzk_diag.sources import iter_input
+    """Stream events from several inputs (paths, ``-``, opened ``Source``s) in order;
+    ``accounting`` is filled as it goes."""
+    from cuzk_diag.sources import display_name, iter_input
 
     acc = accounting if accounting is not None else Accounting()
     for idx, name in enumerate(inputs):
@@ -959,4 +960,4 @@ def iter_events(
             _apply_stats(acc, stats)
             acc.sources.append(stats.name)
         else:
-            acc.sources.append("<stdin>" if name == "-" else name)
+            acc.sources.append(display_name(name))

@@ -150,7 +150,7 @@ def test_no_gpu_call_prints_the_report_then_exits_2(tmp_path: Path) -> None:
     p.write_text("hello\nworld\n")
     code, out, err = run("analyze", str(p), "--format", "json")
     assert code == ExitCode.USAGE
-    assert err.startswith("cuzk-diag: error: ") and "no GPU call found" in err
+    assert err.startswith("cuzk-diag: error: ") and "no GPU calls found" in err
     assert findings(out) == ["CZ701"]
 
 

@@ -3,6 +3,7 @@ damaged input read as far as it goes, signals that still leave a report."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -250,3 +251,88 @@ def test_a_fifo_given_to_compare_is_read_whole(tmp_path: Path) -> None:
     ref = json.loads(cuzk("compare", str(INCIDENT), str(INCIDENT), "--format", "json").stdout)
     assert doc["shape"] == ref["shape"] and doc["run"] == ref["run"]
     assert doc["stages"] == ref["stages"]
+
+
+# -- truncated compressed logs ----------------------------------------------------------------
+
+
+def _gzip_prefix(data: bytes) -> bytes:
+    import zlib
+
+    return zlib.decompressobj(wbits=31).decompress(data)
+
+
+def _zstd_prefix(data: bytes) -> bytes:
+    import zstandard
+
+    return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+
+
+def _compressed(kind: str, data: bytes) -> bytes:
+    if kind == "gz":
+        return gzip.compress(data)
+    import zstandard
+
+    return zstandard.ZstdCompressor().compress(data)
+
+
+@pytest.mark.parametrize(
+    "kind,fraction", [("gz", 0.5), ("gz", 0.9), ("zst", 0.9)], ids=["gz50", "gz90", "zst90"]
+)
+def test_a_truncated_compressed_log_is_read_as_far_as_it_goes(
+    tmp_path: Path, kind: str, fraction: float
+) -> None:
+    whole = _compressed(kind, EXAMPLE.read_bytes())
+    cut = whole[: int(len(whole) * fraction)]
+    path = tmp_path / f"daemon.log.{kind}"
+    path.write_bytes(cut)
+    readable = (_gzip_prefix if kind == "gz" else _zstd_prefix)(cut)
+    assert readable.count(b"\n") > 100  # the test is about a partial read, not an empty one
+
+    for stdin in (False, True):  # a file (batch) and a pipe (live engine)
+        args = ["analyze", "-" if stdin else str(path), "--format", "json"]
+        code, out, err = invoke(*args, input=cut if stdin else None)
+        assert code == ExitCode.OK, err
+        doc = json.loads(out)
+        acc = doc["accounting"]
+        name = "<stdin>" if stdin else str(path)
+        assert list(acc["truncated_inputs"]) == [name]
+        assert "ends early" in acc["truncated_inputs"][name]
+        # every whole line that can be decompressed is read; the cut last line is not
+        assert acc["lines_total"] == readable.count(b"\n")
+        cz701 = [f for f in doc["findings"] if f["code"] == "CZ701"]
+        assert cz701 and cz701[0]["severity"] == "error"
+        assert cz701[0]["evidence"]["truncated_inputs"] == acc["truncated_inputs"]
+
+    # `check` fails on it by default; the complete file passes
+    code, out, err = invoke("check", str(path))
+    assert code == ExitCode.FINDINGS, out + err
+    assert "CZ701" in out
+    whole_path = tmp_path / f"whole.log.{kind}"
+    whole_path.write_bytes(whole)
+    assert invoke("check", str(whole_path))[0] == ExitCode.OK
+
+
+def test_the_truncation_policy_of_check_is_configurable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = gzip.compress(EXAMPLE.read_bytes())
+    path = tmp_path / "daemon.log.gz"
+    path.write_bytes(whole[: len(whole) * 9 // 10])
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.cuzk-diag.rules.log-coverage]\nseverity = "warning"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    code, out, err = invoke("check", str(path))
+    assert code == ExitCode.OK, out + err
+
+
+def test_a_compressed_log_cut_before_its_first_line_is_unusable(tmp_path: Path) -> None:
+    whole = gzip.compress(EXAMPLE.read_bytes())
+    path = tmp_path / "daemon.log.gz"
+    path.write_bytes(whole[:30])
+    for command in ("check", "analyze"):
+        code, _, err = invoke(command, str(path))
+        assert code == ExitCode.USAGE, err
+        assert_error_form(err)
+        assert "ends early" in err

@@ -71,17 +71,19 @@ class Analysis:
             return None
         acc = self.accounting
         label = ", ".join(self.inputs or acc.sources) or "the input"
+        none = f"{label}: no GPU calls found"
+        if acc.truncated_inputs:
+            cut = acc.truncated_inputs
+            why = "; ".join(v if len(cut) == 1 else f"{k}: {v}" for k, v in cut.items())
+            return f"{none}: the input ends early: {why}"
         if acc.lines_total == 0:
-            return f"{label}: the input is empty; nothing to diagnose"
+            return f"{none}: the input is empty"
         if acc.decode_errors * 2 > acc.lines_total:
             return (
-                f"{label}: {acc.decode_errors:,} of {acc.lines_total:,} lines are not UTF-8 text "
-                "(a binary file?); no GPU call found, nothing to diagnose"
+                f"{none}: {acc.decode_errors:,} of {acc.lines_total:,} lines are not UTF-8 text "
+                "(a binary file?)"
             )
-        return (
-            f"{label}: no GPU call found (no CUZK_TIMING or TIMELINE GPU lines in "
-            f"{acc.lines_total:,} lines); nothing to diagnose"
-        )
+        return f"{none} (no CUZK_TIMING or TIMELINE GPU lines in {acc.lines_total:,} lines)"
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report (layout in docs/report-schema.md)."""

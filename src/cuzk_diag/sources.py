@@ -47,6 +47,7 @@ class SourceStats:
     decode_errors: int = 0
     oversized_lines: int = 0
     missing_final_newline: bool = False
+    truncated: str | None = None  # why the input ended early (a truncated .gz/.zst), if it did
 
 
 @contextmanager
@@ -337,13 +338,16 @@ def read_chunks(
                 if follow:
                     break
         except (EOFError, OSError, gzip.BadGzipFile, zstd_error()) as exc:
-            # A truncated .gz/.zst ends the input; what was read so far still counts.
+            # A truncated .gz/.zst (or a read error) ends the input: the whole lines read so far
+            # count, the cut last line does not (its last value may be cut short), and the
+            # truncation is noted for the accounting and the log-coverage rule.
             tail = carry + b"".join(pieces)
             stats.bytes_read += got
-            if tail:
-                stats.missing_final_newline = not tail.endswith(b"\n")
-                yield clean_text(tail if tail.endswith(b"\n") else tail + b"\n", stats)
-            raise InputError(f"{stats.name}: input ends early ({exc})") from None
+            cut = max(tail.rfind(b"\n"), tail.rfind(b"\r")) + 1
+            if cut:
+                yield clean_text(tail[:cut], stats)
+            stats.truncated = truncation_reason(exc, len(tail) - cut)
+            return
         block = b"".join(pieces)
         if not block:
             continue
@@ -366,6 +370,19 @@ def read_chunks(
     if carry:
         stats.missing_final_newline = True
         yield clean_text(carry + b"\n", stats)
+
+
+def truncation_reason(exc: BaseException, cut_bytes: int) -> str:
+    """What ended an input early, in words, with the cut line that was not read."""
+    if isinstance(exc, EOFError):
+        why = f"compressed data ends early ({exc})"
+    elif isinstance(exc, OSError) and not isinstance(exc, gzip.BadGzipFile) and exc.strerror:
+        why = f"read error ({exc.strerror})"
+    else:
+        why = f"compressed data is damaged ({exc})"
+    if cut_bytes:
+        why += f"; the cut last line ({cut_bytes:,} bytes) was not read"
+    return why
 
 
 def zstd_error() -> type[Exception]:
@@ -443,22 +460,20 @@ def _strip_journald(text: str, stats: SourceStats) -> str:
 def iter_input(
     name: str | Source, chunk_size: int = CHUNK_SIZE
 ) -> Iterator[tuple[SourceStats, str]]:
-    """Open one input (or take an opened ``Source``) and yield ``(stats, chunk)`` pairs;
-    closes the input when done."""
+    """Open one input (or take an opened ``Source``) and yield ``(stats, chunk)`` pairs, at
+    least one (an empty input yields ``(stats, "")``, so that its stats are seen); closes the
+    input when done."""
     src = name if isinstance(name, Source) else open_source(name)
     stats = SourceStats(src.display)
+    empty = True
     try:
         for chunk in read_chunks(src.text_stream(), stats, chunk_size):
+            empty = False
             yield stats, chunk
+        if empty:
+            yield stats, ""
     finally:
         src.close()
-
-
-def display_name(name: str | Source) -> str:
-    """How an input is named in messages and the accounting."""
-    if isinstance(name, Source):
-        return name.display
-    return "<stdin>" if name == "-" else name
 
 
 def input_size(name: str) -> int | None:

@@ -38,9 +38,12 @@ def load_analysis(inputs: Sequence[str], config: Any) -> tuple[Any, Any]:
 
 def run_metrics(inputs: Sequence[str], config: Any) -> Any:
     """RunMetrics of the inputs."""
-    from cuzk_diag.gate import metrics_from_analysis
+    from cuzk_diag.gate import NoDataError, metrics_from_analysis
 
     analysis, _ = load_analysis(inputs, config)
+    reason = analysis.unusable()
+    if reason is not None:
+        raise NoDataError(reason)
     return metrics_from_analysis(analysis, input_label(inputs))
 
 

@@ -133,6 +133,8 @@ def accounting_summary(acc: Accounting, rows: int, what: str, output: str) -> st
             issues.append(f"{d[key]} {label}")
     if d["unknown_keys"]:
         issues.append("unknown keys: " + json.dumps(d["unknown_keys"]))
+    for name, why in d["truncated_inputs"].items():
+        issues.append(f"{name} ends early: {why}")
     if issues:
         parts.append("; ".join(issues))
     return "cuzk-diag: " + "\n  ".join(parts)

@@ -227,11 +227,12 @@ class ZstdReader:
     """zstd frames decompressed as they come; ``EOFError`` when the data ends inside a frame.
 
     (zstandard's stream reader returns end of data silently on a truncated file.) Compressed
-    input is fed in small pieces so that the output of one piece stays bounded even for a
-    decompression bomb (at most about 128 KiB per 4 input bytes).
+    input is fed in small pieces so that what one piece expands to stays bounded even for a
+    decompression bomb (zstd expands 4 bytes to at most 128 KiB), and no read returns more
+    than was asked for.
     """
 
-    PIECE = 1024
+    PIECE = 256
 
     def __init__(self, raw: Any) -> None:
         import zstandard
@@ -241,10 +242,12 @@ class ZstdReader:
         self._dctx = zstandard.ZstdDecompressor()
         self._dobj = self._dctx.decompressobj()
         self._pending = b""  # compressed bytes not fed yet
+        self._out = b""  # decompressed bytes not returned yet
         self._in_frame = False
 
     def read1(self, n: int = 1 << 16) -> bytes:
-        while True:
+        n = n if n and n > 0 else 1 << 16
+        while not self._out:
             if not self._pending:
                 self._pending = self._read(1 << 16)
                 if not self._pending:
@@ -262,9 +265,9 @@ class ZstdReader:
                 else:
                     piece = b""
                     self._in_frame = True
-            data = b"".join(out)
-            if data:
-                return data
+            self._out = b"".join(out)
+        data, self._out = self._out[:n], self._out[n:]
+        return data
 
     read = read1
 

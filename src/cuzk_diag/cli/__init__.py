@@ -48,11 +48,14 @@ class Group(click.Group):
 
 
 EXIT_CODES_HELP = """\b
-Exit codes:
-  0  ok
-  1  findings at or above --fail-on, or a failed gate
-  2  usage or input error
-  3  internal error (rerun with --debug for a traceback)
+Exit codes (also when stdout is a pipe closed early, as by | head):
+  0    ok
+  1    findings at or above --fail-on, or a failed gate (a truncated
+       .gz/.zst input is an error-level finding)
+  2    usage or input error (cuzk-diag: error: ... on stderr)
+  3    internal error (rerun with --debug for a traceback)
+  129, 130, 143
+       SIGHUP, Ctrl-C, SIGTERM (live mode, stdin: after the report)
 """
 
 

@@ -124,8 +124,9 @@ def analyze_cmd(
     On a terminal a dashboard shows proofs done, partitions in flight, s/proof, GPU
     utilisation, stage medians and the current findings. With stdout piped and no
     --format, JSON Lines events are written as they happen (type: partition, finding,
-    finding_cleared, summary). End of input or Ctrl-C prints the final report (in JSON
-    Lines mode: a final summary event holding it) and exits 0.
+    finding_cleared, summary). End of input prints the final report (in JSON Lines mode: a
+    final summary event holding it); so do Ctrl-C, SIGTERM and SIGHUP, which then exit 130,
+    143 and 129. Reading - with --no-live ends the same way.
 
     \b
     Windowed figures (the last --window partitions): GPU and kernel utilisation, the
@@ -224,7 +225,7 @@ def _exit_code(
             "read until then",
             err=True,
         )
-        ctx.exit(128 + signum)
+        ctx.exit(ExitCode.of_signal(signum))
     reason = result.unusable()
     if reason is not None:
         raise UsageError(reason)

@@ -20,6 +20,12 @@ class UsageError(click.ClickException):
     exit_code = ExitCode.USAGE
 
 
+#: click >= 8.2 raises this for a group called without a command (it shows the help).
+_NoArgsIsHelp: type[click.UsageError] = getattr(
+    click.exceptions, "NoArgsIsHelpError", type("_Never", (click.UsageError,), {})
+)
+
+
 def error_line(message: str) -> str:
     """The one form of every error message on stderr."""
     return f"cuzk-diag: error: {message}"
@@ -115,6 +121,9 @@ def _run(
         return ExitCode.INTERRUPTED
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED
+    except _NoArgsIsHelp as exc:  # `cuzk-diag` alone: the help, as click prints it
+        exc.show()
+        return ExitCode.USAGE
     except click.UsageError as exc:
         click.echo(error_line(exc.format_message()), err=True)
         if exc.ctx is not None:

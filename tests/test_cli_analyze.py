@@ -145,12 +145,12 @@ def test_usage_errors_exit_2(logs: dict[str, Path], args: list[str], message: st
     assert message in result.output
 
 
-def test_no_gpu_call_warns_on_stderr(tmp_path: Path) -> None:
+def test_no_gpu_call_prints_the_report_then_exits_2(tmp_path: Path) -> None:
     p = tmp_path / "other.log"
     p.write_text("hello\nworld\n")
     code, out, err = run("analyze", str(p), "--format", "json")
-    assert code == ExitCode.OK
-    assert "no GPU call found" in err
+    assert code == ExitCode.USAGE
+    assert err.startswith("cuzk-diag: error: ") and "no GPU calls found" in err
     assert findings(out) == ["CZ701"]
 
 

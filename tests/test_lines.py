@@ -275,16 +275,14 @@ def test_compressed_inputs(tmp_path):
 
 
 def test_truncated_gzip_counts_what_was_read(tmp_path):
-    from cuzk_diag.errors import InputError
-
     raw = (FIX / "timing_main.log").read_bytes() * 200
     gz = tmp_path / "t.log.gz"
     gz.write_bytes(gzip.compress(raw)[:-200])
     acc = Accounting()
-    with pytest.raises(InputError, match="ends early"):
-        for _ in iter_events([str(gz)], acc):
-            pass
+    for _ in iter_events([str(gz)], acc):
+        pass
     assert acc.lines_total > 0
+    assert "ends early" in acc.truncated_inputs[str(gz)]
 
 
 def test_huge_line_is_cut_and_counted(tmp_path):

@@ -281,25 +281,93 @@ def test_final_json_report_equals_analyze(busy_log: Path, live_procs: list[Live]
     assert doc["accounting"]["lines_total"] == ref["accounting"]["lines_total"]
 
 
-def test_sigint_prints_the_final_report_and_exits_0(
-    busy_log: Path, live_procs: list[Live], tmp_path: Path
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_prints_the_final_report_then_exits_with_its_code(
+    busy_log: Path, live_procs: list[Live], tmp_path: Path, sig: signal.Signals
 ) -> None:
     data = busy_log.read_bytes()
     lines = data.splitlines(keepends=True)
     half = len(lines) // 2
-    live = Live("-")  # stdin stays open: only SIGINT ends the run
+    live = Live("-")  # stdin stays open: only a signal ends the run
     live_procs.append(live)
     live.write(b"".join(lines[:half]))
     assert live.wait_for(lambda ev: ev["type"] == "partition", timeout=15) is not None
     time.sleep(0.3)
-    live.proc.send_signal(signal.SIGINT)
+    live.proc.send_signal(sig)
     rc = live.proc.wait(15)
-    assert rc == ExitCode.OK
+    assert rc == 128 + sig
     final = live.events()[-1][1]
     assert final["type"] == "summary" and final["final"] is True
     prefix = tmp_path / "prefix.log"
     prefix.write_bytes(b"".join(lines[:half]))
     ref = batch_report(prefix)
+    for key in COMPARED:
+        assert final["report"][key] == ref[key], key
+
+
+def _drained(live: Live, timeout: float = 30.0) -> bool:
+    """Has the process read everything written to its stdin so far?"""
+    import fcntl
+    import struct
+    import termios
+
+    assert live.proc.stdin is not None
+    fd = live.proc.stdin.fileno()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        unread = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        if unread == 0:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_no_live_on_stdin_prints_the_report_of_what_was_read_on_a_signal(
+    busy_log: Path, live_procs: list[Live], tmp_path: Path, sig: signal.Signals
+) -> None:
+    """`producer | cuzk-diag analyze --no-live -`, stopped by Ctrl-C or a SIGTERM."""
+    lines = busy_log.read_bytes().splitlines(keepends=True)
+    prefix = b"".join(lines[: len(lines) // 2])
+    live = Live("-", "--no-live", "--format", "json")
+    live_procs.append(live)
+    live.write(prefix)
+    assert _drained(live)
+    time.sleep(0.5)
+    live.proc.send_signal(sig)
+    rc, err = live.finish()
+    assert rc == 128 + sig, err
+    assert f"stopped by {sig.name}" in err
+    doc = json.loads("".join(s for _, s in live.lines))
+    path = tmp_path / "prefix.log"
+    path.write_bytes(prefix)
+    ref = batch_report(path)
+    for key in COMPARED:
+        assert doc[key] == ref[key], key
+    assert doc["accounting"]["lines_total"] == ref["accounting"]["lines_total"]
+
+
+def test_follow_ends_on_sighup_with_the_final_report(
+    busy_log: Path, live_procs: list[Live], tmp_path: Path
+) -> None:
+    path = tmp_path / "daemon.log"
+    path.write_bytes(busy_log.read_bytes())
+    total = len(batch_emission(busy_log.read_bytes()))
+    live = Live("--follow", str(path))
+    live_procs.append(live)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        n = len([1 for _, ev in live.events() if ev["type"] == "partition" and not ev["revised"]])
+        if n >= total - 4:  # the last calls complete only at the end of input
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)
+    live.proc.send_signal(signal.SIGHUP)
+    rc, err = live.finish()
+    assert rc == 128 + signal.SIGHUP, err
+    final = live.events()[-1][1]
+    assert final["type"] == "summary" and final["final"] is True
+    ref = batch_report(busy_log)
     for key in COMPARED:
         assert final["report"][key] == ref[key], key
 
@@ -407,7 +475,7 @@ def test_follow_waits_for_the_file_and_survives_rotation(
     assert n_all > n_first, "no partition events after the rotation"
     live.proc.send_signal(signal.SIGINT)
     rc, err = live.finish()
-    assert rc == ExitCode.OK, err
+    assert rc == 128 + signal.SIGINT, err
     assert "waiting for" in err and "replaced" in err
     final = live.events()[-1][1]
     assert final["final"] is True
@@ -438,7 +506,7 @@ def test_follow_survives_truncation(busy_log: Path, tmp_path: Path, live_procs: 
         time.sleep(0.05)
     live.proc.send_signal(signal.SIGINT)
     rc, err = live.finish()
-    assert rc == ExitCode.OK, err
+    assert rc == 128 + signal.SIGINT, err
     assert "truncated" in err
     n_all = len([1 for _, ev in live.events() if ev["type"] == "partition"])
     assert n_all > n_first + 5

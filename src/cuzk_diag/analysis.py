@@ -65,6 +65,26 @@ class Analysis:
     def at_or_above(self, severity: Severity) -> list[Finding]:
         return [f for f in self.findings if f.severity >= severity]
 
+    def unusable(self) -> str | None:
+        """Why the input holds nothing to diagnose (no GPU call at all), or None."""
+        if self.facts.partitions:
+            return None
+        acc = self.accounting
+        label = ", ".join(self.inputs or acc.sources) or "the input"
+        none = f"{label}: no GPU calls found"
+        if acc.truncated_inputs:
+            cut = acc.truncated_inputs
+            why = "; ".join(v if len(cut) == 1 else f"{k}: {v}" for k, v in cut.items())
+            return f"{none}: the input ends early: {why}"
+        if acc.lines_total == 0:
+            return f"{none}: the input is empty"
+        if acc.decode_errors * 2 > acc.lines_total:
+            return (
+                f"{none}: {acc.decode_errors:,} of {acc.lines_total:,} lines are not UTF-8 text "
+                "(a binary file?)"
+            )
+        return f"{none} (no CUZK_TIMING or TIMELINE GPU lines in {acc.lines_total:,} lines)"
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON report (layout in docs/report-schema.md)."""
         return {

@@ -113,14 +113,16 @@ def load_config(path: str | None = None, *, start: str | Path | None = None) -> 
 
 
 def find_pyproject(start: Path) -> Path | None:
-    """The nearest ``pyproject.toml`` at or above ``start`` that has a ``[tool.cuzk-diag]``."""
+    """The nearest ``pyproject.toml`` at or above ``start`` that has a ``[tool.cuzk-diag]``.
+
+    A ``pyproject.toml`` on the way that cannot be read or parsed is an error (``ConfigError``
+    naming the file and line), never skipped: it may be the one meant to configure the run, and
+    skipping it would silently turn its gates off.
+    """
     for d in (start.resolve(), *start.resolve().parents):
         candidate = d / "pyproject.toml"
         if candidate.is_file():
-            try:
-                data = _read_toml(candidate)
-            except ConfigError:
-                continue  # a broken unrelated pyproject must not stop the search
+            data = _read_toml(candidate)
             tool = data.get("tool")
             if isinstance(tool, dict) and TABLE in tool:
                 return candidate
@@ -163,12 +165,22 @@ def from_table(table: Any, where: str = "<config>") -> Config:
 
 def _read_toml(p: Path) -> dict[str, Any]:
     try:
-        with p.open("rb") as fh:
-            return tomllib.load(fh)
+        data = p.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{p}: config file not found") from None
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(
+            f"{p}: not valid TOML: TOML files are UTF-8; byte 0x{data[exc.start]:02x} "
+            f"(at line {line}, column {column}) is not"
+        ) from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from None
 

@@ -11,3 +11,7 @@ class InputError(CuzkDiagError):
 
 class ConfigError(CuzkDiagError):
     """A configuration file or option is wrong."""
+
+
+class OutputError(CuzkDiagError):
+    """An output file cannot be created or written (a missing directory, no permission)."""

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from cuzk_diag.records import Accounting, Event, Family, RunInfo, Value
-from cuzk_diag.sources import MAX_LINE
+from cuzk_diag.sources import MAX_LINE, Source
 
 TIMING_PREFIX = "CUZK_TIMING: "
 NTT_H_PREFIX = "CUZK_NTT_H: "
@@ -923,26 +923,30 @@ def parse_text(text: str, *, full: bool = True) -> tuple[list[Event], Accounting
     p = LineParser(full=full)
     cleaned = clean_text(text.encode("utf-8", "surrogateescape"), stats)
     events = p.feed(cleaned) + p.close()
-    _apply_stats(p.acc, stats)
+    apply_source_stats(p.acc, stats)
     return events, p.acc
 
 
-def _apply_stats(acc: Accounting, stats: Any) -> None:
+def apply_source_stats(acc: Accounting, stats: Any) -> None:
+    """Add what cleaning found in one input to the accounting."""
     acc.ansi_lines += stats.ansi_lines
     acc.journald_lines += stats.journald_lines
     acc.journald_sources.update(stats.journald_hosts)
     acc.decode_errors += stats.decode_errors
     acc.oversized_lines += stats.oversized_lines
+    if stats.truncated:
+        acc.truncated_inputs[stats.name] = stats.truncated
 
 
 def iter_events(
-    inputs: Iterable[str],
+    inputs: Iterable[str | Source],
     accounting: Accounting | None = None,
     *,
     full: bool = True,
     progress: Any = None,
 ) -> Iterator[Event]:
-    """Stream events from several inputs in order; ``accounting`` is filled as it goes."""
+    """Stream events from several inputs (paths, ``-``, opened ``Source``s) in order;
+    ``accounting`` is filled as it goes."""
     from cuzk_diag.sources import iter_input
 
     acc = accounting if accounting is not None else Accounting()
@@ -951,12 +955,11 @@ def iter_events(
         stats = None
         for chunk_stats, chunk in iter_input(name):
             stats = chunk_stats
-            yield from parser.feed(chunk)
-            if progress is not None:
-                progress(len(chunk))
+            if chunk:
+                yield from parser.feed(chunk)
+                if progress is not None:
+                    progress(len(chunk))
         yield from parser.close()
-        if stats is not None:
-            _apply_stats(acc, stats)
+        if stats is not None:  # always: iter_input yields at least once
+            apply_source_stats(acc, stats)
             acc.sources.append(stats.name)
-        else:
-            acc.sources.append("<stdin>" if name == "-" else name)

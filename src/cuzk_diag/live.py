@@ -13,7 +13,6 @@ the final report (stored as Arrow tables, oldest dropped beyond the cap) are all
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import math
 import os
@@ -28,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import IO, Any, BinaryIO
+from typing import IO, Any
 
 import pyarrow as pa
 
@@ -39,7 +38,7 @@ from cuzk_diag.errors import InputError
 from cuzk_diag.facts import OFFSET_COLUMNS
 from cuzk_diag.follow import FollowFile
 from cuzk_diag.frame import records_to_table, table_to_frame
-from cuzk_diag.lines import LineParser
+from cuzk_diag.lines import LineParser, apply_source_stats
 from cuzk_diag.pipeline import Run, finish_table
 from cuzk_diag.records import (
     PARTITION_COLUMNS,
@@ -49,7 +48,16 @@ from cuzk_diag.records import (
     Finding,
     RunInfo,
 )
-from cuzk_diag.sources import SourceStats, input_errors, read_chunks
+from cuzk_diag.sources import (
+    MAGIC_BYTES,
+    PARQUET,
+    SourceStats,
+    decoded,
+    input_errors,
+    peek_head,
+    read_chunks,
+    sniff,
+)
 
 #: Duration columns a sketch is kept for (``*_ms`` fields that are not TIMELINE offsets).
 SKETCH_FIELDS: tuple[str, ...] = tuple(
@@ -211,6 +219,8 @@ class Sink:
 
     #: Seconds between two ``update`` calls; None: the sink takes no periodic updates.
     update_interval: float | None = None
+    #: The reader of the output went away (a closed pipe): the run ends as at end of input.
+    closed: bool = False
 
     def start(self) -> None:
         """Called once before the first input is read."""
@@ -258,9 +268,14 @@ class JsonLinesSink(Sink):
         self._first = True
 
     def _write(self, obj: dict[str, Any]) -> None:
-        self.stream.write(
-            json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
-        )
+        if self.closed:
+            return
+        try:
+            self.stream.write(
+                json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+            )
+        except BrokenPipeError:
+            self.closed = True
 
     def partition(self, record: dict[str, Any], *, revised: bool) -> None:
         obj: dict[str, Any] = {"type": "partition", "time": _now_iso(), "revised": revised}
@@ -307,7 +322,12 @@ class JsonLinesSink(Sink):
         )
 
     def flush(self) -> None:
-        self.stream.flush()
+        if self.closed:
+            return
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self.closed = True
 
 
 # -- the records kept for the final report ----------------------------------------------------
@@ -477,12 +497,8 @@ class LiveAnalyzer:
             self.parser = None
         if self.stats is not None:
             st = self.stats
-            acc = self.acc
-            acc.ansi_lines += st.ansi_lines
-            acc.journald_lines += st.journald_lines
-            acc.decode_errors += st.decode_errors
-            acc.oversized_lines += st.oversized_lines
-            acc.sources.append(st.name)
+            apply_source_stats(self.acc, st)
+            self.acc.sources.append(st.name)
             self._closed_stats.append(st)
             self.stats = None
 
@@ -865,59 +881,32 @@ def _open_stream(
             fd = sys.stdin.fileno()
         except (AttributeError, OSError, ValueError):
             # stdin replaced by an in-memory stream (tests, embedding): read it as it is.
-            stream: Any = sys.stdin.buffer
-            magic = _peek(stream)
-            if not magic:
-                magic = stream.read(4)
-                stream = _Pushback(stream, magic)
-            return _decompressing(stream, magic), display, lambda: None
+            head, stream = peek_head(sys.stdin.buffer, MAGIC_BYTES)
+            return _log_stream(stream, head, display), display, lambda: None
         raw = _FdStream(fd, stop, owned=False)
     else:
         display = name
         with input_errors(name):
             fd = os.open(name, os.O_RDONLY)
         raw = _FdStream(fd, stop, owned=True)
-    return _decompressing(raw, raw.peek_magic(4)), display, raw.close
-
-
-class _Pushback:
-    """A stream with its first bytes already read (to look at them) put back in front."""
-
-    def __init__(self, stream: BinaryIO, head: bytes) -> None:
-        self.stream = stream
-        self.head = head
-
-    def read1(self, n: int = 1 << 16) -> bytes:
-        if self.head:
-            head, self.head = self.head[:n], self.head[n:]
-            return head
-        read1 = getattr(self.stream, "read1", None)
-        return bytes(read1(n) if read1 is not None else self.stream.read(n))
-
-    def read(self, n: int = -1) -> bytes:
-        return self.read1(n if n and n > 0 else 1 << 16)
-
-    def readable(self) -> bool:
-        return True
-
-
-def _peek(stream: BinaryIO) -> bytes:
-    peek = getattr(stream, "peek", None)
     try:
-        return bytes(peek(4)[:4]) if peek is not None else b""
-    except (OSError, ValueError):
-        return b""
+        stream = _log_stream(raw, raw.peek_magic(MAGIC_BYTES), display)
+    except InputError:
+        raw.close()
+        raise
+    return stream, display, raw.close
 
 
-def _decompressing(raw: Any, magic: bytes) -> Any:
-    """``raw`` itself, or a decompressing reader over it (.gz / .zst by their magic bytes)."""
-    if magic.startswith(b"\x1f\x8b"):
-        return gzip.GzipFile(fileobj=raw, mode="rb")
-    if magic.startswith(b"\x28\xb5\x2f\xfd"):
-        import zstandard
-
-        return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-    return raw
+def _log_stream(raw: Any, head: bytes, display: str) -> Any:
+    """The log bytes of ``raw`` (decompressed or transcoded by its first bytes); a Parquet
+    export is refused: live mode reads logs as they grow."""
+    kind = sniff(head)
+    if kind == PARQUET:
+        raise InputError(
+            f"{display}: is a Parquet export, not a log; live mode (stdin, --follow, --live) reads "
+            "logs only: give the export as a file to analyze"
+        )
+    return decoded(raw, kind)
 
 
 def _read_inputs(
@@ -969,27 +958,39 @@ def _read_inputs(
         put(("done",))
 
 
+#: The signals that end a live run with its final report (then exit 128 + the signal number).
+END_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+@dataclass(slots=True)
+class _Interrupts:
+    signum: int | None = None  # the first signal received
+    count: int = 0
+
+
 @contextmanager
-def _interrupts(stop: threading.Event) -> Iterator[list[int]]:
-    """SIGINT/SIGTERM end the run gracefully (final report); a second one aborts."""
-    hits = [0]
+def _interrupts(stop: threading.Event) -> Iterator[_Interrupts]:
+    """SIGINT/SIGTERM/SIGHUP end the run gracefully (final report); a second one aborts."""
+    state = _Interrupts()
     if threading.current_thread() is not threading.main_thread():
-        yield hits
+        yield state
         return
 
     def handler(signum: int, frame: Any) -> None:
-        hits[0] += 1
-        if hits[0] > 1:
+        state.count += 1
+        if state.count > 1:
             raise KeyboardInterrupt
+        state.signum = signum
         stop.set()
 
-    old_int = signal.signal(signal.SIGINT, handler)
-    old_term = signal.signal(signal.SIGTERM, handler)
+    old = {sig: signal.signal(sig, handler) for sig in END_SIGNALS}
     try:
-        yield hits
+        yield state
     finally:
-        signal.signal(signal.SIGINT, old_int)
-        signal.signal(signal.SIGTERM, old_term)
+        for sig, previous in old.items():
+            signal.signal(sig, previous)
 
 
 @dataclass(slots=True)
@@ -1001,6 +1002,8 @@ class LiveResult:
     records_dropped: int
     partitions: int
     snapshot: LiveSnapshot
+    signal: int | None = None  # the signal that ended the run (SIGINT, SIGTERM, SIGHUP)
+    output_closed: bool = False  # the sink's reader went away (a closed pipe)
 
 
 def run_live(
@@ -1031,7 +1034,7 @@ def run_live(
         with _interrupts(stop) as hits:
             sink.start()
             reader.start()
-            while not done and not stop.is_set():
+            while not done and not stop.is_set() and not sink.closed:
                 try:
                     item: tuple[Any, ...] | None = q.get(timeout=opts.tick)
                 except queue.Empty:
@@ -1040,7 +1043,7 @@ def run_live(
                     done = _handle(engine, q, item)
                 engine.tick(idle=q.empty())
                 sink.flush()
-            interrupted = hits[0] > 0
+            signum = hits.signum
             stop.set()
             # Take what the reader already has (it stops at its next read), then finish.
             deadline = time.monotonic() + 2.0
@@ -1057,7 +1060,15 @@ def run_live(
     finally:
         stop.set()
         sink.close()
-    return LiveResult(analysis, interrupted, engine.store.dropped, engine.partitions, snap)
+    return LiveResult(
+        analysis,
+        signum is not None,
+        engine.store.dropped,
+        engine.partitions,
+        snap,
+        signum,
+        sink.closed,
+    )
 
 
 def _handle(engine: LiveAnalyzer, q: queue.Queue[tuple[Any, ...]], item: tuple[Any, ...]) -> bool:

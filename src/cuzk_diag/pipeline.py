@@ -16,6 +16,7 @@ from cuzk_diag.errors import InputError
 from cuzk_diag.frame import records_to_table, table_to_frame
 from cuzk_diag.lines import iter_events
 from cuzk_diag.records import PARTITION_SCHEMA, Accounting, RunInfo
+from cuzk_diag.sources import PARQUET, Source, open_source
 
 META_INFO = b"cuzk_diag.info"
 META_ACCOUNTING = b"cuzk_diag.accounting"
@@ -36,7 +37,7 @@ BATCH = 4096
 
 
 def iter_record_batches(
-    inputs: Sequence[str],
+    inputs: Sequence[str | Source],
     acc: Accounting,
     info: RunInfo,
     progress: Callable[[int], None] | None = None,
@@ -76,7 +77,7 @@ def finish_table(tables: Sequence[pa.Table], info: RunInfo) -> pa.Table:
 
 
 def assemble_table(
-    inputs: Sequence[str], progress: Callable[[int], None] | None = None
+    inputs: Sequence[str | Source], progress: Callable[[int], None] | None = None
 ) -> tuple[pa.Table, RunInfo, Accounting]:
     """Stream the inputs through the parser and the assembler into one Arrow table.
 
@@ -90,12 +91,49 @@ def assemble_table(
 
 
 def load_run(inputs: Sequence[str] | str, progress: Callable[[int], None] | None = None) -> Run:
-    """Parse and assemble the inputs (paths, ``-`` for stdin, .gz/.zst) into a ``Run``."""
+    """Parse and assemble the inputs (paths, ``-`` for stdin, .gz/.zst) into a ``Run``.
+
+    A Parquet partition export (recognised by its magic bytes, whatever its name) stands in
+    for its log; it must then be the only input.
+    """
     names = [inputs] if isinstance(inputs, str) else list(inputs)
     if not names:
         raise InputError("no input given")
-    table, info, acc = assemble_table(names, progress)
+    sources = open_sources(names)
+    export = parquet_source(sources)
+    if export is not None:
+        return read_export(export)
+    table, info, acc = assemble_table(sources, progress)
     return Run(table_to_frame(table), info, acc, names, table)
+
+
+def open_sources(names: Sequence[str]) -> list[Source]:
+    """Each input opened once, its kind sniffed without losing a byte (pipes, FIFOs)."""
+    sources: list[Source] = []
+    try:
+        for name in names:
+            sources.append(open_source(name))
+    except BaseException:
+        for src in sources:
+            src.close()
+        raise
+    return sources
+
+
+def parquet_source(sources: Sequence[Source]) -> Source | None:
+    """The Parquet export among the inputs, or None; an export given with other inputs is an
+    error (the export already holds a whole run)."""
+    parquet = [s for s in sources if s.kind == PARQUET]
+    if not parquet:
+        return None
+    if len(sources) > 1:
+        for src in sources:
+            src.close()
+        raise InputError(
+            f"{parquet[0].display} is a Parquet export; give it alone, not together with other "
+            "inputs"
+        )
+    return parquet[0]
 
 
 def run_metadata_of(info: RunInfo, acc: Accounting) -> dict[bytes, bytes]:
@@ -106,10 +144,23 @@ def run_metadata_of(info: RunInfo, acc: Accounting) -> dict[bytes, bytes]:
     }
 
 
-def read_export(path: str) -> Run:
-    """Rebuild a ``Run`` from a Parquet partition export (a baseline kept without its log)."""
+def read_export(source: str | Source) -> Run:
+    """Rebuild a ``Run`` from a Parquet partition export (a baseline kept without its log).
+
+    ``source`` is a path or an opened ``Source``; one that is not a regular file (a pipe, a
+    FIFO, stdin) is read into memory, since Parquet keeps its index at the end of the file.
+    """
+    src = source if isinstance(source, Source) else open_source(source)
+    path = src.display
+    data: Any
     try:
-        table = pq.read_table(path)
+        data = src.name if src.regular else pa.BufferReader(src.read_all())
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        src.close()
+    try:
+        table = pq.read_table(data)
     except (OSError, pa.ArrowInvalid) as exc:
         raise InputError(f"{path}: not a readable Parquet export ({exc})") from None
     missing = [n for n in PARTITION_SCHEMA.names if n not in table.column_names]
@@ -120,7 +171,7 @@ def read_export(path: str) -> Run:
     meta = dict(table.schema.metadata or {})
     try:
         # Written at the end of a streamed export, so it sits in the file's key-value metadata.
-        meta.update(pq.read_metadata(path).metadata or {})
+        meta.update(pq.read_metadata(data).metadata or {})
     except (OSError, pa.ArrowInvalid):
         pass
     info = RunInfo.from_dict(json.loads(meta[META_INFO])) if META_INFO in meta else RunInfo()
@@ -138,13 +189,3 @@ def read_export(path: str) -> Run:
                 setattr(acc, k, v)
     table = table.select(PARTITION_SCHEMA.names).cast(PARTITION_SCHEMA)
     return Run(table_to_frame(table), info, acc, [path], table)
-
-
-def is_parquet(path: str) -> bool:
-    if path == "-":
-        return False
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(4) == b"PAR1"
-    except OSError:
-        return False

@@ -113,6 +113,7 @@ class Accounting:
     unattributed: int = 0  # timing lines the assembler could not place (set by assembly)
     unattributed_examples: list[int] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    truncated_inputs: dict[str, str] = field(default_factory=dict)  # source -> why it ended early
 
     MAX_EXAMPLES = 20
 
@@ -144,6 +145,7 @@ class Accounting:
             "oversized_lines": self.oversized_lines,
             "unattributed": self.unattributed,
             "unattributed_examples": list(self.unattributed_examples),
+            "truncated_inputs": dict(self.truncated_inputs),
         }
 
 

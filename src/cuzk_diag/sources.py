@@ -8,14 +8,14 @@ and counted. Memory stays bounded by the chunk size whatever the number of lines
 from __future__ import annotations
 
 import gzip
-import io
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from cuzk_diag.errors import InputError
 
@@ -25,6 +25,7 @@ MAX_LINE = 1 << 20
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_PARQUET_MAGIC = b"PAR1"
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
 #: `Nov 29 10:00:00 host cuzk[4242]: ` as journalctl (short format) or syslog writes it.
@@ -46,6 +47,7 @@ class SourceStats:
     decode_errors: int = 0
     oversized_lines: int = 0
     missing_final_newline: bool = False
+    truncated: str | None = None  # why the input ended early (a truncated .gz/.zst), if it did
 
 
 @contextmanager
@@ -63,34 +65,248 @@ def input_errors(name: str) -> Iterator[None]:
         raise InputError(f"{name}: {exc.strerror or exc}") from None
 
 
-def open_input(name: str) -> tuple[BinaryIO, str]:
-    """Open a path or ``-`` as a binary stream, decompressing .gz/.zst by their magic bytes."""
+#: What an input is, by its first bytes (``sniff``).
+TEXT = "text"
+GZIP = "gzip"
+ZSTD = "zstd"
+PARQUET = "parquet"
+UTF8_BOM = "utf-8-sig"
+UTF16 = "utf-16"  # with a byte-order mark
+UTF16_LE = "utf-16-le"
+UTF16_BE = "utf-16-be"
+#: Bytes ``sniff`` looks at.
+MAGIC_BYTES = 4
+
+
+def sniff(head: bytes) -> str:
+    """The kind of an input from its first ``MAGIC_BYTES`` bytes."""
+    if head.startswith(_GZIP_MAGIC):
+        return GZIP
+    if head.startswith(_ZSTD_MAGIC):
+        return ZSTD
+    if head.startswith(_PARQUET_MAGIC):
+        return PARQUET
+    if head.startswith(b"\xef\xbb\xbf"):
+        return UTF8_BOM
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return UTF16
+    if len(head) >= 4 and head[0] and head[2] and not head[1] and not head[3]:
+        return UTF16_LE  # ASCII text in UTF-16 without a byte-order mark
+    if len(head) >= 4 and head[1] and head[3] and not head[0] and not head[2]:
+        return UTF16_BE
+    return TEXT
+
+
+@dataclass(slots=True)
+class Source:
+    """An opened input: its first bytes have been looked at, none of them lost (a pipe or a
+    FIFO can be read only once, so it is opened once and sniffed without consuming)."""
+
+    name: str  # as given: a path or ``-``
+    display: str  # for messages and the accounting: the path or ``<stdin>``
+    raw: BinaryIO  # positioned at the first byte
+    kind: str  # ``sniff`` of the first bytes
+    regular: bool  # a regular file (seekable, can be opened again by name)
+
+    def text_stream(self) -> BinaryIO:
+        """The bytes of the log: decompressed (.gz, .zst) or transcoded to UTF-8 (UTF-16)."""
+        if self.kind == PARQUET:
+            raise InputError(
+                f"{self.display}: is a Parquet export, not a log; give it alone to analyze, "
+                "check, compare or export"
+            )
+        return decoded(self.raw, self.kind)
+
+    def read_all(self) -> bytes:
+        """Every byte of the input (for a Parquet export that came through a pipe)."""
+        parts = []
+        while block := self.raw.read(CHUNK_SIZE):
+            parts.append(block)
+        return b"".join(parts)
+
+    def close(self) -> None:
+        if self.name != "-":
+            self.raw.close()
+
+
+def open_source(name: str) -> Source:
+    """Open a path or ``-`` once and sniff its kind without consuming a byte."""
     if name == "-":
         raw: BinaryIO = sys.stdin.buffer
         display = "<stdin>"
     else:
         display = name
         with input_errors(name):
-            raw = open(name, "rb")  # noqa: SIM115 - closed by the caller via the returned stream
-    peek = _peek(raw, 4)
-    if peek.startswith(_GZIP_MAGIC):
-        return gzip.GzipFile(fileobj=raw, mode="rb"), display  # type: ignore[return-value]
-    if peek.startswith(_ZSTD_MAGIC):
-        import zstandard
+            raw = open(name, "rb")  # noqa: SIM115 - closed by Source.close
+    regular = False
+    if name != "-":
+        try:
+            regular = stat.S_ISREG(os.fstat(raw.fileno()).st_mode)
+        except (OSError, ValueError):
+            regular = False
+    head, raw = peek_head(raw, MAGIC_BYTES)
+    return Source(name, display, raw, sniff(head), regular)
 
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-        return io.BufferedReader(reader), display
-    return raw, display
+
+def open_input(name: str) -> tuple[BinaryIO, str]:
+    """Open a path or ``-`` as a binary stream of log bytes (.gz/.zst decompressed, UTF-16
+    transcoded, by their first bytes)."""
+    src = open_source(name)
+    return src.text_stream(), src.display
 
 
-def _peek(stream: BinaryIO, n: int) -> bytes:
+def peek_head(stream: BinaryIO, n: int) -> tuple[bytes, BinaryIO]:
+    """The first ``n`` bytes (fewer at end of input) and a stream that still yields them."""
     peek = getattr(stream, "peek", None)
     if peek is not None:
         try:
-            return bytes(peek(n)[:n])
+            head = bytes(peek(n)[:n])
         except (OSError, ValueError):
-            return b""
-    return b""
+            head = b""
+        if len(head) >= n:
+            return head, stream
+    head = b""
+    while len(head) < n:
+        more = stream.read(n - len(head))
+        if not more:
+            break
+        head += more
+    return head, Pushback(stream, head)  # type: ignore[return-value]
+
+
+class Pushback:
+    """A stream whose first bytes were already read (to look at them), put back in front."""
+
+    def __init__(self, stream: Any, head: bytes) -> None:
+        self.stream = stream
+        self.head = head
+
+    def read1(self, n: int = 1 << 16) -> bytes:
+        if self.head:
+            size = n if n and n > 0 else len(self.head)
+            head, self.head = self.head[:size], self.head[size:]
+            return head
+        read1 = getattr(self.stream, "read1", None)
+        return bytes(read1(n) if read1 is not None else self.stream.read(n))
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:
+            parts = [self.head]
+            self.head = b""
+            while block := self.stream.read(CHUNK_SIZE):
+                parts.append(block)
+            return b"".join(parts)
+        return self.read1(n)
+
+    def readinto(self, buf: Any) -> int:
+        data = self.read1(len(buf))
+        buf[: len(data)] = data
+        return len(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+def decoded(raw: Any, kind: str) -> Any:
+    """``raw`` as a stream of UTF-8 log bytes: decompressed or transcoded by its ``kind``."""
+    if kind == GZIP:
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if kind == ZSTD:
+        return ZstdReader(raw)
+    if kind in (UTF16, UTF16_LE, UTF16_BE):
+        return Utf16Reader(raw, kind)
+    if kind == UTF8_BOM:
+        raw.read(3)
+    return raw
+
+
+class ZstdReader:
+    """zstd frames decompressed as they come; ``EOFError`` when the data ends inside a frame.
+
+    (zstandard's stream reader returns end of data silently on a truncated file.) Compressed
+    input is fed in small pieces so that what one piece expands to stays bounded even for a
+    decompression bomb (zstd expands 4 bytes to at most 128 KiB), and no read returns more
+    than was asked for.
+    """
+
+    PIECE = 256
+
+    def __init__(self, raw: Any) -> None:
+        import zstandard
+
+        self.raw = raw
+        self._read = getattr(raw, "read1", None) or raw.read
+        self._dctx = zstandard.ZstdDecompressor()
+        self._dobj = self._dctx.decompressobj()
+        self._pending = b""  # compressed bytes not fed yet
+        self._out = b""  # decompressed bytes not returned yet
+        self._in_frame = False
+
+    def read1(self, n: int = 1 << 16) -> bytes:
+        n = n if n and n > 0 else 1 << 16
+        while not self._out:
+            if not self._pending:
+                self._pending = self._read(1 << 16)
+                if not self._pending:
+                    if self._in_frame:
+                        raise EOFError("zstd data ends inside a frame")
+                    return b""
+            piece, self._pending = self._pending[: self.PIECE], self._pending[self.PIECE :]
+            out = []
+            while piece:
+                out.append(self._dobj.decompress(piece))
+                if self._dobj.eof:
+                    piece = self._dobj.unused_data
+                    self._dobj = self._dctx.decompressobj()
+                    self._in_frame = False
+                else:
+                    piece = b""
+                    self._in_frame = True
+            self._out = b"".join(out)
+        data, self._out = self._out[:n], self._out[n:]
+        return data
+
+    read = read1
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+class Utf16Reader:
+    """A UTF-16 log (as Windows tools write them) read as UTF-8 bytes, which the rest of the
+    reader speaks. Undecodable code units come out as invalid UTF-8, so they are counted."""
+
+    def __init__(self, raw: Any, encoding: str) -> None:
+        import codecs
+
+        self.raw = raw
+        self._read = getattr(raw, "read1", None) or raw.read
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self._done = False
+
+    def read1(self, n: int = 1 << 16) -> bytes:
+        while not self._done:
+            data = self._read(max(2, n if n and n > 0 else 1 << 16))
+            self._done = not data
+            text = self._decoder.decode(data, final=self._done)
+            if text:
+                # U+FFFD from a bad code unit becomes the byte 0xff: clean_text counts it.
+                return text.replace("\ufffd", "\udcff").encode("utf-8", "surrogateescape")
+        return b""
+
+    read = read1
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.raw.close()
 
 
 def read_chunks(
@@ -125,13 +341,16 @@ def read_chunks(
                 if follow:
                     break
         except (EOFError, OSError, gzip.BadGzipFile, zstd_error()) as exc:
-            # A truncated .gz/.zst ends the input; what was read so far still counts.
+            # A truncated .gz/.zst (or a read error) ends the input: the whole lines read so far
+            # count, the cut last line does not (its last value may be cut short), and the
+            # truncation is noted for the accounting and the log-coverage rule.
             tail = carry + b"".join(pieces)
             stats.bytes_read += got
-            if tail:
-                stats.missing_final_newline = not tail.endswith(b"\n")
-                yield clean_text(tail if tail.endswith(b"\n") else tail + b"\n", stats)
-            raise InputError(f"{stats.name}: input ends early ({exc})") from None
+            cut = max(tail.rfind(b"\n"), tail.rfind(b"\r")) + 1
+            if cut:
+                yield clean_text(tail[:cut], stats)
+            stats.truncated = truncation_reason(exc, len(tail) - cut)
+            return
         block = b"".join(pieces)
         if not block:
             continue
@@ -154,6 +373,19 @@ def read_chunks(
     if carry:
         stats.missing_final_newline = True
         yield clean_text(carry + b"\n", stats)
+
+
+def truncation_reason(exc: BaseException, cut_bytes: int) -> str:
+    """What ended an input early, in words, with the cut line that was not read."""
+    if isinstance(exc, EOFError):
+        why = f"compressed data ends early ({exc})"
+    elif isinstance(exc, OSError) and not isinstance(exc, gzip.BadGzipFile) and exc.strerror:
+        why = f"read error ({exc.strerror})"
+    else:
+        why = f"compressed data is damaged ({exc})"
+    if cut_bytes:
+        why += f"; the cut last line ({cut_bytes:,} bytes) was not read"
+    return why
 
 
 def zstd_error() -> type[Exception]:
@@ -228,16 +460,23 @@ def _strip_journald(text: str, stats: SourceStats) -> str:
     return new
 
 
-def iter_input(name: str, chunk_size: int = CHUNK_SIZE) -> Iterator[tuple[SourceStats, str]]:
-    """Open one input and yield ``(stats, chunk)`` pairs; closes the input when done."""
-    stream, display = open_input(name)
-    stats = SourceStats(display)
+def iter_input(
+    name: str | Source, chunk_size: int = CHUNK_SIZE
+) -> Iterator[tuple[SourceStats, str]]:
+    """Open one input (or take an opened ``Source``) and yield ``(stats, chunk)`` pairs, at
+    least one (an empty input yields ``(stats, "")``, so that its stats are seen); closes the
+    input when done."""
+    src = name if isinstance(name, Source) else open_source(name)
+    stats = SourceStats(src.display)
+    empty = True
     try:
-        for chunk in read_chunks(stream, stats, chunk_size):
+        for chunk in read_chunks(src.text_stream(), stats, chunk_size):
+            empty = False
             yield stats, chunk
+        if empty:
+            yield stats, ""
     finally:
-        if name != "-":
-            stream.close()
+        src.close()
 
 
 def input_size(name: str) -> int | None:

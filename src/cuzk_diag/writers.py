@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from cuzk_diag.errors import InputError
+from cuzk_diag.errors import InputError, OutputError
 
 FORMATS = ("parquet", "csv", "jsonl")
 _SUFFIXES = {
@@ -53,7 +53,10 @@ class TableWriter:
         if fmt == "parquet":
             if path == "-":
                 raise InputError("Parquet output needs a file: give -o FILE")
-            self._pq = pq.ParquetWriter(path, self.schema, compression="zstd")
+            try:
+                self._pq = pq.ParquetWriter(path, self.schema, compression="zstd")
+            except OSError as exc:
+                raise cannot_write(path, exc) from None
         elif fmt == "csv":
             self._fh = _open(path, binary=True)
             self._csv = pacsv.CSVWriter(self._fh, schema)
@@ -108,4 +111,20 @@ def _open(path: str, *, binary: bool) -> IO[Any]:
     try:
         return open(path, "wb" if binary else "w", encoding=None if binary else "utf-8")
     except OSError as exc:
-        raise InputError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        raise cannot_write(path, exc) from None
+
+
+def cannot_write(path: str, exc: OSError) -> OutputError:
+    """The error for an output path that cannot be written, with the reason a user can act on."""
+    return OutputError(_why_not_writable(path, exc))
+
+
+def _why_not_writable(path: str, exc: OSError) -> str:
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        return f"{path}: cannot write: directory {parent} does not exist"
+    if os.path.isdir(path):
+        return f"{path}: cannot write: is a directory"
+    if isinstance(exc, PermissionError):
+        return f"{path}: cannot write: permission denied"
+    return f"{path}: cannot write: {exc.strerror or exc}"

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import click
 
 from cuzk_diag import __version__
+from cuzk_diag.cli.options import silence_stdout, stdout_silenced
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
 
@@ -18,16 +20,53 @@ class UsageError(click.ClickException):
     exit_code = ExitCode.USAGE
 
 
+#: click >= 8.2 raises this for a group called without a command (it shows the help).
+_NoArgsIsHelp: type[click.UsageError] = getattr(
+    click.exceptions, "NoArgsIsHelpError", type("_Never", (click.UsageError,), {})
+)
+
+
+def error_line(message: str) -> str:
+    """The one form of every error message on stderr."""
+    return f"cuzk-diag: error: {message}"
+
+
+class Group(click.Group):
+    """The command group; turns every failure into ``cuzk-diag: error: ...`` and an exit code.
+
+    The same handling applies whether the group runs as the installed command (``main``) or
+    under click's test runner, so that what tests see is what users see.
+    """
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        code = _run(self, argv, prog_name or "cuzk-diag", complete_var, extra)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
 EXIT_CODES_HELP = """\b
-Exit codes:
-  0  ok
-  1  findings at or above --fail-on, or a failed gate
-  2  usage or input error
-  3  internal error (rerun with --debug for a traceback)
+Exit codes (also when stdout is a pipe closed early, as by | head):
+  0    ok
+  1    findings at or above --fail-on, or a failed gate (a truncated
+       .gz/.zst input is an error-level finding)
+  2    usage or input error (cuzk-diag: error: ... on stderr)
+  3    internal error (rerun with --debug for a traceback)
+  129, 130, 143
+       SIGHUP, Ctrl-C, SIGTERM (live mode, stdin: after the report)
 """
 
 
 @click.group(
+    cls=Group,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog=EXIT_CODES_HELP,
 )
@@ -57,62 +96,64 @@ from cuzk_diag.cli import rules_cmd as _rules_cmd  # noqa: E402,F401
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return the exit code instead of exiting deep inside."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    return int(cli.main(args=argv, prog_name="cuzk-diag", standalone_mode=False))
+
+
+def _run(
+    group: click.Group,
+    args: list[str],
+    prog_name: str,
+    complete_var: str | None,
+    extra: dict[str, Any],
+) -> int:
     debug = "--debug" in args
     try:
-        rv = cli.main(args=args, prog_name="cuzk-diag", standalone_mode=False)
+        rv = click.Group.main(
+            group,
+            args=args,
+            prog_name=prog_name,
+            complete_var=complete_var,
+            standalone_mode=False,
+            **extra,
+        )
     except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
+        click.echo("cuzk-diag: interrupted", err=True)
         return ExitCode.INTERRUPTED
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED
-    except click.ClickException as exc:
+    except _NoArgsIsHelp as exc:  # `cuzk-diag` alone: the help, as click prints it
         exc.show()
-        return int(exc.exit_code)
+        return ExitCode.USAGE
+    except click.UsageError as exc:
+        click.echo(error_line(exc.format_message()), err=True)
+        if exc.ctx is not None:
+            click.echo(f"Try '{exc.ctx.command_path} --help' for help.", err=True)
+        return ExitCode.USAGE
+    except click.ClickException as exc:
+        click.echo(error_line(exc.format_message()), err=True)
+        return ExitCode.USAGE
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except BrokenPipeError:
-        _silence_stdout()
+        # The reader went away while a command without a verdict printed (`rules | head`).
+        silence_stdout()
         return ExitCode.OK
     except SystemExit as exc:
         # click and rich turn a closed downstream pipe (`| head`) into exit 1 after pointing
         # stdout at /dev/null; a reader that stopped reading is not an error here.
-        if exc.code == 1 and _stdout_silenced():
+        if exc.code == 1 and stdout_silenced():
             return ExitCode.OK
         raise
     except CuzkDiagError as exc:
-        click.echo(f"cuzk-diag: error: {exc}", err=True)
+        click.echo(error_line(str(exc)), err=True)
         return ExitCode.USAGE
     except Exception as exc:  # the last line of defence: a message, not a traceback
         if debug:
             raise
         click.echo(
-            f"cuzk-diag: internal error: {type(exc).__name__}: {exc}\n"
-            "Rerun with --debug for a traceback.",
+            error_line(f"internal error: {type(exc).__name__}: {exc}")
+            + "\nRerun with --debug for a traceback.",
             err=True,
         )
         return ExitCode.INTERNAL
     return int(rv) if isinstance(rv, int) else ExitCode.OK
-
-
-def _stdout_silenced() -> bool:
-    """Did a broken-pipe handler already point stdout at /dev/null?"""
-    import os
-
-    if type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):  # click < 8.5 and >= 8.5
-        return True
-    try:
-        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(os.devnull))
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def _silence_stdout() -> None:
-    """After a broken pipe, point stdout at devnull so the interpreter's flush stays quiet."""
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except OSError:
-        pass

@@ -11,7 +11,13 @@ import click
 from click.core import ParameterSource
 
 from cuzk_diag.cli import UsageError, cli
-from cuzk_diag.cli.options import color_option, config_option, stdout
+from cuzk_diag.cli.options import (
+    color_option,
+    config_option,
+    report_output,
+    silence_stdout,
+    stdout,
+)
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.report import names as report_names
@@ -118,8 +124,9 @@ def analyze_cmd(
     On a terminal a dashboard shows proofs done, partitions in flight, s/proof, GPU
     utilisation, stage medians and the current findings. With stdout piped and no
     --format, JSON Lines events are written as they happen (type: partition, finding,
-    finding_cleared, summary). End of input or Ctrl-C prints the final report (in JSON
-    Lines mode: a final summary event holding it) and exits 0.
+    finding_cleared, summary). End of input prints the final report (in JSON Lines mode: a
+    final summary event holding it); so do Ctrl-C, SIGTERM and SIGHUP, which then exit 130,
+    143 and 129. Reading - with --no-live ends the same way.
 
     \b
     Windowed figures (the last --window partitions): GPU and kernel utilisation, the
@@ -144,9 +151,12 @@ def analyze_cmd(
         raise UsageError(str(exc)) from None
     inputs = [follow] if follow is not None else list(logs)
     is_live = live if live is not None else (follow is not None or "-" in logs)
-    if is_live or follow is not None:
+    signum: int | None = None
+    if is_live or follow is not None or "-" in logs:
+        # stdin and --follow are read by the live engine even with --no-live: it ends on
+        # Ctrl-C, SIGTERM or SIGHUP with the report of what was read.
         fmt_given = ctx.get_parameter_source("fmt") is not ParameterSource.DEFAULT
-        result = _run_live(
+        result, signum = _run_live(
             inputs,
             config,
             follow=follow is not None,
@@ -160,7 +170,7 @@ def analyze_cmd(
         )
     else:
         result = _run_batch(inputs, config, fmt, color, output)
-    _exit_code(ctx, config, result)
+    _exit_code(ctx, config, result, signum)
 
 
 def _run_batch(
@@ -182,28 +192,43 @@ def _write_report(result: Analysis, fmt: str, color: str, output: str | None) ->
     from cuzk_diag.report import get_reporter
     from cuzk_diag.report.common import counts_text
 
-    if result.facts.partitions == 0:
-        click.echo("cuzk-diag: warning: no GPU call found in the input", err=True)
     render = get_reporter(fmt)
     if output and output != "-":
         try:
             with open(output, "w", encoding="utf-8") as fh:
                 render(result, fh, color=color)
         except OSError as exc:
-            raise UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
+            from cuzk_diag.writers import cannot_write
+
+            raise cannot_write(output, exc) from None
         click.echo(
             f"cuzk-diag: wrote {fmt} report to {output} ({counts_text(result.counts())})",
             err=True,
         )
     else:
-        out: IO[str] = stdout()
-        render(result, out, color=color)
-        out.flush()
+        with report_output() as out:
+            render(result, out, color=color)
 
 
-def _exit_code(ctx: click.Context, config: Config, result: Analysis) -> None:
+def _exit_code(
+    ctx: click.Context, config: Config, result: Analysis, signum: int | None = None
+) -> None:
+    """The verdict once the report is out: a signal's code, 2 for input with nothing to
+    diagnose, 1 for a finding at or above --fail-on, else 0."""
+    import signal
+
     from cuzk_diag.records import Severity
 
+    if signum is not None:
+        click.echo(
+            f"cuzk-diag: stopped by {signal.Signals(signum).name}; the report covers the input "
+            "read until then",
+            err=True,
+        )
+        ctx.exit(ExitCode.of_signal(signum))
+    reason = result.unusable()
+    if reason is not None:
+        raise UsageError(reason)
     threshold = config.fail_on
     if threshold is not None and result.at_or_above(Severity(threshold)):
         ctx.exit(ExitCode.FINDINGS)
@@ -221,8 +246,10 @@ def _run_live(
     output: str | None,
     window: int,
     max_records: int,
-) -> Analysis:
-    """Live mode: a dashboard on a terminal, JSON Lines into a pipe, then the final report."""
+) -> tuple[Analysis, int | None]:
+    """Live mode: a dashboard on a terminal, JSON Lines into a pipe, then the final report.
+
+    Returns the final analysis and the signal that ended the run, if one did."""
     from cuzk_diag.live import JsonLinesSink, LiveOptions, Sink, run_live
 
     out: IO[str] = stdout()
@@ -245,10 +272,11 @@ def _run_live(
         live = run_live(inputs, config, sink, options, follow=follow)
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
-    except BrokenPipeError:
-        # The reader downstream went away (`| head`): stop quietly, as a pipeline expects.
-        _stdout_to_devnull()
-        raise click.exceptions.Exit(ExitCode.OK) from None
+    if live.output_closed:
+        # The reader downstream went away (`| head`): the output ends quietly; the verdict on
+        # what was read stays the exit code.
+        silence_stdout()
+        return live.analysis, live.signal
     if live.records_dropped:
         kept = live.partitions - live.records_dropped
         click.echo(
@@ -256,24 +284,10 @@ def _run_live(
             f"{live.partitions:,} partitions (--max-records {max_records:,})",
             err=True,
         )
-    if jsonl and to_stdout:
-        # The final summary event holds the JSON report; stdout stays JSON Lines.
-        if live.analysis.facts.partitions == 0:
-            click.echo("cuzk-diag: warning: no GPU call found in the input", err=True)
-    else:
+    if not (jsonl and to_stdout):
+        # (In JSON Lines mode the final summary event holds the JSON report.)
         _write_report(live.analysis, fmt, color, output)
-    return live.analysis
-
-
-def _stdout_to_devnull() -> None:
-    """After a broken pipe, keep the interpreter's final flush of stdout from failing."""
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+    return live.analysis, live.signal
 
 
 @contextmanager

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +14,7 @@ from cuzk_diag.cli.options import (
     alpha_option,
     color_option,
     config_option,
-    stdout,
+    report_output,
 )
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
@@ -31,25 +30,20 @@ def input_label(inputs: Sequence[str]) -> str:
 def load_analysis(inputs: Sequence[str], config: Any) -> tuple[Any, Any]:
     """(Analysis, Run) of logs, or of one Parquet export (detected by its PAR1 magic)."""
     from cuzk_diag.analysis import analyze_run
-    from cuzk_diag.pipeline import is_parquet, load_run, read_export
+    from cuzk_diag.pipeline import load_run
 
-    parquet = [p for p in inputs if is_parquet(p)]
-    if parquet:
-        if len(inputs) > 1:
-            raise UsageError(
-                f"{parquet[0]} is a Parquet export; give it alone, not together with other inputs"
-            )
-        run = read_export(parquet[0])
-    else:
-        run = load_run(list(inputs))
+    run = load_run(list(inputs))
     return analyze_run(run, config, inputs=list(inputs)), run
 
 
 def run_metrics(inputs: Sequence[str], config: Any) -> Any:
     """RunMetrics of the inputs."""
-    from cuzk_diag.gate import metrics_from_analysis
+    from cuzk_diag.gate import NoDataError, metrics_from_analysis
 
     analysis, _ = load_analysis(inputs, config)
+    reason = analysis.unusable()
+    if reason is not None:
+        raise NoDataError(reason)
     return metrics_from_analysis(analysis, input_label(inputs))
 
 
@@ -199,30 +193,31 @@ def build_spec(
 
 
 def emit(result: Any, fmt: str, color: str) -> None:
-    """The report on stdout in the chosen format."""
-    out = stdout()
-    if fmt == "json":
-        out.write(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
-    elif fmt == "markdown":
-        from cuzk_diag.report.github import markdown_summary
+    """The report on stdout in the chosen format (a closed stdout ends it quietly)."""
+    with report_output() as out:
+        if fmt == "json":
+            out.write(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
+        elif fmt == "markdown":
+            from cuzk_diag.report.github import markdown_summary
 
-        out.write(markdown_summary(result))
-    elif fmt == "github":
-        from cuzk_diag.report.github import render_github
+            out.write(markdown_summary(result))
+        elif fmt == "github":
+            from cuzk_diag.report.github import render_github
 
-        out.write(render_github(result))
-    else:
-        from cuzk_diag.report.compare_console import render_check
+            out.write(render_github(result))
+        else:
+            from cuzk_diag.report.compare_console import render_check
 
-        render_check(result, out, color)
-    out.flush()
+            render_check(result, out, color)
 
 
 def _write_or_fail(write: Any, path: str) -> None:
     try:
         write()
     except OSError as exc:
-        raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        from cuzk_diag.writers import cannot_write
+
+        raise cannot_write(path, exc) from None
 
 
 def _report_input_error(
@@ -240,8 +235,8 @@ def _report_input_error(
         except OSError:
             pass
     if fmt == "github":
-        sys.stdout.write(command("error", message, title="cuzk-diag check: unusable input") + "\n")
-        sys.stdout.flush()
+        with report_output() as out:
+            out.write(command("error", message, title="cuzk-diag check: unusable input") + "\n")
     try:
         append_step_summary(
             f"## cuzk-diag check ⛔ could not be evaluated\n\nRun: `{input_label(logs)}`"

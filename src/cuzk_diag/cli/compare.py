@@ -13,7 +13,7 @@ from cuzk_diag.cli.options import (
     alpha_option,
     color_option,
     config_option,
-    stdout,
+    report_output,
 )
 from cuzk_diag.errors import CuzkDiagError
 
@@ -73,13 +73,12 @@ def compare_cmd(
         )
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
-    out = stdout()
-    if fmt == "json":
-        out.write(json.dumps(cmp.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
-    elif fmt == "markdown":
-        out.write(compare.to_markdown(cmp))
-    else:
-        from cuzk_diag.report.compare_console import render_compare
+    with report_output() as out:
+        if fmt == "json":
+            out.write(json.dumps(cmp.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
+        elif fmt == "markdown":
+            out.write(compare.to_markdown(cmp))
+        else:
+            from cuzk_diag.report.compare_console import render_compare
 
-        render_compare(cmp, out, color)
-    out.flush()
+            render_compare(cmp, out, color)

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from cuzk_diag.cli import cli
+from cuzk_diag.cli import UsageError, cli
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.records import Accounting
 
@@ -49,20 +49,41 @@ def export_cmd(
 ) -> int:
     """Write one row per GPU call (or with --lines, per log line) as Parquet, CSV or JSON Lines.
 
-    LOG may be a path, a .gz or .zst file, or - for stdin. Columns use the log's own key names
+    LOG may be a path, a .gz or .zst file, or - for stdin; a Parquet export given alone is
+    written again in the chosen format. Columns use the log's own key names
     (gpu_total_ms, pre_destructor_ms, ...); the schema is fixed (see docs/export.md). The
     accounting of every input line goes to stderr.
     """
+    from cuzk_diag.pipeline import open_sources, parquet_source
     from cuzk_diag.writers import TableWriter, format_for
 
     fmt = format_for(output, fmt)
-    if line_table:
+    sources = open_sources(logs)
+    export = parquet_source(sources)
+    if export is not None and line_table:
+        export.close()
+        raise UsageError(
+            f"{export.display} is a Parquet export of partition records; --lines needs the log"
+        )
+    if export is not None:
+        # A partition export read back and written again (e.g. Parquet -> CSV).
+        from cuzk_diag.pipeline import read_export, run_metadata_of
+        from cuzk_diag.records import PARTITION_SCHEMA
+
+        run = read_export(export)
+        acc = run.accounting
+        with TableWriter(output, fmt, PARTITION_SCHEMA) as w:
+            if run.table is not None and run.table.num_rows:
+                w.write(run.table)
+            w.add_metadata(run_metadata_of(run.info, acc))
+        rows = w.rows
+    elif line_table:
         from cuzk_diag.lines import iter_events
         from cuzk_diag.linetable import LINE_SCHEMA, iter_line_batches
 
         acc = Accounting()
         with TableWriter(output, fmt, LINE_SCHEMA) as w:
-            for batch in iter_line_batches(iter_events(logs, acc, full=True)):
+            for batch in iter_line_batches(iter_events(sources, acc, full=True)):
                 w.write(batch)
         rows = w.rows
     else:
@@ -74,7 +95,7 @@ def export_cmd(
         acc = Accounting()
         info = RunInfo()
         with TableWriter(output, fmt, PARTITION_SCHEMA) as w:
-            for batch in iter_record_batches(list(logs), acc, info):
+            for batch in iter_record_batches(sources, acc, info):
                 if batch.num_rows:
                     w.write(with_final_era(batch, info))
             w.add_metadata(run_metadata_of(info, acc))
@@ -112,6 +133,8 @@ def accounting_summary(acc: Accounting, rows: int, what: str, output: str) -> st
             issues.append(f"{d[key]} {label}")
     if d["unknown_keys"]:
         issues.append("unknown keys: " + json.dumps(d["unknown_keys"]))
+    for name, why in d["truncated_inputs"].items():
+        issues.append(f"{name} ends early: {why}")
     if issues:
         parts.append("; ".join(issues))
     return "cuzk-diag: " + "\n  ".join(parts)

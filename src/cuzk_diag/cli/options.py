@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO, TypeVar
 
 import click
@@ -44,3 +46,40 @@ allow_different_config_option = click.option(
 def stdout() -> TextIO:
     """The report stream (what click's test runner captures, too)."""
     return sys.stdout
+
+
+@contextmanager
+def report_output() -> Iterator[TextIO]:
+    """stdout for a report. A reader that went away (``| head``, ``| true``) ends the output
+    quietly: the command carries on to its verdict, which stays the exit code."""
+    out = stdout()
+    try:
+        yield out
+        out.flush()
+    except BrokenPipeError:
+        silence_stdout()
+    except SystemExit as exc:
+        # rich's Console handles a broken pipe itself: stdout to /dev/null, then exit 1.
+        if exc.code != 1 or not stdout_silenced():
+            raise
+
+
+def stdout_silenced() -> bool:
+    """Did a broken-pipe handler already point stdout at /dev/null?"""
+    if type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):  # click < 8.5 and >= 8.5
+        return True
+    try:
+        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(os.devnull))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def silence_stdout() -> None:
+    """After a broken pipe, point stdout at devnull so that later writes and the interpreter's
+    final flush stay quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

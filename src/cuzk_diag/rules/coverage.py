@@ -14,6 +14,11 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+TRUNCATED_ADVICE = (
+    "Take the complete file: a truncated compressed log was cut while being written or copied. "
+)
+
+
 @register
 class LogCoverage(Rule):
     """
@@ -22,7 +27,9 @@ class LogCoverage(Rule):
     (`malformed`), TIMELINE lines torn by another writer (repaired or not), `CUZK_TIMING` lines
     of no known form and keys no version prints, C++ timing lines that could not be attributed
     to a call (`unattributed`), undecodable or oversized lines, completed calls without
-    GPU-region timing lines, and calls left incomplete (a start without an end). Warning when
+    GPU-region timing lines, calls left incomplete (a start without an end), and inputs that
+    end early (a truncated `.gz` or `.zst`: read as far as the data goes). Error when an input
+    ends early, so that `cuzk-diag check` fails on a damaged capture by default; warning when
     no GPU call was found at all, or when more than `max_unattributed_share` of the timing
     lines, `max_missing_share` of the calls or `max_malformed_share` of all lines are affected;
     info when anything at all is.
@@ -43,7 +50,9 @@ class LogCoverage(Rule):
     Capture stdout and stderr of the daemon into one file (`> log 2>&1`) without other writers;
     set `NO_COLOR=1` or let the tool strip ANSI; for unknown keys check whether the log comes
     from a newer code version than this tool knows. Incomplete calls at the end of the log mean
-    the capture stopped before the run did.
+    the capture stopped before the run did. A truncated compressed file was cut while being
+    written or copied: take the complete file; to accept a partial one in `check`, lower the
+    rule's severity (`[tool.cuzk-diag.rules.log-coverage] severity = "warning"`).
 
     ## Known false positives
     A handful of torn lines is normal when C++ and Rust write to the same stream. Calls whose
@@ -92,6 +101,7 @@ class LogCoverage(Rule):
         "missing_timing": "completed calls without GPU-region timing lines (no gpu_total_ms)",
         "incomplete": "calls with status incomplete",
         "missing_share": "(missing_timing + incomplete) / calls",
+        "truncated_inputs": "inputs that end early (source -> why): read as far as the data goes",
     }
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
@@ -119,6 +129,7 @@ class LogCoverage(Rule):
             "oversized lines": acc.oversized_lines,
             "calls without timing lines": n_missing,
             "incomplete calls": n_incomplete,
+            "truncated inputs": len(acc.truncated_inputs),
         }
         no_calls = total == 0 and acc.lines_total > 0
         if not no_calls and not any(problems.values()):
@@ -129,15 +140,27 @@ class LogCoverage(Rule):
             or miss_share > o["max_missing_share"]
             or mal_share > o["max_malformed_share"]
         )
-        if no_calls:
+        truncated = dict(acc.truncated_inputs)
+        if truncated:
             msg = (
-                f"No GPU call found in {acc.lines_total:,} lines: nothing to diagnose "
-                "(no CUZK_TIMING or TIMELINE GPU lines)."
+                "Input ends early: "
+                + "; ".join(f"{name}: {why}" for name, why in truncated.items())
+                + ". The report covers only what was read before the cut."
             )
         else:
-            listed = ", ".join(f"{n:,} {k}" for k, n in problems.items() if n)
-            msg = (
-                f"Not everything was read or placed: {listed} "
+            msg = ""
+        listed = ", ".join(
+            f"{n:,} {k}" for k, n in problems.items() if n and k != "truncated inputs"
+        )
+        if no_calls:
+            msg += (
+                (" " if msg else "")
+                + f"No GPU call found in {acc.lines_total:,} lines: nothing to diagnose "
+                "(no CUZK_TIMING or TIMELINE GPU lines)."
+            )
+        elif listed:
+            msg += (
+                (" " if msg else "") + f"Not everything was read or placed: {listed} "
                 f"(unattributed {pct(un_share)} of {timing_lines:,} timing lines, "
                 f"{pct(miss_share)} of {total:,} calls lack timing or an end, "
                 f"malformed {pct(mal_share)} of {acc.lines_total:,} lines)."
@@ -146,7 +169,7 @@ class LogCoverage(Rule):
             top = sorted(unknown.items(), key=lambda kv: -kv[1])[:5]
             msg += " Unknown keys: " + ", ".join(f"{k} ×{n}" for k, n in top) + "."
         yield self.finding(
-            Severity.WARNING if warn else Severity.INFO,
+            Severity.ERROR if truncated else Severity.WARNING if warn else Severity.INFO,
             msg,
             {
                 "affected": n_missing + n_incomplete,
@@ -166,14 +189,14 @@ class LogCoverage(Rule):
                 "missing_timing": n_missing,
                 "incomplete": n_incomplete,
                 "missing_share": miss_share,
+                "truncated_inputs": truncated,
             },
             lines=[
                 *acc.malformed_examples,
                 *acc.unattributed_examples,
                 *lines_of(df, missing | incomplete),
             ],
-            advice=(
-                "Capture the daemon's stdout and stderr into one file with no other writers "
-                "(> log 2>&1); unknown keys suggest a newer code version than this tool knows."
-            ),
+            advice=(TRUNCATED_ADVICE if truncated else "")
+            + "Capture the daemon's stdout and stderr into one file with no other writers "
+            "(> log 2>&1); unknown keys suggest a newer code version than this tool knows.",
         )

@@ -1,0 +1,338 @@
+"""The CLI's contract under hostile or careless use: exit codes a CI can trust, one error form,
+damaged input read as far as it goes, signals that still leave a report."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cuzk_diag.cli import cli
+from cuzk_diag.exit_codes import ExitCode
+
+ROOT = Path(__file__).resolve().parent.parent
+INCIDENT = ROOT / "fixtures" / "sim" / "incident.log"  # CZ101 at error level: `check` fails
+HEALTHY = ROOT / "fixtures" / "sim" / "gw2.log"  # `check` passes
+EXAMPLE = ROOT / "fixtures" / "example.log"
+
+
+def invoke(*args: str, input: bytes | str | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), input=input)
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def cuzk(*args: str, **kw: object) -> subprocess.CompletedProcess[bytes]:
+    """The installed command as a CI runs it (a real process, real pipes)."""
+    return subprocess.run(
+        [sys.executable, "-m", "cuzk_diag", *args], capture_output=True, timeout=120, **kw
+    )
+
+
+def assert_error_form(stderr: str) -> None:
+    assert stderr.startswith("cuzk-diag: error: "), stderr
+    assert "Error:" not in stderr and "Traceback" not in stderr, stderr
+
+
+# -- a broken pyproject.toml ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content,where",
+    [
+        (b'[tool.cuzk-diag]\nfail-on = "warning\n', "line 2"),  # unterminated string
+        (b'[tool.cuzk-diag]\nfail-on = "w\xe9"\n', "line 2"),  # Latin-1, not UTF-8
+    ],
+    ids=["syntax", "not-utf8"],
+)
+@pytest.mark.parametrize("level", ["cwd", "parent"])
+def test_a_broken_pyproject_is_an_error_not_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes, where: str, level: str
+) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_bytes(content)
+    cwd = tmp_path if level == "cwd" else tmp_path / "sub" / "dir"
+    cwd.mkdir(parents=True, exist_ok=True)
+    monkeypatch.chdir(cwd)
+    for command in (["check", str(HEALTHY)], ["analyze", str(HEALTHY)]):
+        code, out, err = invoke(*command)
+        assert code == ExitCode.USAGE, (command, err)
+        assert_error_form(err)
+        assert str(pyproject) in err and where in err, err
+        assert out == ""
+
+
+# -- one error form ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check", str(HEALTHY), "--no-such-option"],
+        ["check", "no-such.log"],
+        ["compare", str(HEALTHY), "no-such.log"],
+        ["compare", str(HEALTHY)],
+        ["explain", "CZ999"],
+        ["analyze", str(HEALTHY), "--select", "CZ9"],
+        ["analyze", str(HEALTHY), "--format", "yaml"],
+        ["export", str(HEALTHY), "-o", "/nonexistent/dir/x.parquet"],
+        ["export", str(HEALTHY), "-o", "/nonexistent/dir/x.csv"],
+        ["analyze", str(HEALTHY), "-o", "/nonexistent/dir/report.txt"],
+        ["check", str(HEALTHY), "--junit", "/nonexistent/dir/junit.xml"],
+        ["no-such-command"],
+    ],
+)
+def test_every_user_error_is_exit_2_in_one_form(args: list[str]) -> None:
+    code, out, err = invoke(*args)
+    assert code == ExitCode.USAGE, err
+    assert_error_form(err)
+
+
+def test_an_output_directory_that_does_not_exist_is_named(tmp_path: Path) -> None:
+    proc = cuzk("export", str(HEALTHY), "-o", str(tmp_path / "missing" / "x.parquet"))
+    assert proc.returncode == ExitCode.USAGE
+    err = proc.stderr.decode()
+    assert_error_form(err)
+    assert f"directory {tmp_path / 'missing'} does not exist" in err
+
+
+# -- a closed stdout keeps the verdict ------------------------------------------------------
+
+
+def closed_stdout(*args: str) -> tuple[int, str]:
+    """Run with stdout a pipe whose reader is gone before anything is written (`| true`)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cuzk_diag", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    return proc.wait(120), err
+
+
+@pytest.mark.parametrize(
+    "args,verdict",
+    [
+        (["check", str(INCIDENT)], ExitCode.FINDINGS),
+        (["check", str(INCIDENT), "--format", "github"], ExitCode.FINDINGS),
+        (["check", str(INCIDENT), "--format", "json"], ExitCode.FINDINGS),
+        (["check", str(HEALTHY)], ExitCode.OK),
+        (["analyze", str(INCIDENT), "--fail-on", "error", "--color", "never"], ExitCode.FINDINGS),
+        (["analyze", str(INCIDENT), "--fail-on", "error", "--format", "json"], ExitCode.FINDINGS),
+        (["analyze", str(HEALTHY), "--fail-on", "error"], ExitCode.OK),
+    ],
+)
+def test_a_closed_stdout_keeps_the_verdict(args: list[str], verdict: int) -> None:
+    code, err = closed_stdout(*args)
+    assert code == verdict, err
+    assert err == "", err  # the output ends quietly
+
+
+def test_a_closed_stdout_keeps_the_verdict_under_pipefail(tmp_path: Path) -> None:
+    junit = tmp_path / "junit.xml"
+    script = (
+        f"set -o pipefail; {sys.executable} -m cuzk_diag check {INCIDENT} --junit {junit} | true"
+    )
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, timeout=120)
+    assert proc.returncode == ExitCode.FINDINGS, proc.stderr
+    assert 'failures="1"' in junit.read_text()  # the rest of the job's outputs still written
+
+
+# -- unusable input, Parquet and UTF-16 input -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("export") / "incident.parquet"
+    code, _, err = invoke("export", str(INCIDENT), "-o", str(path), "-q")
+    assert code == ExitCode.OK, err
+    return path
+
+
+def test_analyze_refuses_input_with_nothing_to_diagnose(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    binary = tmp_path / "core.bin"
+    binary.write_bytes(bytes(range(256)) * 64 + b"\n\x00\xff\xfe" * 500)
+    for path, why in ((empty, "the input is empty"), (binary, "a binary file?")):
+        for fmt in ("console", "json"):
+            code, _, err = invoke("analyze", str(path), "--fail-on", "info", "--format", fmt)
+            assert code == ExitCode.USAGE, err
+            assert_error_form(err)
+            assert why in err
+
+
+def test_analyze_reads_a_parquet_export_as_check_does(export: Path) -> None:
+    code, out, err = invoke("analyze", str(export), "--format", "json")
+    assert code == ExitCode.OK, err
+    doc = json.loads(out)
+    code, out, _ = invoke("analyze", str(INCIDENT), "--format", "json")
+    ref = json.loads(out)
+    assert doc["facts"] == ref["facts"]
+    assert [f["code"] for f in doc["findings"]] == [f["code"] for f in ref["findings"]]
+    assert invoke("analyze", str(export), "--fail-on", "error")[0] == ExitCode.FINDINGS
+
+
+def test_a_parquet_export_mixed_with_logs_or_on_stdin_is_refused_clearly(export: Path) -> None:
+    code, _, err = invoke("analyze", str(export), str(INCIDENT))
+    assert code == ExitCode.USAGE and "give it alone" in err
+    assert_error_form(err)
+    code, _, err = invoke("analyze", "-", input=export.read_bytes())
+    assert code == ExitCode.USAGE and "is a Parquet export" in err
+    code, _, err = invoke("export", "--lines", str(export), "-o", "-", "--format", "csv")
+    assert code == ExitCode.USAGE and "--lines needs the log" in err
+
+
+def test_export_converts_a_parquet_export(export: Path, tmp_path: Path) -> None:
+    from_log = tmp_path / "from-log.jsonl"
+    from_export = tmp_path / "from-export.jsonl"
+    assert invoke("export", str(INCIDENT), "-o", str(from_log), "-q")[0] == ExitCode.OK
+    assert invoke("export", str(export), "-o", str(from_export), "-q")[0] == ExitCode.OK
+    rows = [json.loads(x) for x in from_export.read_text().splitlines()]
+    assert len(rows) == 10
+    assert sorted(rows, key=lambda r: r["record"]) == sorted(
+        (json.loads(x) for x in from_log.read_text().splitlines()), key=lambda r: r["record"]
+    )
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_a_utf16_log_is_decoded(tmp_path: Path, encoding: str) -> None:
+    log = tmp_path / "daemon.log"
+    log.write_bytes(INCIDENT.read_text(encoding="utf-8").encode(encoding))
+    code, out, err = invoke("analyze", str(log), "--format", "json")
+    assert code == ExitCode.OK, err
+    _, ref, _ = invoke("analyze", str(INCIDENT), "--format", "json")
+    doc, ref_doc = json.loads(out), json.loads(ref)
+    assert doc["facts"] == ref_doc["facts"]
+    assert doc["accounting"]["lines_total"] == ref_doc["accounting"]["lines_total"]
+    assert doc["accounting"]["decode_errors"] == 0
+
+
+# -- pipes and FIFOs are sniffed without losing bytes ---------------------------------------
+
+
+def gates(stdout: bytes) -> dict[str, dict]:
+    return {g["name"]: g for g in json.loads(stdout)["gates"]}
+
+
+@pytest.mark.parametrize("baseline", ["log", "parquet"])
+def test_a_pipe_as_baseline_loses_no_bytes(export: Path, baseline: str) -> None:
+    base = INCIDENT if baseline == "log" else export
+    ref = cuzk("check", str(INCIDENT), "--baseline", str(base), "--format", "json")
+    script = (
+        f"{sys.executable} -m cuzk_diag check {INCIDENT} --baseline <(cat {base}) --format json"
+    )
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, timeout=120)
+    assert proc.returncode == ref.returncode, proc.stderr
+    got, want = gates(proc.stdout), gates(ref.stdout)
+    assert {k: g["evidence"] for k, g in got.items()} == {k: g["evidence"] for k, g in want.items()}
+
+
+def test_a_fifo_given_to_compare_is_read_whole(tmp_path: Path) -> None:
+    fifo = tmp_path / "base.fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", f"cat {INCIDENT} > {fifo}"])
+    try:
+        proc = cuzk("compare", str(fifo), str(INCIDENT), "--format", "json")
+    finally:
+        writer.kill()
+        writer.wait()
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    doc = json.loads(proc.stdout)
+    ref = json.loads(cuzk("compare", str(INCIDENT), str(INCIDENT), "--format", "json").stdout)
+    assert doc["shape"] == ref["shape"] and doc["run"] == ref["run"]
+    assert doc["stages"] == ref["stages"]
+
+
+# -- truncated compressed logs ----------------------------------------------------------------
+
+
+def _gzip_prefix(data: bytes) -> bytes:
+    import zlib
+
+    return zlib.decompressobj(wbits=31).decompress(data)
+
+
+def _zstd_prefix(data: bytes) -> bytes:
+    import zstandard
+
+    return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+
+
+def _compressed(kind: str, data: bytes) -> bytes:
+    if kind == "gz":
+        return gzip.compress(data)
+    import zstandard
+
+    return zstandard.ZstdCompressor().compress(data)
+
+
+@pytest.mark.parametrize(
+    "kind,fraction", [("gz", 0.5), ("gz", 0.9), ("zst", 0.9)], ids=["gz50", "gz90", "zst90"]
+)
+def test_a_truncated_compressed_log_is_read_as_far_as_it_goes(
+    tmp_path: Path, kind: str, fraction: float
+) -> None:
+    whole = _compressed(kind, EXAMPLE.read_bytes())
+    cut = whole[: int(len(whole) * fraction)]
+    path = tmp_path / f"daemon.log.{kind}"
+    path.write_bytes(cut)
+    readable = (_gzip_prefix if kind == "gz" else _zstd_prefix)(cut)
+    assert readable.count(b"\n") > 100  # the test is about a partial read, not an empty one
+
+    for stdin in (False, True):  # a file (batch) and a pipe (live engine)
+        args = ["analyze", "-" if stdin else str(path), "--format", "json"]
+        code, out, err = invoke(*args, input=cut if stdin else None)
+        assert code == ExitCode.OK, err
+        doc = json.loads(out)
+        acc = doc["accounting"]
+        name = "<stdin>" if stdin else str(path)
+        assert list(acc["truncated_inputs"]) == [name]
+        assert "ends early" in acc["truncated_inputs"][name]
+        # every whole line that can be decompressed is read; the cut last line is not
+        assert acc["lines_total"] == readable.count(b"\n")
+        cz701 = [f for f in doc["findings"] if f["code"] == "CZ701"]
+        assert cz701 and cz701[0]["severity"] == "error"
+        assert cz701[0]["evidence"]["truncated_inputs"] == acc["truncated_inputs"]
+
+    # `check` fails on it by default; the complete file passes
+    code, out, err = invoke("check", str(path))
+    assert code == ExitCode.FINDINGS, out + err
+    assert "CZ701" in out
+    whole_path = tmp_path / f"whole.log.{kind}"
+    whole_path.write_bytes(whole)
+    assert invoke("check", str(whole_path))[0] == ExitCode.OK
+
+
+def test_the_truncation_policy_of_check_is_configurable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = gzip.compress(EXAMPLE.read_bytes())
+    path = tmp_path / "daemon.log.gz"
+    path.write_bytes(whole[: len(whole) * 9 // 10])
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.cuzk-diag.rules.log-coverage]\nseverity = "warning"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    code, out, err = invoke("check", str(path))
+    assert code == ExitCode.OK, out + err
+
+
+def test_a_compressed_log_cut_before_its_first_line_is_unusable(tmp_path: Path) -> None:
+    whole = gzip.compress(EXAMPLE.read_bytes())
+    path = tmp_path / "daemon.log.gz"
+    path.write_bytes(whole[:30])
+    for command in ("check", "analyze"):
+        code, _, err = invoke(command, str(path))
+        assert code == ExitCode.USAGE, err
+        assert_error_form(err)
+        assert "ends early" in err

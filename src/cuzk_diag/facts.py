@@ -7,6 +7,7 @@ Everything here is computed from the partition frame (``records.PARTITION_SCHEMA
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -133,8 +134,6 @@ HOLD_OVERHEAD_MS = 7.0
 #: attempt that did not pre-stage still synchronises, trims the pool and reads the free VRAM.
 PRESTAGE_OK_MS = 20.0
 PRESTAGE_CHECK_MS = 3.0
-#: Upper bound of the unlogged part of a hold (tens of ms, as in the pre_destructor gap).
-HOLD_SLACK_MS = 50.0
 #: GPU_START to the C++ entry: spawn_blocking and the Rust pointer set-up (about 1 ms), and
 #: V4-V8 ``cudaHostRegister`` of a/b/c before the lock request (about 5 ms).
 ENTRY_MS = 1.0
@@ -214,16 +213,16 @@ def estimate_lock_wait(df: pd.DataFrame) -> LockWait:
     )
 
 
-def _holds(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
-    """(estimate, low, high) of each call's lock hold in ms, NaN where the call logged none.
+def _holds(df: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """(estimate, low bound) of each call's lock hold in ms, NaN where the call logged none.
 
-    ``mutex_held_ms`` where logged (±1 ms of truncation); otherwise ``gpu_total_ms`` plus the
-    work inside the lock around the GPU threads: their spawn and join and the ``msm_t``
-    destructors (``HOLD_OVERHEAD_MS``) and, on V4-V8, the pre-staging (``total_ps_ms`` where
-    logged, else ``PRESTAGE_OK_MS`` after ``prestage_setup=ok`` and ``PRESTAGE_CHECK_MS`` after
-    another outcome). ``CUZK_NTT_H`` and the first call's T14/T15 set-up print inside
-    ``ntt_msm_h_ms``, so ``gpu_total_ms`` holds them already. The low bound is the logged part
-    alone, the high bound adds ``HOLD_SLACK_MS``.
+    ``mutex_held_ms`` where logged (−1 ms of truncation for the bound); otherwise
+    ``gpu_total_ms`` plus the work inside the lock around the GPU threads: their spawn and join
+    and the ``msm_t`` destructors (``HOLD_OVERHEAD_MS``) and, on V4-V8, the pre-staging
+    (``total_ps_ms`` where logged, else ``PRESTAGE_OK_MS`` after ``prestage_setup=ok`` and
+    ``PRESTAGE_CHECK_MS`` after another outcome). ``CUZK_NTT_H`` and the first call's T14/T15
+    set-up print inside ``ntt_msm_h_ms``, so ``gpu_total_ms`` holds them already. The low bound
+    is the logged part alone.
     """
     g = num(df, "gpu_total_ms")
     ps_logged = num(df, "total_ps_ms")
@@ -235,10 +234,8 @@ def _holds(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
     )
     est = g + HOLD_OVERHEAD_MS + ps_logged.fillna(ps_model)
     low = g + ps_logged.fillna(0)
-    high = g + 1 + HOLD_SLACK_MS + ps_logged.fillna(ps_model)
     held = num(df, "mutex_held_ms")
-    est, low, high = held.fillna(est), (held - 1).fillna(low), (held + 1).fillna(high)
-    return est, low, high
+    return held.fillna(est), (held - 1).fillna(low)
 
 
 def clock_lock_wait(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
@@ -261,7 +258,7 @@ def clock_lock_wait(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
     start, end = num(df, "start_ms"), num(df, "end_ms")
     gpu, worker = num(df, "gpu"), num(df, "worker")
     ok = start.notna() & end.notna() & (end >= start) & gpu.notna()
-    est, hold_lo, hold_hi = _holds(df)
+    est, hold_lo = _holds(df)
     if not ok.any() or not est[ok].notna().any():
         return nan, nan, nan
     # a call that logged no hold (failed, lines lost): the run's median, at least 0 long
@@ -278,22 +275,26 @@ def clock_lock_wait(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
     by_worker = by_worker.sort_values(["w", "s"], kind="stable")
     nxt = by_worker.groupby("w")["s"].shift(-1)
     cap.loc[nxt.index] = np.fmin(cap.loc[nxt.index], nxt)
-    wait, low, high = nan.copy(), nan.copy(), nan.copy()
-    for _, rows in pd.DataFrame({"g": gpu[ok], "r": request[ok]}).groupby("g"):
-        order = rows.sort_values("r", kind="stable").index
-        free = -np.inf
-        taken: list[tuple[float, float]] = []  # (acquisition, release with the shortest hold)
-        for i in order:
-            r, h, h_lo, c = float(request[i]), float(est[i]), float(hold_lo[i]), float(cap[i])
-            acq = max(r, free)
-            acq = min(acq, max(r, c - h))  # released after its GPU_END: it went earlier
+    n = len(df)
+    wait, low, high = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    req, hold, short, last = (s.to_numpy(dtype="float64") for s in (request, est, hold_lo, cap))
+    okv, gv = ok.to_numpy(), gpu.to_numpy()
+    for g in np.unique(gv[okv]):
+        idx = np.flatnonzero(okv & (gv == g))
+        free = best = -np.inf  # release of the call ahead; latest release among lock holders
+        pending: list[tuple[float, float]] = []  # heap: (acquisition, release with short hold)
+        for i in idx[np.argsort(req[idx], kind="stable")].tolist():
+            r, h, c = req[i], hold[i], last[i]
+            acq = min(max(r, free), max(r, c - h))  # released after its GPU_END: it went earlier
             free = acq + h
             wait[i] = acq - r
-            holder = max((rel for a, rel in taken if a <= r), default=-np.inf)
-            low[i] = min(wait[i], max(0.0, holder - r))
-            high[i] = max(wait[i], c - h_lo - r)
-            taken.append((acq, acq + h_lo))
-    return wait, low, high
+            while pending and pending[0][0] <= r:  # calls that held the lock by this request
+                best = max(best, heapq.heappop(pending)[1])
+            low[i] = min(wait[i], max(0.0, best - r))
+            high[i] = max(wait[i], c - short[i] - r)
+            heapq.heappush(pending, (acq, acq + short[i]))
+    w, lo, hi = (pd.Series(a, index=df.index, dtype="float64") for a in (wait, low, high))
+    return w, lo, hi
 
 
 def barrier_estimate(df: pd.DataFrame, lock: LockWait) -> tuple[pd.Series, pd.Series, str]:

@@ -378,3 +378,19 @@ def test_lock_accuracy_tool_error_bounds_on_fixtures() -> None:
         assert e.low_median <= e.est_median <= e.high_median, label
         if "-T17" in label:
             assert e.median_rel_err <= 0.02 and e.abs_err_median <= 5, label
+
+
+def test_lock_wait_clock_groups_workers_when_no_call_names_its_gpu() -> None:
+    # a capture without the tracing lines that map workers to GPUs: two GPUs x gw=2 are found
+    # from the clock (one queue over all four workers would not fit it), and the bounds also
+    # cover the groupings that fit (here one mutex per worker: no wait)
+    df = ALL_RUNS["two_gpu"]().partitions
+    truth = df["mutex_wait_ms"].astype(float)
+    hidden = df.drop(columns=["gpu", "mutex_wait_ms", "pre_lock_cpu_ms", "mutex_held_ms"])
+    lw = estimate_lock_wait(hidden)
+    assert lw.method == "clock" and truth.median() > 100
+    err = (lw.wait - truth).abs()
+    assert err.median() <= 5 and abs(lw.wait.median() - truth.median()) <= 0.02 * truth.median()
+    assert (lw.low == 0).all() and (lw.high >= lw.wait).all()
+    one_queue = estimate_lock_wait(hidden.assign(gpu=0))
+    assert (one_queue.wait - truth).abs().mean() > 10 * err.mean()  # what the grouping avoids

@@ -252,49 +252,102 @@ def clock_lock_wait(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
     ``low`` is the wait behind the call that held the lock at the request alone, with the
     shortest holds (the mutex is not fair: with three or more workers a later waiter may go
     first); ``high`` is the latest acquisition the clock allows with the shortest hold of the
-    call itself. Calls without GPU_START, GPU_END or a GPU ordinal get NaN.
+    call itself. When no call names its GPU (a capture without the tracing lines that map
+    workers to GPUs) the workers are grouped per mutex by :func:`_by_worker_groups`. Calls
+    without GPU_START, GPU_END or a GPU get NaN.
     """
     nan = pd.Series(np.nan, index=df.index, dtype="float64")
     start, end = num(df, "start_ms"), num(df, "end_ms")
     gpu, worker = num(df, "gpu"), num(df, "worker")
-    ok = start.notna() & end.notna() & (end >= start) & gpu.notna()
+    timed = start.notna() & end.notna() & (end >= start)
     est, hold_lo = _holds(df)
-    if not ok.any() or not est[ok].notna().any():
+    if not timed.any() or not est[timed].notna().any():
         return nan, nan, nan
     # a call that logged no hold (failed, lines lost): the run's median, at least 0 long
-    fill = float(est[ok].median())
+    est = est.fillna(float(est[timed].median()))
     hold_lo = hold_lo.fillna(0.0)
-    est = est.fillna(fill)
     setup = num(df, "setup_to_split_ms")
     setup = setup.fillna(setup.median() if setup.notna().any() else 0.0)
     registered = text(df, "prestage_setup").notna() | text(df, "host_register").notna()
     request = start + ENTRY_MS + setup + np.where(registered, HOST_REGISTER_MS, 0.0)
     # the latest release the clock allows: GPU_END, and the worker's next GPU_START
     cap = end.copy()
-    by_worker = pd.DataFrame({"w": worker, "s": start})[ok & worker.notna()]
+    by_worker = pd.DataFrame({"w": worker, "s": start})[timed & worker.notna()]
     by_worker = by_worker.sort_values(["w", "s"], kind="stable")
     nxt = by_worker.groupby("w")["s"].shift(-1)
     cap.loc[nxt.index] = np.fmin(cap.loc[nxt.index], nxt)
-    n = len(df)
-    wait, low, high = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
-    req, hold, short, last = (s.to_numpy(dtype="float64") for s in (request, est, hold_lo, cap))
-    okv, gv = ok.to_numpy(), gpu.to_numpy()
-    for g in np.unique(gv[okv]):
-        idx = np.flatnonzero(okv & (gv == g))
-        free = best = -np.inf  # release of the call ahead; latest release among lock holders
-        pending: list[tuple[float, float]] = []  # heap: (acquisition, release with short hold)
-        for i in idx[np.argsort(req[idx], kind="stable")].tolist():
-            r, h, c = req[i], hold[i], last[i]
-            acq = min(max(r, free), max(r, c - h))  # released after its GPU_END: it went earlier
-            free = acq + h
-            wait[i] = acq - r
-            while pending and pending[0][0] <= r:  # calls that held the lock by this request
-                best = max(best, heapq.heappop(pending)[1])
-            low[i] = min(wait[i], max(0.0, best - r))
-            high[i] = max(wait[i], c - short[i] - r)
-            heapq.heappush(pending, (acq, acq + short[i]))
-    w, lo, hi = (pd.Series(a, index=df.index, dtype="float64") for a in (wait, low, high))
+    queue = _Queue(*(x.to_numpy(dtype="float64") for x in (request, est, hold_lo, cap)))
+    if gpu[timed].isna().all() and worker[timed].notna().any():
+        wait, low, high = _by_worker_groups(queue, worker.where(timed))
+    else:
+        wait, low, high, _ = queue.solve((timed & gpu.notna()).to_numpy(), gpu.to_numpy())
+    w, lo, hi = (pd.Series(x, index=df.index, dtype="float64") for x in (wait, low, high))
     return w, lo, hi
+
+
+#: A call the clock makes acquire the lock this much earlier than its queue position allows
+#: (ms) does not fit the queue: too many of them (``MISFIT_SHARE``) and those workers do not
+#: share one mutex (used only where no call names its GPU).
+MISFIT_MS = 100.0
+MISFIT_SHARE = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class _Queue:
+    """Per-call arrays of the clock estimate: request, hold, shortest hold, latest release."""
+
+    request: np.ndarray
+    hold: np.ndarray
+    short: np.ndarray
+    cap: np.ndarray
+
+    def solve(
+        self, ok: np.ndarray, mutex: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """(wait, low, high, misfits) with the calls of each ``mutex`` value in one queue."""
+        req, hold, short, cap = self.request, self.hold, self.short, self.cap
+        n = len(req)
+        wait, low, high = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+        misfits = 0
+        for m in np.unique(mutex[ok]):
+            idx = np.flatnonzero(ok & (mutex == m))
+            free = best = -np.inf  # release of the call ahead; latest release among holders
+            pending: list[tuple[float, float]] = []  # heap: (acquisition, short release)
+            for i in idx[np.argsort(req[idx], kind="stable")].tolist():
+                r, h, c = req[i], hold[i], cap[i]
+                queued = max(r, free)
+                acq = min(queued, max(r, c - h))  # released after its GPU_END: it went earlier
+                misfits += queued - acq > MISFIT_MS
+                free = acq + h
+                wait[i] = acq - r
+                while pending and pending[0][0] <= r:  # calls that held the lock by now
+                    best = max(best, heapq.heappop(pending)[1])
+                low[i] = min(wait[i], max(0.0, best - r))
+                high[i] = max(wait[i], c - short[i] - r)
+                heapq.heappush(pending, (acq, acq + short[i]))
+        return wait, low, high, misfits
+
+
+def _by_worker_groups(
+    queue: _Queue, worker: pd.Series
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The queues when no call names its GPU (a capture without the tracing lines that map
+    workers to GPUs). Workers are GPU-major (``gpus[worker / gw]``), so every divisor of the
+    number of workers is a possible gw; one fits the clock when at most ``MISFIT_SHARE`` of the
+    calls would have to release the lock after their GPU_END or their worker's next GPU_START.
+    The estimate takes the largest gw that fits; the bounds span every gw that fits."""
+    ok = worker.notna().to_numpy()
+    w = worker.to_numpy()
+    n_workers = int(np.nanmax(w)) + 1
+    fits = []
+    for gw in (g for g in range(n_workers, 0, -1) if n_workers % g == 0):
+        wait, low, high, misfits = queue.solve(ok, np.floor_divide(w, gw))
+        if misfits <= MISFIT_SHARE * ok.sum() or gw == 1:  # gw=1: no queue, always fits
+            fits.append((wait, low, high))
+    wait = fits[0][0]
+    low = np.fmin.reduce([f[1] for f in fits])
+    high = np.fmax.reduce([f[2] for f in fits])
+    return wait, low, high
 
 
 def barrier_estimate(df: pd.DataFrame, lock: LockWait) -> tuple[pd.Series, pd.Series, str]:

@@ -197,7 +197,9 @@ class LockWait(Rule):
       releases it. The clock caps it: a call releases the lock before its `GPU_END` and before
       its worker's next `GPU_START`. The estimate comes with bounds (`wait_ms_low`,
       `wait_ms_high`): low = the wait behind the call holding the lock at the request alone,
-      with holds of `gpu_total_ms` only; high = the latest acquisition the clock allows.
+      with holds of `gpu_total_ms` only; high = the latest acquisition the clock allows. When
+      no line maps workers to GPUs (a stderr-only capture), the workers sharing a mutex are
+      found from the clock and the bounds cover every grouping that fits it.
 
     It tells harmless interlock waiting from waste:
 

@@ -263,7 +263,7 @@ def clock_lock_wait(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
     est, hold_lo = _holds(df)
     if not timed.any() or not est[timed].notna().any():
         return nan, nan, nan
-    # a call that logged no hold (failed, lines lost): the run's median, at least 0 long
+    # a call that logged no hold (failed, lines lost): the run's median hold, shortest 0
     est = est.fillna(float(est[timed].median()))
     hold_lo = hold_lo.fillna(0.0)
     setup = num(df, "setup_to_split_ms")

@@ -122,6 +122,23 @@ def test_console_incident_shows_facts_findings_stages_waterfall() -> None:
     assert max(len(line) for line in out.splitlines()) <= 100
 
 
+@pytest.mark.parametrize("fmt", ["console", "markdown"])
+def test_header_gives_the_clock_estimate_of_the_lock_wait(fmt: str) -> None:
+    # Phase 12 code logs no lock wait: the header names the clock estimate and its bounds
+    f = analysis("phase12").facts
+    assert f.lock_wait_method == "clock"
+    assert f.lock_wait_ms_low <= f.lock_wait_ms <= f.lock_wait_ms_high  # type: ignore[operator]
+    text = " ".join(rendered("phase12", fmt).replace("│", " ").split())
+    assert "upper bound" not in text
+    assert "estimated from the clock (per-GPU queue of GPU_START..GPU_END and holds)" in text
+    assert f"holds): median {common.num(f.lock_wait_ms, ' ms')}" in text
+    assert f"between {common.num(f.lock_wait_ms_low, ' ms')} and" in text
+    wf = f.waterfall
+    assert wf is not None
+    (seg,) = [s for s in wf.segments if s.name == "lock wait"]
+    assert seg.duration_ms == f.lock_wait_ms and not seg.measured and "per-GPU queue" in seg.source
+
+
 def test_console_healthy_has_no_errors() -> None:
     out = rendered("healthy", "console")
     assert "Findings: 0 errors, 0 warnings, 1 info" in out

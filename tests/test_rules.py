@@ -245,9 +245,16 @@ def test_lock_wait_interlock_is_info() -> None:
     assert "Harmless" in f.message
 
 
-def test_lock_wait_split_era_upper_bound() -> None:
+def test_lock_wait_split_era_clock_estimate() -> None:
+    # Phase 12, gw=3, one proof: the clock estimate finds the three workers queueing
     f = must(analysis("phase12"), "lock-wait")
-    assert f.evidence["method"] == "timeline" and "upper bound" in f.message
+    ev = f.evidence
+    assert ev["method"] == "clock" and "per-GPU queue of GPU_START..GPU_END" in f.message
+    assert ev["kind"] == ["queueing"] and f.severity is Severity.WARNING
+    assert ev["wait_ms_low"] <= ev["wait_ms_median"] <= ev["wait_ms_high"]
+    assert ev["wait_to_hold"] == pytest.approx(2.0, abs=0.25)  # (3 − 1) holds
+    measured = must(analysis("queueing_main"), "lock-wait").evidence
+    assert measured["wait_ms_low"] is None and measured["wait_ms_high"] is None
 
 
 def test_lock_wait_silent_without_contention() -> None:

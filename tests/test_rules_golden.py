@@ -44,6 +44,18 @@ def _load_generator() -> ModuleType:
 gen = _load_generator()
 
 
+def _load_findings_generator() -> ModuleType:
+    path = ROOT / "tools" / "gen_fixture_findings.py"
+    spec = importlib.util.spec_from_file_location("gen_fixture_findings", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+sim_gen = _load_findings_generator()
+
+
 def analyze_json(target: str, slug: str, data: bytes | None = None) -> dict[str, Any]:
     """``cuzk-diag analyze TARGET --format json --select SLUG`` with default thresholds."""
     args = ["analyze", target, "--format", "json", "--select", slug, "--config", str(gen.DEFAULTS)]
@@ -150,6 +162,33 @@ def test_rule_silent_on_clean_log(rule: Any, source: str) -> None:
     assert golden_view(report) == [], f"{rule.code} fired on {log.name}"
     golden = json.loads(gen.golden_path(rule.name, "clean").read_text(encoding="utf-8"))
     assert golden["findings"] == []
+
+
+# -- golden findings of simulated fixtures (fixtures/sim/NAME.findings.json) -------------------
+
+
+@pytest.mark.parametrize("name", sorted(sim_gen.REQUIRED))
+def test_sim_fixture_findings_match_golden(name: str) -> None:
+    golden = json.loads(sim_gen.golden_path(name).read_text(encoding="utf-8"))
+    assert golden["command"] == "cuzk-diag " + " ".join(sim_gen.command(name))
+    got = sim_gen.analyze(name)
+    assert set(sim_gen.REQUIRED[name]) <= {f["code"] for f in got}
+    assert_matches(got, golden["findings"])
+
+
+@pytest.mark.parametrize("name", sorted(sim_gen.REQUIRED))
+def test_sim_fixture_lock_wait_is_the_clock_estimate(name: str) -> None:
+    # Phase 12 and pool-cache code log neither mutex_wait_ms nor pre_destructor_ms: the wait
+    # comes from the clock, with bounds around it, and lies within 20% of the simulated one
+    golden = json.loads(sim_gen.golden_path(name).read_text(encoding="utf-8"))
+    (lock,) = [f for f in golden["findings"] if f["name"] == "lock-wait"]
+    ev = lock["evidence"]
+    assert ev["method"] == "clock"
+    assert ev["wait_ms_low"] <= ev["wait_ms_median"] <= ev["wait_ms_high"]
+    truth = json.loads((ROOT / "fixtures" / "sim" / f"{name}.truth.json").read_text())
+    waits = sorted(t["_mutex_wait_ms"] for t in truth)
+    true_median = (waits[(len(waits) - 1) // 2] + waits[len(waits) // 2]) / 2
+    assert abs(ev["wait_ms_median"] - true_median) <= 0.2 * true_median
 
 
 # -- defects the fixtures turned up (kept out of the goldens) ----------------------------------

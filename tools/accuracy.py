@@ -2,8 +2,9 @@
 
 `python tools/accuracy.py fixtures/sim/*.log` prints, per log, how many calls were found and the
 share of calls whose GPU-region, CPU-side and identity fields all equal the truth;
-`python tools/accuracy.py --sweep 8` does the same over simulated runs of every era, 1-3 workers
-per GPU and 1-2 GPUs, 8 seeds each.
+`python tools/accuracy.py --sweep 8` does the same over simulated runs (``SWEEP_CONFIGS``: every
+era, 1-3 workers per GPU and 1-2 GPUs; Phase 12 and pool-cache code on 2 GPUs x gw=2 with 4 of 8
+proofs in flight), 8 seeds each.
 """
 
 from __future__ import annotations
@@ -125,44 +126,51 @@ def compare_run(run: Any, truth: list[dict[str, Any]]) -> dict[str, Any]:
     return res
 
 
+#: The ``--sweep`` cells, SimConfig arguments without the seed: every era with 1-3 workers per
+#: GPU on 1-2 GPUs and 3 proofs (2 in flight) of 6 partitions; then Phase 12 and pool-cache code
+#: on 2 GPUs x gw=2 with 8 proofs of 10 partitions, 4 in flight, and synthesis fast enough
+#: (20 concurrent) that the workers of a GPU queue on its mutex.
+SWEEP_CONFIGS: list[dict[str, Any]] = [
+    *(
+        dict(era=era, gw=gw, n_gpus=gpus, proofs=3, concurrency=2, partitions_per_proof=6)
+        for era in ("phase4-8", "phase9-11", "phase12", "pool-cache", "main")
+        for gw in (1, 2, 3)
+        for gpus in (1, 2)
+    ),
+    *(
+        dict(era=era, gw=2, n_gpus=2, proofs=8, concurrency=4, pw=20, partitions_per_proof=10)
+        for era in ("phase12", "pool-cache")
+    ),
+]
+
+
 def sweep(seeds: int) -> None:
-    """Simulate every era x gw 1-3 x 1-2 GPUs for ``seeds`` seeds; print the shares per cell."""
+    """Simulate every cell of ``SWEEP_CONFIGS`` for ``seeds`` seeds; print the shares per cell."""
     import os
     import tempfile
 
     from cuzk_diag.model.daemon import SimConfig, simulate
 
-    print("era         gw gpus  calls  gpu-region  cpu-side  ids")
-    for era in ("phase4-8", "phase9-11", "phase12", "pool-cache", "main"):
-        for gw in (1, 2, 3):
-            for gpus in (1, 2):
-                tot = {"truth": 0, "gpu_ok": 0, "cpu_ok": 0, "id_ok": 0, "missing": 0}
-                for seed in range(seeds):
-                    sim = simulate(
-                        SimConfig(
-                            era=era,
-                            gw=gw,
-                            n_gpus=gpus,
-                            proofs=3,
-                            concurrency=2,
-                            partitions_per_proof=6,
-                            seed=seed,
-                        )
-                    )
-                    fd, path = tempfile.mkstemp(suffix=".log")
-                    os.write(fd, sim.data)
-                    os.close(fd)
-                    try:
-                        res = compare_run(load_run([path]), sim.truth)
-                    finally:
-                        os.unlink(path)
-                    for k in tot:
-                        tot[k] += res[k]
-                n = tot["truth"]
-                print(
-                    f"{era:11s} {gw:2d} {gpus:4d} {n:6d}  {tot['gpu_ok'] / n:10.1%} "
-                    f"{tot['cpu_ok'] / n:9.1%} {tot['id_ok'] / n:5.1%}"
-                )
+    print("era         gw gpus  c/j  calls  gpu-region  cpu-side  ids")
+    for kw in SWEEP_CONFIGS:
+        tot = {"truth": 0, "gpu_ok": 0, "cpu_ok": 0, "id_ok": 0, "missing": 0}
+        for seed in range(seeds):
+            sim = simulate(SimConfig(**kw, seed=seed))
+            fd, path = tempfile.mkstemp(suffix=".log")
+            os.write(fd, sim.data)
+            os.close(fd)
+            try:
+                res = compare_run(load_run([path]), sim.truth)
+            finally:
+                os.unlink(path)
+            for k in tot:
+                tot[k] += res[k]
+        n = tot["truth"]
+        shape = f"{kw['proofs']}/{kw['concurrency']}"
+        print(
+            f"{kw['era']:11s} {kw['gw']:2d} {kw['n_gpus']:4d} {shape:>4s} {n:6d}  "
+            f"{tot['gpu_ok'] / n:10.1%} {tot['cpu_ok'] / n:9.1%} {tot['id_ok'] / n:5.1%}"
+        )
 
 
 def main(paths: list[str]) -> int:

@@ -140,6 +140,31 @@ FIXTURES: dict[str, dict[str, Any]] = {
         self_check_failures=1,
         seed=71,
     ),
+    # Phase 12 and pool-cache code on 2 GPUs x gw=2 with 4 of 8 proofs in flight: the workers of
+    # each GPU queue on its mutex about as long as they hold it, and neither version logs the
+    # wait (the truth carries it as _mutex_wait_ms / _mutex_held_ms)
+    "phase12-2gpu-gw2": dict(
+        era="phase12",
+        n_gpus=2,
+        gw=2,
+        proofs=8,
+        concurrency=4,
+        pw=20,
+        partitions_per_proof=4,
+        lock_truth=True,
+        seed=81,
+    ),
+    "pool-cache-2gpu-gw2": dict(
+        era="pool-cache",
+        n_gpus=2,
+        gw=2,
+        proofs=8,
+        concurrency=4,
+        pw=20,
+        partitions_per_proof=4,
+        lock_truth=True,
+        seed=82,
+    ),
 }
 
 #: fixtures/example.log: a realistic main-era multi-proof run with cuzk-bench output.

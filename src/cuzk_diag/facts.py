@@ -7,6 +7,7 @@ Everything here is computed from the partition frame (``records.PARTITION_SCHEMA
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -27,8 +28,12 @@ WRAPPER_TOL_MS = 50.0
 #: Unmodelled terms of the pre_destructor gap (thread spawn/join, msm_t dtors, cleanup) are a
 #: few tens of ms; a remainder above the CPU excess by less than this is not called lock wait.
 CPU_TOL_MS = 50.0
-#: Eras whose TIMELINE ``gpu_ms`` spans start + finalize (no pre_destructor, no mutex timing).
-SPLIT_ERAS = frozenset({"phase12", "pool-cache"})
+#: Where the waterfall's lock-wait segment comes from, by ``LockWait.method``.
+_WAIT_SOURCE = {
+    "measured": "mutex_wait_ms",
+    "pre_destructor": "estimated from pre_destructor_ms",
+    "clock": "estimated from the per-GPU queue of GPU_START..GPU_END and holds",
+}
 
 _COLUMN_ORDER = {name: i for i, (name, _) in enumerate(PARTITION_COLUMNS)}
 
@@ -120,53 +125,74 @@ def stage_table(partitions: pd.DataFrame) -> pd.DataFrame:
 
 # -- lock wait (measured or inferred, reference section 1.5) --------------------------------
 
+#: Lock hold beyond ``gpu_total_ms`` (sections 1.2 T6/T19 and 1.5): GPU-thread spawn and join
+#: and the ``msm_t`` destructors, which run after T6 but before the unlock. Main code logs both
+#: (``mutex_held_ms − gpu_total_ms``): a few ms.
+HOLD_OVERHEAD_MS = 7.0
+#: V4-V8 pre-staging inside the lock when T12 carries no timing (V5 logs ``total_ps_ms``): the
+#: set-up averaged 18 ms (599522de) plus about 2 ms of cleanup before the unlock; a pre-stage
+#: attempt that did not pre-stage still synchronises, trims the pool and reads the free VRAM.
+PRESTAGE_OK_MS = 20.0
+PRESTAGE_CHECK_MS = 3.0
+#: GPU_START to the C++ entry: spawn_blocking and the Rust pointer set-up (about 1 ms), and
+#: V4-V8 ``cudaHostRegister`` of a/b/c before the lock request (about 5 ms).
+ENTRY_MS = 1.0
+HOST_REGISTER_MS = 5.0
+
 
 @dataclass(frozen=True, slots=True)
 class LockWait:
-    """Per-partition GPU-mutex wait: measured (V11) or inferred from a gap (earlier code)."""
+    """Per-partition GPU-mutex wait: measured (V11) or inferred (earlier code), with bounds."""
 
-    method: str  # measured | pre_destructor | timeline | none
+    method: str  # measured | pre_destructor | clock | none
     wait: pd.Series  # ms per row, NaN where unknown
-    gap: pd.Series  # total − gpu_total_ms (NaN when measured)
+    gap: pd.Series  # total − gpu_total_ms (NaN when not solved from a gap)
     known: pd.Series  # setup_to_split + epilogue + pre-stage setup: the logged part of the gap
     cpu_residual: pd.Series  # max(0, prep + b_g2 − (wait + gpu_total)) as solved
-    total_field: str | None  # pre_destructor_ms | gpu_ms | None
+    total_field: str | None  # pre_destructor_ms | None
+    low: pd.Series  # lower bound of the wait per row (= wait when measured)
+    high: pd.Series  # upper bound of the wait per row (= wait when measured)
 
     @property
     def known_any(self) -> bool:
         return self.method != "none" and bool(self.wait.notna().any())
 
+    def summary(self) -> dict[str, float | None]:
+        """Median wait and the medians of its per-call bounds (ms)."""
+        if not self.known_any:
+            return {"median": None, "low": None, "high": None}
+        return {"median": median(self.wait), "low": median(self.low), "high": median(self.high)}
 
-def estimate_lock_wait(df: pd.DataFrame, era: str = "unknown") -> LockWait:
+
+def estimate_lock_wait(df: pd.DataFrame) -> LockWait:
     """Lock wait per partition.
 
-    V11 logs ``mutex_wait_ms``. Before that the wait is solved from the gap decomposition of
-    section 1.5: ``total − gpu_total ≈ known + W + max(0, C − (W + G))`` where ``known`` =
-    setup_to_split + epilogue + pre-stage setup, ``C`` = prep_msm + b_g2_msm, ``G`` =
+    V11 logs ``mutex_wait_ms``. Phases 4-11 (``pre_destructor_ms``) solve it from the gap
+    decomposition of section 1.5: ``total − gpu_total ≈ known + W + max(0, C − (W + G))`` where
+    ``known`` = setup_to_split + epilogue + pre-stage setup, ``C`` = prep_msm + b_g2_msm, ``G`` =
     gpu_total. With ``R`` = gap − known this is ``R = max(W, C − G)``: when ``R`` exceeds the
     CPU excess ``max(0, C − G)`` (by ``CPU_TOL_MS``) the wait is ``R`` and the CPU residual 0;
-    otherwise the gap is the CPU path and the wait cannot be told apart (taken as 0).
-    ``total`` is ``pre_destructor_ms`` (V1-V7; V1-V2 exclude the static-mutex wait, which shows
-    as ``gpu_ms − pre_destructor_ms`` and is added) or, for V8-V10, TIMELINE ``gpu_ms`` (which
-    also holds finalizer scheduling, so the result is an upper bound).
+    otherwise the gap is the CPU path and the wait cannot be told apart (taken as 0). V1-V2
+    exclude the static-mutex wait from ``pre_destructor_ms``; it shows as
+    ``gpu_ms − pre_destructor_ms`` and is added.
+
+    Code that logs neither (Phase 12 and pool-cache) gets the ``clock`` estimate of
+    :func:`clock_lock_wait`: the per-GPU mutex queue solved call by call from GPU_START,
+    GPU_END and each call's hold.
     """
     nan = pd.Series(np.nan, index=df.index, dtype="float64")
     if has(df, "mutex_wait_ms"):
-        return LockWait("measured", num(df, "mutex_wait_ms"), nan, nan, nan, None)
+        w = num(df, "mutex_wait_ms")
+        return LockWait("measured", w, nan, nan, nan, None, w, w)
     g = num(df, "gpu_total_ms")
-    if has(df, "pre_destructor_ms") and g.notna().any():
-        total_field = "pre_destructor_ms"
-        total = num(df, total_field)
-        beyond = num(df, "gpu_ms") - total
-        outside = beyond.where(beyond > WRAPPER_TOL_MS, 0.0).fillna(0)
-        method = "pre_destructor"
-    elif era in SPLIT_ERAS and has(df, "gpu_ms") and g.notna().any():
-        total_field = "gpu_ms"
-        total = num(df, total_field)
-        outside = pd.Series(0.0, index=df.index)
-        method = "timeline"
-    else:
-        return LockWait("none", nan, nan, nan, nan, None)
+    if not has(df, "pre_destructor_ms") or not g.notna().any():
+        wait, low, high = clock_lock_wait(df)
+        if wait.notna().any():
+            return LockWait("clock", wait, nan, nan, nan, None, low, high)
+        return LockWait("none", nan, nan, nan, nan, None, nan, nan)
+    total = num(df, "pre_destructor_ms")
+    beyond = num(df, "gpu_ms") - total
+    outside = beyond.where(beyond > WRAPPER_TOL_MS, 0.0).fillna(0)
     known = (
         num(df, "setup_to_split_ms").fillna(0)
         + num(df, "epilogue_ms").fillna(0)
@@ -181,7 +207,147 @@ def estimate_lock_wait(df: pd.DataFrame, era: str = "unknown") -> LockWait:
     lock = rest.where(rest > cpu_excess + CPU_TOL_MS, 0.0).clip(lower=0)
     lock = lock.where(rest.notna())
     cpu_residual = (rest - lock).clip(lower=0)
-    return LockWait(method, lock + outside, gap, known, cpu_residual, total_field)
+    wait = lock + outside
+    return LockWait(
+        "pre_destructor", wait, gap, known, cpu_residual, "pre_destructor_ms", wait, wait
+    )
+
+
+def _holds(df: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """(estimate, low bound) of each call's lock hold in ms, NaN where the call logged none.
+
+    ``mutex_held_ms`` where logged (−1 ms of truncation for the bound); otherwise
+    ``gpu_total_ms`` plus the work inside the lock around the GPU threads: their spawn and join
+    and the ``msm_t`` destructors (``HOLD_OVERHEAD_MS``) and, on V4-V8, the pre-staging
+    (``total_ps_ms`` where logged, else ``PRESTAGE_OK_MS`` after ``prestage_setup=ok`` and
+    ``PRESTAGE_CHECK_MS`` after another outcome). ``CUZK_NTT_H`` and the first call's T14/T15
+    set-up print inside ``ntt_msm_h_ms``, so ``gpu_total_ms`` holds them already. The low bound
+    is the logged part alone.
+    """
+    g = num(df, "gpu_total_ms")
+    ps_logged = num(df, "total_ps_ms")
+    outcome = text(df, "prestage_setup")
+    ps_model = pd.Series(
+        np.where(outcome == "ok", PRESTAGE_OK_MS, np.where(outcome.notna(), PRESTAGE_CHECK_MS, 0)),
+        index=df.index,
+        dtype="float64",
+    )
+    est = g + HOLD_OVERHEAD_MS + ps_logged.fillna(ps_model)
+    low = g + ps_logged.fillna(0)
+    held = num(df, "mutex_held_ms")
+    return held.fillna(est), (held - 1).fillna(low)
+
+
+def clock_lock_wait(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """(wait, low, high) per call from the clock, for code that does not log the wait.
+
+    Calls of one GPU whose GPU_START..GPU_END intervals overlap serialise on its mutex. A call
+    requests the lock ``ENTRY_MS`` + ``setup_to_split_ms`` (+ ``HOST_REGISTER_MS`` on V4-V8)
+    after its GPU_START and holds it for its hold (:func:`_holds`). Per GPU, in order of
+    request, the queue is solved call by call: a call acquires the lock when it asks for it or
+    when the call ahead of it releases it, whichever is later. The clock caps it: a call
+    releases the lock before its GPU_END and before its worker's next GPU_START (the start
+    function returns after the unlock), so a call that would release later acquired earlier.
+
+    ``low`` is the wait behind the call that held the lock at the request alone, with the
+    shortest holds (the mutex is not fair: with three or more workers a later waiter may go
+    first); ``high`` is the latest acquisition the clock allows with the shortest hold of the
+    call itself. When no call names its GPU (a capture without the tracing lines that map
+    workers to GPUs) the workers are grouped per mutex by :func:`_by_worker_groups`. Calls
+    without GPU_START, GPU_END or a GPU get NaN.
+    """
+    nan = pd.Series(np.nan, index=df.index, dtype="float64")
+    start, end = num(df, "start_ms"), num(df, "end_ms")
+    gpu, worker = num(df, "gpu"), num(df, "worker")
+    timed = start.notna() & end.notna() & (end >= start)
+    est, hold_lo = _holds(df)
+    if not timed.any() or not est[timed].notna().any():
+        return nan, nan, nan
+    # a call that logged no hold (failed, lines lost): the run's median hold, shortest 0
+    est = est.fillna(float(est[timed].median()))
+    hold_lo = hold_lo.fillna(0.0)
+    setup = num(df, "setup_to_split_ms")
+    setup = setup.fillna(setup.median() if setup.notna().any() else 0.0)
+    registered = text(df, "prestage_setup").notna() | text(df, "host_register").notna()
+    request = start + ENTRY_MS + setup + np.where(registered, HOST_REGISTER_MS, 0.0)
+    # the latest release the clock allows: GPU_END, and the worker's next GPU_START
+    cap = end.copy()
+    by_worker = pd.DataFrame({"w": worker, "s": start})[timed & worker.notna()]
+    by_worker = by_worker.sort_values(["w", "s"], kind="stable")
+    nxt = by_worker.groupby("w")["s"].shift(-1)
+    cap.loc[nxt.index] = np.fmin(cap.loc[nxt.index], nxt)
+    queue = _Queue(*(x.to_numpy(dtype="float64") for x in (request, est, hold_lo, cap)))
+    if gpu[timed].isna().all() and worker[timed].notna().any():
+        wait, low, high = _by_worker_groups(queue, worker.where(timed))
+    else:
+        wait, low, high, _ = queue.solve((timed & gpu.notna()).to_numpy(), gpu.to_numpy())
+    w, lo, hi = (pd.Series(x, index=df.index, dtype="float64") for x in (wait, low, high))
+    return w, lo, hi
+
+
+#: A call the clock makes acquire the lock this much earlier than its queue position allows
+#: (ms) does not fit the queue: too many of them (``MISFIT_SHARE``) and those workers do not
+#: share one mutex (used only where no call names its GPU).
+MISFIT_MS = 100.0
+MISFIT_SHARE = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class _Queue:
+    """Per-call arrays of the clock estimate: request, hold, shortest hold, latest release."""
+
+    request: np.ndarray
+    hold: np.ndarray
+    short: np.ndarray
+    cap: np.ndarray
+
+    def solve(
+        self, ok: np.ndarray, mutex: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """(wait, low, high, misfits) with the calls of each ``mutex`` value in one queue."""
+        req, hold, short, cap = self.request, self.hold, self.short, self.cap
+        n = len(req)
+        wait, low, high = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+        misfits = 0
+        for m in np.unique(mutex[ok]):
+            idx = np.flatnonzero(ok & (mutex == m))
+            free = best = -np.inf  # release of the call ahead; latest release among holders
+            pending: list[tuple[float, float]] = []  # heap: (acquisition, short release)
+            for i in idx[np.argsort(req[idx], kind="stable")].tolist():
+                r, h, c = req[i], hold[i], cap[i]
+                queued = max(r, free)
+                acq = min(queued, max(r, c - h))  # released after its GPU_END: it went earlier
+                misfits += queued - acq > MISFIT_MS
+                free = acq + h
+                wait[i] = acq - r
+                while pending and pending[0][0] <= r:  # calls that held the lock by now
+                    best = max(best, heapq.heappop(pending)[1])
+                low[i] = min(wait[i], max(0.0, best - r))
+                high[i] = max(wait[i], c - short[i] - r)
+                heapq.heappush(pending, (acq, acq + short[i]))
+        return wait, low, high, misfits
+
+
+def _by_worker_groups(
+    queue: _Queue, worker: pd.Series
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The queues when no call names its GPU (a capture without the tracing lines that map
+    workers to GPUs). Workers are GPU-major (``gpus[worker / gw]``), so every divisor of the
+    number of workers is a possible gw; one fits the clock when at most ``MISFIT_SHARE`` of the
+    calls would have to release the lock after their GPU_END or their worker's next GPU_START.
+    The estimate takes the largest gw that fits; the bounds span every gw that fits."""
+    ok = worker.notna().to_numpy()
+    w = worker.to_numpy()
+    n_workers = int(np.nanmax(w)) + 1
+    fits = []
+    for gw in (g for g in range(n_workers, 0, -1) if n_workers % g == 0):
+        wait, low, high, misfits = queue.solve(ok, np.floor_divide(w, gw))
+        if misfits <= MISFIT_SHARE * ok.sum() or gw == 1:  # gw=1: no queue, always fits
+            fits.append((wait, low, high))
+    wait = fits[0][0]
+    low = np.fmin.reduce([f[1] for f in fits])
+    high = np.fmax.reduce([f[2] for f in fits])
+    return wait, low, high
 
 
 def barrier_estimate(df: pd.DataFrame, lock: LockWait) -> tuple[pd.Series, pd.Series, str]:
@@ -383,14 +549,12 @@ def waterfall(df: pd.DataFrame, lock: LockWait) -> Waterfall | None:
         setup_end = add("setup", "cpu", 0.0, med("pre_lock_cpu_ms"), "pre_lock_cpu_ms", True)
     else:
         setup_end = add("setup", "cpu", 0.0, med("setup_to_split_ms"), "setup_to_split_ms", True)
-    wait = median(lock.wait) if lock.known_any else None
+    bounds = lock.summary()
+    source = _WAIT_SOURCE.get(lock.method, lock.method)
+    if lock.method == "clock":
+        source += f"; per-call bounds, medians: {bounds['low']:.0f}-{bounds['high']:.0f} ms"
     acquired = add(
-        "lock wait",
-        "lock",
-        setup_end,
-        wait,
-        "mutex_wait_ms" if lock.method == "measured" else f"estimated from {lock.total_field}",
-        lock.method == "measured",
+        "lock wait", "lock", setup_end, bounds["median"], source, lock.method == "measured"
     )
     prep_end = add("CPU prep (prep_msm)", "cpu", setup_end, med("prep_msm_ms"), "prep_msm_ms", True)
     bg2_end = add("b_g2_msm", "cpu", prep_end, med("b_g2_msm_ms"), "b_g2_msm_ms", True)
@@ -470,6 +634,9 @@ class RunFacts:
     per_gpu: list[GpuUsage] = field(default_factory=list)
     idle_gaps: list[IdleGap] = field(default_factory=list)
     lock_wait_method: str = "none"
+    lock_wait_ms: float | None = None  # median lock wait, measured or inferred
+    lock_wait_ms_low: float | None = None  # medians of the per-call bounds (= median unless
+    lock_wait_ms_high: float | None = None  # the method is an estimate with bounds: clock)
     waterfall: Waterfall | None = None
 
     @property
@@ -523,6 +690,9 @@ class RunFacts:
             "per_gpu": [u.to_dict() for u in self.per_gpu],
             "idle_gaps": self.gap_summary(),
             "lock_wait_method": self.lock_wait_method,
+            "lock_wait_ms": self.lock_wait_ms,
+            "lock_wait_ms_low": self.lock_wait_ms_low,
+            "lock_wait_ms_high": self.lock_wait_ms_high,
             "waterfall": self.waterfall.to_dict() if self.waterfall else None,
         }
 
@@ -659,7 +829,13 @@ def compute_facts(partitions: pd.DataFrame, info: RunInfo) -> RunFacts:
             kernel = sum(u.kernel_ms for u in f.per_gpu)
             f.kernel_util = kernel / span if kernel > 0 else None
         f.idle_gaps = [g for u in f.per_gpu for g in u.gaps]
-    lock = estimate_lock_wait(df, info.era)
+    lock = estimate_lock_wait(df)
     f.lock_wait_method = lock.method
+    bounds = lock.summary()
+    f.lock_wait_ms, f.lock_wait_ms_low, f.lock_wait_ms_high = (
+        bounds["median"],
+        bounds["low"],
+        bounds["high"],
+    )
     f.waterfall = waterfall(df, lock)
     return f

@@ -32,7 +32,9 @@ Conventions of the ground truth (``SimResult.truth``):
   and the ``CUZK_NTT_H`` fields are summed over circuits;
 - private keys start with ``_``: ``_lines`` (line numbers of the call's C++ lines),
   ``_gpu_lines`` (the subset printed while the GPU mutex was held), ``_t_lock_ms`` (simulated
-  lock time, ms since engine start).
+  lock time, ms since engine start); with ``SimConfig.lock_truth`` also ``_mutex_wait_ms`` and
+  ``_mutex_held_ms`` (the simulated lock request to acquisition and acquisition to release, ms,
+  for every code version, including those that do not log them).
 
 Conventions of the accounting (``SimResult.expected``): ``lines_total`` counts physical lines;
 ``by_family`` counts logical lines, so a torn TIMELINE line (reference 3.4) counts once as
@@ -169,6 +171,7 @@ class SimConfig:
     unknown_key_rate: float = 0.0  # per call: an unknown key appended to the tail_msm line
     torn_rate: float = 0.0  # per TIMELINE line: torn by the next C++/tracing line (ref. 3.4)
     truncate_last: bool = False  # end with a truncated line that has no newline
+    lock_truth: bool = False  # add the simulated mutex wait and hold to the truth (private keys)
 
     def resolved(self) -> SimConfig:
         """Return a copy with era defaults filled in; raises ValueError on bad values."""
@@ -1452,6 +1455,8 @@ class _Sim:
         if tr is not None:
             tr["record"] = rec_no
             tr["_t_lock_ms"] = round(t_lock, 3)
+            if cfg.lock_truth:
+                tr["_mutex_wait_ms"] = round(t_lock - call.t_req, 3)
             self.truth.append(tr)
         nc = call.nc
         cl = self._cpp_line
@@ -1671,6 +1676,8 @@ class _Sim:
                 tr["mutex_held_ms"] = held
                 tr["total_start_fn_ms"] = total_fn
         t_unlock = t_bu + 0.005
+        if tr is not None and cfg.lock_truth:
+            tr["_mutex_held_ms"] = round(t_unlock - t_lock, 3)
         if self.prestage:
             mib = 12288 if prestaged else 6144
             self.vram_regions.setdefault(phys0, []).append((t_lock, t_unlock, mib))

@@ -139,9 +139,14 @@ def facts_rows(a: Analysis) -> list[tuple[str, str]]:
     method = {
         "measured": "measured (mutex_wait_ms)",
         "pre_destructor": "inferred from pre_destructor_ms − gpu_total_ms",
-        "timeline": "upper bound from TIMELINE gpu_ms",
+        "clock": "estimated from the clock (per-GPU queue of GPU_START..GPU_END and holds)",
         "none": "unknown",
     }[f.lock_wait_method]
+    if f.lock_wait_method == "clock" and f.lock_wait_ms is not None:
+        method += (
+            f": median {num(f.lock_wait_ms, ' ms')} (between {num(f.lock_wait_ms_low, ' ms')}"
+            f" and {num(f.lock_wait_ms_high, ' ms')})"
+        )
     rows.append(("Lock wait", method))
     return rows
 

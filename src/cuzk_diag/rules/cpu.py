@@ -109,7 +109,7 @@ class CpuCriticalPath(Rule):
         g = num(df, "gpu_total_ms")
         if not g.notna().any():
             return
-        lock = estimate_lock_wait(df, ctx.facts.era)
+        lock = estimate_lock_wait(df)
         barrier, unaccounted, method = barrier_estimate(df, lock)
         prep, bg2 = num(df, "prep_msm_ms"), num(df, "b_g2_msm_ms")
         cpu = (prep + bg2.fillna(0)).where(prep.notna())

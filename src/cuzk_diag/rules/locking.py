@@ -11,7 +11,8 @@ from cuzk_diag.rules.base import Option, Rule, RuleContext, lines_of, ms, pct, r
 _METHOD_TEXT = {
     "measured": "measured, mutex_wait_ms",
     "pre_destructor": "not logged by this code version; solved from the pre_destructor_ms gap",
-    "timeline": "not logged by this code version; an upper bound from TIMELINE gpu_ms",
+    "clock": "not logged by this code version; estimated from the per-GPU queue of "
+    "GPU_START..GPU_END and the holds",
 }
 
 
@@ -110,7 +111,7 @@ class PreDestructorGap(Rule):
         if ratio < min_ratio:
             return
         hit = both & (pdm >= min_ratio * g)
-        lock = estimate_lock_wait(df, ctx.facts.era)
+        lock = estimate_lock_wait(df)
         parts = {
             "lock_wait": float(lock.wait[hit].sum()),
             "cpu_residual": float(lock.cpu_residual[hit].sum()),
@@ -181,10 +182,26 @@ class PreDestructorGap(Rule):
 class LockWait(Rule):
     """
     ## What it flags
-    Time calls spend blocked on the per-GPU C++ mutex: `mutex_wait_ms` where logged (main,
-    March 13 on), otherwise inferred (the `pre_destructor_ms` gap for Phases 4-11, TIMELINE
-    `gpu_ms` as an upper bound for Phase 12 to March 6). It tells harmless interlock waiting
-    from waste:
+    Time calls spend blocked on the per-GPU C++ mutex. Where it comes from (`method`):
+
+    - `measured`: `mutex_wait_ms` (main, March 13 on);
+    - `pre_destructor`: solved from the `pre_destructor_ms` gap (Phases 4-11, see
+      `pre-destructor-gap`);
+    - `clock`: Phase 12 to March 6 log neither, so the wait is estimated from the clock. Calls
+      of one GPU whose `GPU_START..GPU_END` intervals overlap serialise on its mutex; each
+      holds it for its `gpu_total_ms` plus the work inside the lock around the GPU threads
+      (spawn and join, `msm_t` destructors: about 7 ms; Phase 12 pre-staging: about 20 ms, or
+      `total_ps_ms` where logged). Per GPU, in order of the lock requests (`GPU_START` + about
+      1 ms + `setup_to_split_ms`, + about 5 ms of `cudaHostRegister` on pre-staging code), the
+      queue is solved call by call: a call gets the lock when it asks or when the call ahead
+      releases it. The clock caps it: a call releases the lock before its `GPU_END` and before
+      its worker's next `GPU_START`. The estimate comes with bounds (`wait_ms_low`,
+      `wait_ms_high`): low = the wait behind the call holding the lock at the request alone,
+      with holds of `gpu_total_ms` only; high = the latest acquisition the clock allows. When
+      no line maps workers to GPUs (a stderr-only capture), the workers sharing a mutex are
+      found from the clock and the bounds cover every grouping that fits it.
+
+    It tells harmless interlock waiting from waste:
 
     - *queueing* (warning): the median wait is at least `queue_ratio` × the lock hold time, i.e.
       calls queue behind more than one other call. With gw workers saturating one GPU the wait
@@ -217,9 +234,13 @@ class LockWait(Rule):
     lock: move destructors, frees and host synchronisation out of the locked region.
 
     ## Known false positives
-    The inferred waits (before March 13) carry the unlogged overheads of the call (tens of ms)
-    and, for Phase 12 to March 6, finalizer scheduling; treat them as upper bounds. The mutex is
-    not fair, so with gw=2 single waits above one hold time happen; the rule uses the median.
+    The waits solved from the `pre_destructor_ms` gap carry the unlogged overheads of the call
+    (tens of ms). The `clock` estimate assumes one mutex per GPU and the lock order of the
+    requests: on main-era logs with `mutex_wait_ms` hidden it is within a few ms of the
+    measured wait (docs/architecture.md), but the pool-cache code of March 2-6 routed every
+    partition through one shared mutex, where it underestimates the wait; a GPU-region line
+    attributed to the wrong call shifts its hold. The mutex is not fair, so with gw=2 single
+    waits above one hold time happen; the rule uses the median.
     """
 
     code = "CZ202"
@@ -256,8 +277,10 @@ class LockWait(Rule):
     )
     evidence = {
         "kind": "list of: queueing, non_gpu_under_lock, interlock",
-        "method": "measured | pre_destructor | timeline: where the wait comes from",
+        "method": "measured | pre_destructor | clock: where the wait comes from",
         "wait_ms_median": "median lock wait",
+        "wait_ms_low": "median of the per-call lower bounds of a `clock` estimate",
+        "wait_ms_high": "median of the per-call upper bounds of a `clock` estimate",
         "wait_ms_p95": "95th percentile lock wait",
         "hold_ms": "median lock hold time: mutex_held_ms, else gpu_total_ms + total_ps_ms",
         "hold_source": "the field hold_ms comes from",
@@ -277,7 +300,7 @@ class LockWait(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         df = ctx.partitions
         o = ctx.options
-        lock = estimate_lock_wait(df, ctx.facts.era)
+        lock = estimate_lock_wait(df)
         if not lock.known_any:
             return
         w = lock.wait
@@ -310,6 +333,9 @@ class LockWait(Rule):
         kinds: list[str] = []
         texts: list[str] = []
         how = _METHOD_TEXT[lock.method]
+        bounds = lock.summary() if lock.method == "clock" else {"low": None, "high": None}
+        if lock.method == "clock":
+            how += f", between {ms(bounds['low'])} and {ms(bounds['high'])}"
         waiting = w >= o["min_wait_ms"]
         if wmed >= o["min_wait_ms"] and ratio >= o["queue_ratio"]:
             kinds.append("queueing")
@@ -382,6 +408,8 @@ class LockWait(Rule):
                 "kind": kinds,
                 "method": lock.method,
                 "wait_ms_median": wmed,
+                "wait_ms_low": bounds["low"],
+                "wait_ms_high": bounds["high"],
                 "wait_ms_p95": float(w.quantile(0.95)),
                 "hold_ms": hold,
                 "hold_source": hold_src,

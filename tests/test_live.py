@@ -367,7 +367,7 @@ def test_follow_ends_on_sighup_with_the_final_report(
     time.sleep(0.5)
     live.proc.send_signal(signal.SIGHUP)
     rc, err = live.finish()
-    assert rc == 128 + signal.SIGHUP, err
+    assert rc == ExitCode.HANGUP == 128 + signal.SIGHUP, err
     final = live.events()[-1][1]
     assert final["type"] == "summary" and final["final"] is True
     ref = batch_report(busy_log)

@@ -18,4 +18,7 @@ class ExitCode(enum.IntEnum):
     def of_signal(cls, signum: int) -> int:
         """The shell's convention for a process ended by a signal: 128 + its number."""
         code = 128 + int(signum)
-        return cls(code) if code in cls._value2member_map_ else code
+        try:
+            return cls(code)
+        except ValueError:
+            return code

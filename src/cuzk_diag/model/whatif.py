@@ -306,38 +306,46 @@ class WhatIfResult:
         }
 
 
+def build_scenarios(
+    sets: dict[str, str] | None = None,
+    scales: dict[str, str] | None = None,
+    sweep: str | None = None,
+) -> list[Scenario]:
+    """The scenarios of ``--set``/``--scale`` (one) or of ``--sweep`` (one per value)."""
+    knobs, prestage = check_sets(dict(sets or {}))
+    scale = check_scales(dict(scales or {}))
+    if sweep:
+        key, values = parse_sweep(sweep)
+        return [Scenario({**knobs, key: _int_knob(key, v)}, scale, prestage) for v in values]
+    if knobs or scale or prestage:
+        return [Scenario(knobs, scale, prestage)]
+    return []
+
+
 def whatif(
     run: Any,
     sets: dict[str, str] | None = None,
     scales: dict[str, str] | None = None,
     sweep: str | None = None,
     seeds: int = DEFAULT_SEEDS,
+    scenarios: Sequence[Scenario] | None = None,
 ) -> WhatIfResult:
     """Self-check the model on ``run`` (``pipeline.Run``), then predict each scenario: the
-    ``sets``/``scales`` edits, or one scenario per value of ``sweep`` (``"gw=1,2,3"``)."""
+    ``sets``/``scales`` edits, one per value of ``sweep`` (``"gw=1,2,3"``), or ``scenarios``."""
     if seeds < 1:
         raise InputError("--seeds must be at least 1")
-    knobs, prestage = check_sets(dict(sets or {}))
-    scale = check_scales(dict(scales or {}))
-    scenarios: list[Scenario] = []
-    if sweep:
-        key, values = parse_sweep(sweep)
-        for v in values:
-            scenarios.append(Scenario({**knobs, key: _int_knob(key, v)}, scale, prestage))
-    elif knobs or scale or prestage:
-        scenarios.append(Scenario(knobs, scale, prestage))
+    todo = list(scenarios) if scenarios is not None else build_scenarios(sets, scales, sweep)
     m = measure(run)
     seed_list = list(range(1, seeds + 1))
     baseline = summarise(replay(m, m.knobs, seed_list))
     error = model_error(m.metrics, baseline)
     results = []
-    for sc in scenarios:
+    for sc in todo:
         samples, notes = scenario_samples(m, sc)
         full = {**m.knobs, **sc.knobs}
         if full["j"] > full["c"]:
             notes.append(f"j={full['j']} exceeds c={full['c']}: at most {full['c']} in flight")
         pred = summarise(replay(m, full, seed_list, samples))
         results.append(ScenarioResult(sc, full, pred, notes))
-    return WhatIfResult(
-        list(getattr(run, "inputs", []) or []), seed_list, m, baseline, error, results
-    )
+    inputs = list(getattr(run, "inputs", []) or [])
+    return WhatIfResult(inputs, seed_list, m, baseline, error, results)

@@ -119,6 +119,7 @@ def test_the_incident_lesson_gw1_removes_the_wait_not_the_time(tmp_path: Path) -
     assert base["measured"]["lock_wait_ms"] > 3000
     assert gw1["predicted"]["lock_wait_ms"]["high"] == 0
     assert abs(gw1["s_per_proof_change"]) < 0.05
+    assert "(unchanged)" in gw1["summary"] and "the lock wait disappears" in gw1["summary"]
     assert base["reliable"] is True and gw1["reliable"] is True
 
 

@@ -229,11 +229,36 @@ class ScenarioResult:
     predicted: dict[str, Any]
     notes: list[str]
 
+    def summary(self, baseline: dict[str, Any]) -> str:
+        """One sentence: what changes against the model of the measured configuration."""
+        parts = []
+        for key, what, unit in (
+            ("s_per_proof", "s/proof", " s"),
+            ("call_ms_median", "median call time", " ms"),
+            ("lock_wait_ms", "lock wait per call", " ms"),
+        ):
+            b, p = baseline.get(key), self.predicted.get(key)
+            if not b or not p:
+                continue
+            bm, pm = b["median"], p["median"]
+            if key == "s_per_proof":
+                overlap = p["low"] <= b["high"] and b["low"] <= p["high"]
+                same = overlap or (bm and abs(pm / bm - 1) < 0.02)
+                change = f"{pm / bm - 1:+.1%}" if bm else "n/a"
+                verdict = "unchanged" if same else change
+                parts.append(f"{what} {bm:.1f} → {pm:.1f}{unit} ({verdict})")
+            elif key == "lock_wait_ms" and pm < 1 <= bm:
+                parts.append(f"the lock wait disappears ({bm:,.0f} → 0 ms per call)")
+            else:
+                parts.append(f"{what} {bm:,.0f} → {pm:,.0f}{unit}")
+        return f"{self.scenario.label()}: " + "; ".join(parts)
+
     def to_dict(self, baseline: dict[str, Any], reliable: bool) -> dict[str, Any]:
         base = (baseline.get("s_per_proof") or {}).get("median")
         mine = (self.predicted.get("s_per_proof") or {}).get("median")
         return {
             "label": self.scenario.label(),
+            "summary": self.summary(baseline),
             "set": self.scenario.set_dict(),
             "scale": dict(self.scenario.scale),
             "knobs": dict(self.knobs),

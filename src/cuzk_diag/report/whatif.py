@@ -90,8 +90,10 @@ def table_rows(d: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 
 def notes(d: dict[str, Any]) -> list[str]:
+    """Per scenario: its summary against the model as measured, then its notes."""
     out = []
     for s in d["scenarios"]:
+        out.append(s["summary"])
         out += [f"{s['label']}: {n}" for n in s["notes"]]
     return out
 

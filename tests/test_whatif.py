@@ -21,7 +21,7 @@ from cuzk_diag.model.replay import measure, metrics, synth_active
 from cuzk_diag.model.whatif import Scenario, whatif
 from cuzk_diag.pipeline import load_run
 
-#: The seed incident: Phase 9-11 code (pre-staging, V4), gw=3 on one GPU, one proof of ten
+#: The Phase 10 incident: Phase 9-11 code (pre-staging, V4), gw=3 on one GPU, one proof of ten
 #: partitions, every call skip_vram.
 INCIDENT = SimConfig(
     era="phase9-11",

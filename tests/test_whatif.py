@@ -266,3 +266,23 @@ def test_syntheses_started_in_one_millisecond_take_slots_in_partition_order() ->
     )
     # partitions 0, 1, 2 start together (slots 1, 2, 3); partition 3 starts once 0 ended
     assert synth_active(df).tolist() == [3.0, 1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize(
+    ("extra", "expect"),
+    [
+        # no tracing and no cuzk-bench summary: s/proof comes from TIMELINE on both sides
+        ({"streams": "stderr"}, {"streams": "stderr", "bench": False, "failed_proofs": 0}),
+        # a failed proof counts against s/proof; the replay fails as many
+        ({"failures": 1}, {"streams": "all", "bench": True, "failed_proofs": 1}),
+    ],
+)
+def test_the_replay_writes_what_the_log_holds(
+    tmp_path: Path, extra: dict[str, object], expect: dict[str, object]
+) -> None:
+    cfg = replace(MAIN, proofs=4, concurrency=2, partitions_per_proof=4, seed=9, **extra)
+    run = load_run([str(_log(tmp_path, cfg, "log"))])
+    m = measure(run)
+    assert {k: getattr(m, k) for k in expect} == expect
+    res = whatif(run, seeds=3)
+    assert res.error["s_per_proof"] < 0.10, res.error

@@ -90,6 +90,9 @@ class Measured:
     partitions_per_proof: int
     gpu_threads: int | None
     srs_load_ms: float | None  # None: the model's default (12 s), no bench/TIMELINE to measure
+    failed_proofs: int  # proofs that failed in the run; the replay fails as many
+    streams: str  # what the log holds: all | stderr (no tracing) | cpp (C++ lines only)
+    bench: bool  # the log holds the cuzk-bench summary
     samples: list[dict[str, Any]]  # SimConfig.replay records
     sources: dict[str, str] = field(default_factory=dict)  # knob -> log | inferred | default
     fields: dict[str, int] = field(default_factory=dict)  # replayed log field -> calls
@@ -105,6 +108,9 @@ class Measured:
             "partitions_per_proof": self.partitions_per_proof,
             "gpu_threads": self.gpu_threads,
             "srs_load_ms": self.srs_load_ms,
+            "failed_proofs": self.failed_proofs,
+            "streams": self.streams,
+            "bench_output": self.bench,
             "calls_sampled": len(self.samples),
             "fields_replayed": dict(self.fields),
         }
@@ -254,15 +260,26 @@ def _prestage_outcome(row: pd.Series) -> str | None:
     return None
 
 
+def _streams(run: Any) -> str:
+    """Which streams the log holds, so that the replay's log holds the same (the figures are
+    then computed from the same lines: s/proof from cuzk-bench or from TIMELINE, ...)."""
+    fam = run.accounting.by_family
+    if fam.get("tracing", 0):
+        return "all"
+    return "stderr" if fam.get("timeline", 0) else "cpp"
+
+
 def measure(run: Any) -> Measured:
     """The configuration and the call samples of a parsed run (``pipeline.Run``)."""
     df: pd.DataFrame = run.partitions
     info: RunInfo = run.info
     if not len(df):
         raise InputError("cannot model this run: the log has no GPU calls")
-    ncirc = num(df, "num_circuits")
-    if (ncirc > 1).any() or not num(df, "partition").notna().any() and len(df) > 1:
-        raise InputError("cannot model this run: whatif models partitioned proofs only")
+    if (num(df, "num_circuits") > 1).any():
+        raise InputError(
+            "cannot model this run: whatif models partitioned proofs, not batch-all calls "
+            "(num_circuits > 1)"
+        )
     facts = compute_facts(df, info)
     era = facts.era
     cpp = _code_version(era, df)
@@ -344,6 +361,9 @@ def measure(run: Any) -> Measured:
         partitions_per_proof=ppp,
         gpu_threads=info.gpu_threads,
         srs_load_ms=_lead_in_ms(df, info),
+        failed_proofs=facts.proofs_failed,
+        streams=_streams(run),
+        bench=bool(info.bench),
         samples=samples,
         sources=sources,
         fields=used,
@@ -373,6 +393,9 @@ def sim_config(
         gpu_threads=m.gpu_threads,
         seed=seed,
         durations=durations,
+        failures=min(m.failed_proofs, int(knobs["c"])),
+        streams=m.streams,
+        bench_output=m.bench,
         replay=tuple(samples),
     )
 

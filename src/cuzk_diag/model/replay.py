@@ -334,7 +334,7 @@ def measure(run: Any) -> Measured:
     samples: list[dict[str, Any]] = []
     used: dict[str, int] = {}
     prestaged: list[float] = []
-    for i, (idx, row) in enumerate(ok.iterrows()):
+    for i, (_, row) in enumerate(ok.iterrows()):
         rec: dict[str, Any] = {}
         for f, key in mapping.items():
             v = cols[f].iat[i]
@@ -353,7 +353,6 @@ def measure(run: Any) -> Measured:
             if outcome == "ok" and "ntt" in rec:
                 prestaged.append(rec["ntt"])
         samples.append(rec)
-        del idx
     m = Measured(
         era=era,
         cpp_version=cpp,

@@ -312,6 +312,12 @@ class WhatIfResult:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON layout of docs/whatif.md (plain JSON types, NaN as None)."""
+        from cuzk_diag.rules.base import clean_value
+
+        return clean_value(self._dict())  # type: ignore[no-any-return]
+
+    def _dict(self) -> dict[str, Any]:
         m = self.measured
         return {
             "inputs": list(self.inputs),

@@ -111,9 +111,9 @@ def render_console(d: dict[str, Any], stream: TextIO, color: str = "auto") -> No
     titles, rows = table_rows(d)
     table = Table(show_edge=False, header_style="bold")
     for i, t in enumerate(titles):
-        table.add_column(t, justify="left" if i == 0 else "right")
+        table.add_column(Text(t), justify="left" if i == 0 else "right")
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(Text(c) for c in row))
     console.print(table)
     for n in notes(d):
         console.print(Text(n))

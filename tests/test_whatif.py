@@ -286,3 +286,11 @@ def test_the_replay_writes_what_the_log_holds(
     assert {k: getattr(m, k) for k in expect} == expect
     res = whatif(run, seeds=3)
     assert res.error["s_per_proof"] < 0.10, res.error
+
+
+def test_synthesis_slots_come_from_the_log_on_every_era(tmp_path: Path) -> None:
+    """main logs name their synthesis workers only in the budget-gated pipeline start line."""
+    cfg = replace(MAIN, pw=7, proofs=3, concurrency=3, partitions_per_proof=5)
+    m = measure(load_run([str(_log(tmp_path, cfg, "main-pw7"))]))
+    assert m.knobs["synthesis_concurrency"] == 7
+    assert m.sources["synthesis_concurrency"] == "log"

@@ -70,6 +70,9 @@ PRESTAGED_NTT_MS = 690.0
 #: Parse of a proof's C1 output before its synthesis is dispatched, in the model (ms).
 _C1_PARSE_MS = 450.0
 
+#: A slot freed by one synthesis is taken by the next before the first's SYNTH_END is printed.
+_HANDOVER_MS = 1.0
+
 #: Knobs of ``whatif``: name -> what it sets.
 KNOBS = {
     "gw": "GPU workers per GPU (gpus.gpu_workers_per_device)",
@@ -192,7 +195,8 @@ def synth_active(df: pd.DataFrame) -> pd.Series:
     """Per call: how many syntheses were running when its synthesis started (itself included).
 
     Syntheses started in the same millisecond are taken in partition order, as the daemon
-    hands out its slots.
+    hands out its slots; a synthesis whose SYNTH_END is printed within 1 ms after another's
+    SYNTH_START had already handed its slot over.
     """
     start, end = num(df, "synth_start_ms"), num(df, "synth_end_ms")
     ok = (start.notna() & end.notna()).to_numpy()
@@ -204,7 +208,7 @@ def synth_active(df: pd.DataFrame) -> pd.Series:
     order = np.lexsort((part, s))
     rank = np.empty(len(s), dtype="int64")
     rank[order] = np.arange(len(s))
-    ended = np.searchsorted(np.sort(end.to_numpy()[ok]), s, "right")
+    ended = np.searchsorted(np.sort(end.to_numpy()[ok]), s + _HANDOVER_MS, "right")
     out[ok] = rank + 1 - ended
     return out
 

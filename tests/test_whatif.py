@@ -91,6 +91,11 @@ def test_incident_scenarios_match_the_simulated_truth(tmp_path: Path) -> None:
             ),
             # the truth pre-stages every call: enough free VRAM, no forced skip
             "prestage=ok": (Scenario(prestage="ok"), replace(INCIDENT, force_skip_vram=False)),
+            # NTT+H 70% faster (the model's mean NTT+H without pre-staging is 2430 ms)
+            "ntt_msm_h_ms x0.3": (
+                Scenario(scale={"ntt_msm_h_ms": 0.3}),
+                replace(INCIDENT, durations={"ntt": 2430.0 * 0.3}),
+            ),
         },
     )
 
@@ -106,6 +111,11 @@ def test_main_era_scenarios_match_the_simulated_truth(tmp_path: Path) -> None:
             "synth_ms x0.5": (
                 Scenario(scale={"synth_ms": 0.5}),
                 replace(MAIN, durations={"synth": 16500.0}),
+            ),
+            # prep_msm 30% faster on 2 GPUs (main's mean prep_msm is 1250 ms)
+            "2 GPUs, prep_msm_ms x0.7": (
+                Scenario({"gpus": 2}, scale={"prep_msm_ms": 0.7}),
+                replace(MAIN, n_gpus=2, durations={"prep_msm": 1250.0 * 0.7}),
             ),
         },
     )

@@ -325,7 +325,7 @@ def measure(run: Any) -> Measured:
     cols = {f: num(ok, f) for f in mapping}
     active = synth_active(ok)
     lock = estimate_lock_wait(ok, era)
-    barrier, unaccounted, bmethod = barrier_estimate(ok, lock)
+    barrier, _, bmethod = barrier_estimate(ok, lock)
     gap = None
     if era != "main" and bmethod != "upper_bound":
         rest = (

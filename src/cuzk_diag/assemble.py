@@ -857,6 +857,10 @@ class Assembler:
             v = f.get("rayon_threads")
             if isinstance(v, int):
                 info.rayon_threads = v
+        elif kind == "pipeline_start":
+            pw = f.get("synth_worker_count")  # budget era: the synthesis workers (§4.2)
+            if isinstance(pw, int) and info.partition_workers is None:
+                info.partition_workers = pw
         elif kind == "dispatch":
             job = f.get("job_id")
             if isinstance(job, str):

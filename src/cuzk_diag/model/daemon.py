@@ -161,6 +161,10 @@ class SimConfig:
     scale: float = 1.0  # multiplies every modelled duration
     durations: dict[str, float] = field(default_factory=dict)  # overrides of _BASE means (ms)
     target_bytes: int = 0  # keep submitting proofs until the log reaches this size
+    # measured calls to resample (cuzk_diag.model.replay): each partition draws one whole call
+    # and takes its durations (keys are duration names of _BASE plus "prestage", the call's
+    # pre-staging outcome); durations a call lacks are drawn around the modelled means
+    replay: tuple[dict[str, Any], ...] = ()
     # messy-log knobs
     ansi: bool = False  # colour tracing lines as tracing-subscriber does by default
     journald: bool = False  # prefix daemon lines with "Mon DD HH:MM:SS host cuzk[pid]: "
@@ -272,6 +276,12 @@ _CPP_OVERRIDES: dict[int, dict[str, float]] = {
         "release_abc": 22.0,
     },
 }
+
+
+def synth_contention(active: int, pw: int, contention: float = _BASE["synth_contention"]) -> float:
+    """Slow-down of a partition synthesis that starts while ``active`` syntheses run (itself
+    included) in ``pw`` slots: memory bandwidth, ``1 + contention`` when all slots are busy."""
+    return 1.0 + contention * (active - 1) / (pw - 1) if pw > 1 else 1.0
 
 
 class _D:
@@ -416,6 +426,7 @@ class _Unit:
         "synth_ms",
         "queue_t",
         "pinned_fail",
+        "rep",
     )
 
     def __init__(self, job: _Job, p: int | None, ncirc: int) -> None:
@@ -427,6 +438,7 @@ class _Unit:
         self.synth_start = 0.0
         self.synth_end = 0.0
         self.queue_t = 0.0
+        self.rep: dict[str, Any] | None = None
 
 
 class _Call:
@@ -460,6 +472,7 @@ class _Call:
         "fin_start",
         "finish_ms",
         "work",
+        "rep",
     )
     hot_start: float
     t_start: float
@@ -491,6 +504,7 @@ class _Call:
         self.gpu_dur = 0.0
         self.finish_ms = -1
         self.fin_start = 0.0
+        self.rep = unit.rep
 
 
 class _Mutex:
@@ -685,6 +699,8 @@ class _Sim:
         self.gt = gt
         self.rng = random.Random(cfg.seed)
         self.mrng = random.Random(cfg.seed * 7919 + 17)
+        self.pool = cfg.replay
+        self.prng = random.Random(cfg.seed * 104729 + 3)
         self.track = track
         self.d = _D(cpp, gt, cfg.scale, cfg.durations)
         self.now = -10_000.0
@@ -786,6 +802,14 @@ class _Sim:
         v = self.rng.gauss(mean, mean * sd)
         lo = mean * 0.3
         return v if v > lo else lo
+
+    def _x(self, rep: dict[str, Any] | None, key: str, mean: float, sd: float = 0.08) -> float:
+        """The replayed call's measured ``key`` when it has one, else a draw around ``mean``."""
+        if rep is not None:
+            v = rep.get(key)
+            if v is not None:
+                return float(v)
+        return self._n(mean, sd)
 
     # -- line builders -------------------------------------------------------------------------
 
@@ -1152,9 +1176,15 @@ class _Sim:
                 mean = d.synth_snap
             else:
                 mean = d.synth_wdpost
-            if u.p is not None and cfg.pw > 1:
-                mean *= 1.0 + d.synth_contention * (active - 1) / (cfg.pw - 1)
-            dur = self._n(mean, 0.06)
+            if self.pool and u.p is not None:
+                u.rep = self.pool[self.prng.randrange(len(self.pool))]
+            if u.p is not None:
+                mean *= synth_contention(active, cfg.pw, d.synth_contention)
+            base = u.rep.get("synth") if u.rep is not None else None
+            if base is not None:
+                dur = base * synth_contention(active, cfg.pw, d.synth_contention)
+            else:
+                dur = self._n(mean, 0.06)
             u.synth_start = t
             u.synth_ms = _fl(dur)
             if u.p is None:
@@ -1374,10 +1404,11 @@ class _Sim:
         )
         prep_start = t1 + 0.05
         pm = d.prep_msm if nc == 1 else d.prep_msm * (1.0 + 0.25 * (nc - 1))
-        prep = self._n(pm * call.work, 0.09)
+        rep = call.rep
+        prep = self._x(rep, "prep_msm", pm * call.work, 0.09)
         call.t_T2 = prep_start + prep
         call.t_notify = call.t_T2 + 0.01
-        b2 = self._n((d.b_g2 if nc == 1 else d.b_g2_multi) * call.work, 0.08)
+        b2 = self._x(rep, "b_g2", (d.b_g2 if nc == 1 else d.b_g2_multi) * call.work, 0.08)
         call.t_T3 = call.t_notify + b2
         prep_ms = _fl(prep)
         b2_ms = _fl(b2)
@@ -1507,7 +1538,9 @@ class _Sim:
             )
             outcome = "ok"
             err = 0
-            if usable < self.need_total:
+            # a replayed call keeps its measured outcome
+            forced = call.rep.get("prestage") if call.rep is not None else None
+            if forced == "skip_vram" or (forced is None and usable < self.need_total):
                 outcome = "skip_vram"
                 cl(t10 + 0.01, "CUZK_TIMING: prestage_setup=skip_vram", call, True)
                 t_free = t10 + 0.05
@@ -1515,10 +1548,10 @@ class _Sim:
                 r = rng.random()
                 rate = cfg.prestage_fail_rate
                 t_ps3 = t10 + self._n(d.ps_alloc, 0.2)
-                if r < rate / 2:
+                if forced == "silent" or (forced is None and r < rate / 2):
                     outcome = "silent"
                     t_free = t_ps3 + 0.05
-                elif r < rate:
+                elif forced == "fallback" or (forced is None and r < rate):
                     outcome = "fallback"
                     err = rng.choice((1, 46, 999))
                     cl(t_ps3 + 0.5, f"CUZK_TIMING: prestage_setup=fallback err={err}", call, True)
@@ -1625,7 +1658,7 @@ class _Sim:
             else:
                 mean = d.ntt_prestaged if prestaged else d.ntt
                 for _ in range(c):
-                    tcur += self._n(mean, 0.05)
+                    tcur += self._x(call.rep, "ntt", mean, 0.05)
             t4 = tcur
             ntt_ms = _fl(t4 - tg)
             if call.malformed == "ntt_msm_h_ms":
@@ -1633,7 +1666,7 @@ class _Sim:
                 self.malformed += 1
             else:
                 cl(t4, f"CUZK_TIMING: gpu_tid={tid} ntt_msm_h_ms={ntt_ms}", call, True)
-            t_reach = t4 + 0.01 + self._n(d.post_ntt_gap, 0.15)
+            t_reach = t4 + 0.01 + self._x(call.rep, "post_ntt_gap", d.post_ntt_gap, 0.15)
             t_bar = max(t_reach, call.t_notify + 0.02)
             bw = _fl(t_bar - t_reach)
             tdone = t_bar + 0.01
@@ -1642,7 +1675,7 @@ class _Sim:
             rec = {"ntt_msm_h_ms": ntt_ms}
             if self.v11:
                 rec["barrier_wait_ms"] = bw
-            batch = self._n(d.batch_add * c * call.work, 0.05)
+            batch = self._x(call.rep, "batch_add", d.batch_add * c * call.work, 0.05)
             if call.fail and not fail_done:
                 fail_done = True
                 ends.append(tdone + batch * (0.2 + 0.6 * rng.random()) + 1.0)
@@ -1650,7 +1683,7 @@ class _Sim:
                 continue
             t5 = tdone + batch
             cl(t5, f"CUZK_TIMING: gpu_tid={tid} batch_add_ms={_fl(batch)}", call, True)
-            tail = self._n(d.tail_msm * c * call.work, 0.06)
+            tail = self._x(call.rep, "tail_msm", d.tail_msm * c * call.work, 0.06)
             t6 = t5 + 0.01 + tail
             gt_ms = _fl(t6 - tg)
             tail_ms = _fl(tail)
@@ -1732,16 +1765,17 @@ class _Sim:
         t = t0
         t += self._n(d.d_b_alloc_first, 0.1) if first else rng.random() * 0.6
         tv.append(t)
-        if pinned:
+        rep = call.rep
+        if pinned and (rep is None or rep.get("ntt_kernels") is None):
             t += d.ntt_kernels_pinned * (0.5 + rng.random())
         else:
-            t += self._n(d.ntt_kernels, 0.25 if self.v11 else 0.15)
+            t += self._x(rep, "ntt_kernels", d.ntt_kernels, 0.25 if self.v11 else 0.15)
         tv.append(t)
-        t += self._n(d.coset_intt_sync, 0.05)
+        t += self._x(rep, "coset_intt_sync", d.coset_intt_sync, 0.05)
         tv.append(t)
         t += 0.05 + rng.random() * 0.5
         tv.append(t)
-        t += self._n(d.msm_invoke * call.work, 0.05)
+        t += self._x(rep, "msm_invoke", d.msm_invoke * call.work, 0.05)
         tv.append(t)
         t += 0.3 + rng.random() * 1.2
         tv.append(t)
@@ -1768,7 +1802,7 @@ class _Sim:
             self._at(t_ret + 0.3, self._ev_call_done, call)
             return
         t_jp = max(t_u, call.t_T3 + 0.02) + 0.01
-        t7 = t_jp + self._n(d.epilogue * (1 + 0.5 * (call.nc - 1)), 0.2)
+        t7 = t_jp + self._x(call.rep, "epilogue", d.epilogue * (1 + 0.5 * (call.nc - 1)), 0.2)
         epi = _tv(t_jp, t7, self.base_us)
         pd = _tv(t_entry, t7, self.base_us)
         if self.t7:
@@ -1903,7 +1937,8 @@ class _Sim:
         start = self.now + 0.02
         if self.dealloc_mtx:
             start = max(start, self.dealloc_free + 0.02)
-        dur = self._n(d.async_dealloc if call.nc == 1 else d.async_dealloc_multi, 0.3)
+        mean = d.async_dealloc if call.nc == 1 else d.async_dealloc_multi
+        dur = self._x(call.rep, "async_dealloc", mean, 0.3)
         end = start + dur
         if self.dealloc_mtx:
             self.dealloc_free = end

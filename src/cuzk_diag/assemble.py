@@ -824,6 +824,8 @@ class Assembler:
             self.epoch_ms = _ts_ms(ts) if isinstance(ts, str) else None
             if isinstance(ts, str) and info.engine_start_ts is None:
                 info.engine_start_ts = ts
+            if self.epoch_ms is not None:
+                info.clocks.append({"source": ev.source, "line": ev.line, "ts": ts})
         elif kind == "gpu_workers_init":
             n = f.get("num_gpus")
             if isinstance(n, int):

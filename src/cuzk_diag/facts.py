@@ -537,6 +537,9 @@ class RunFacts:
     idle_gaps: list[IdleGap] = field(default_factory=list)
     lock_wait_method: str = "none"
     waterfall: Waterfall | None = None
+    wall_clock_start: str | None = None  # UTC of the first GPU_START (ISO 8601), if known
+    wall_clock_end: str | None = None  # UTC of the last GPU_END
+    wall_clock_calls: int = 0  # calls with a wall-clock start_ts
 
     @property
     def n_gpus(self) -> int:
@@ -595,6 +598,9 @@ class RunFacts:
             "idle_gaps": self.gap_summary(),
             "lock_wait_method": self.lock_wait_method,
             "waterfall": self.waterfall.to_dict() if self.waterfall else None,
+            "wall_clock_start": self.wall_clock_start,
+            "wall_clock_end": self.wall_clock_end,
+            "wall_clock_calls": self.wall_clock_calls,
         }
 
 
@@ -741,4 +747,23 @@ def compute_facts(partitions: pd.DataFrame, info: RunInfo) -> RunFacts:
         f.kernel_source = kernel_time(df)[1] if f.kernel_util is not None else None
         f.idle_gaps = [g for u in f.per_gpu for g in u.gaps]
     f.waterfall = waterfall(df, lock)
+    f.wall_clock_start, f.wall_clock_end, f.wall_clock_calls = _wall_clock(df)
     return f
+
+
+def _iso(ts: Any) -> str | None:
+    if ts is None or pd.isna(ts):
+        return None
+    return pd.Timestamp(ts).tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _wall_clock(df: pd.DataFrame) -> tuple[str | None, str | None, int]:
+    """(first start_ts, last end_ts, calls with a start_ts) of the partition frame."""
+    if "start_ts" not in df.columns:
+        return None, None, 0
+    start = pd.to_datetime(df["start_ts"], utc=True)
+    end = pd.to_datetime(df["end_ts"], utc=True) if "end_ts" in df.columns else start
+    n = int(start.notna().sum())
+    if not n:
+        return None, None, 0
+    return _iso(start.min()), _iso(end.max() if end.notna().any() else start.max()), n

@@ -7,11 +7,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cuzk_diag.assemble import Assembler
+from cuzk_diag.assemble import Assembler, _ts_ms
 from cuzk_diag.errors import InputError
 from cuzk_diag.frame import records_to_table, table_to_frame
 from cuzk_diag.lines import iter_events
@@ -67,11 +68,51 @@ def with_final_era(table: pa.Table, info: RunInfo) -> pa.Table:
     return table.set_column(idx, "era", pa.array([info.era] * table.num_rows, pa.string()))
 
 
+#: Columns a Parquet export written before they existed may lack (read back as nulls).
+LATER_COLUMNS = frozenset({"start_ts", "end_ts"})
+_WALL_CLOCK = pa.timestamp("ms", tz="UTC")
+
+
+def with_wall_clock(table: pa.Table, info: RunInfo) -> pa.Table:
+    """Fill ``start_ts``/``end_ts``: the TIMELINE offsets plus the wall clock of their engine start.
+
+    A call's engine start is the last one (``info.clocks``, in input order) before the call's
+    last line, so rotated files continue the clock of the file that holds the start, and a
+    restarted engine starts a new one. Calls with no engine start before them stay null.
+    """
+    clocks = [(c["source"], c["line"], _ts_ms(c["ts"])) for c in info.clocks if c.get("ts")]
+    clocks = [(s, ln, ms) for s, ln, ms in clocks if ms is not None]
+    if not table.num_rows or not clocks:
+        return table
+
+    def ints(name: str) -> np.ndarray:
+        return table.column(name).to_numpy(zero_copy_only=False).astype("float64")
+
+    shift = 2.0**40  # (source, line) as one sortable number
+    keys = np.array([s * shift + ln for s, ln, _ in clocks])
+    epochs = np.array([round(ms) for _, _, ms in clocks], dtype="float64")
+    line = ints("last_line")
+    line = np.where(np.isnan(line), ints("first_line"), line)
+    idx = np.searchsorted(keys, ints("source") * shift + line, side="right") - 1
+    epoch = np.where((idx >= 0) & ~np.isnan(line), epochs[np.clip(idx, 0, None)], np.nan)
+    for name, offset in (("start_ts", "start_ms"), ("end_ts", "end_ms")):
+        ts = epoch + ints(offset)
+        col = pa.array(np.nan_to_num(ts).astype("int64"), pa.int64(), mask=np.isnan(ts))
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, name, col.cast(_WALL_CLOCK))
+    return table
+
+
+def complete_table(table: pa.Table, info: RunInfo) -> pa.Table:
+    """Columns known only from the whole run so far: the final era and the wall clock."""
+    return with_wall_clock(with_final_era(table, info), info)
+
+
 def finish_table(tables: Sequence[pa.Table], info: RunInfo) -> pa.Table:
-    """The last step of every path: one table, the run's final era, lock-acquisition order."""
+    """The last step of every path: one table, the run's final era and wall clock, lock order."""
     table = pa.concat_tables(tables) if tables else PARTITION_SCHEMA.empty_table()
     if table.num_rows:
-        table = with_final_era(table, info).sort_by([("record", "ascending")])
+        table = complete_table(table, info).sort_by([("record", "ascending")])
     return table
 
 
@@ -112,7 +153,9 @@ def read_export(path: str) -> Run:
         table = pq.read_table(path)
     except (OSError, pa.ArrowInvalid) as exc:
         raise InputError(f"{path}: not a readable Parquet export ({exc})") from None
-    missing = [n for n in PARTITION_SCHEMA.names if n not in table.column_names]
+    missing = [
+        n for n in PARTITION_SCHEMA.names if n not in table.column_names and n not in LATER_COLUMNS
+    ]
     if missing:
         raise InputError(
             f"{path}: not a cuzk-diag partition export (missing columns: {', '.join(missing[:5])})"
@@ -136,6 +179,8 @@ def read_export(path: str) -> Run:
                 acc.journald_sources.update(v)
             elif hasattr(acc, k) and not callable(getattr(acc, k)):
                 setattr(acc, k, v)
+    for name in LATER_COLUMNS - set(table.column_names):
+        table = table.append_column(name, pa.nulls(table.num_rows, _WALL_CLOCK))
     table = table.select(PARTITION_SCHEMA.names).cast(PARTITION_SCHEMA)
     return Run(table_to_frame(table), info, acc, [path], table)
 

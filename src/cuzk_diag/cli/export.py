@@ -66,7 +66,7 @@ def export_cmd(
                 w.write(batch)
         rows = w.rows
     else:
-        from cuzk_diag.pipeline import iter_record_batches, run_metadata_of, with_final_era
+        from cuzk_diag.pipeline import complete_table, iter_record_batches, run_metadata_of
         from cuzk_diag.records import PARTITION_SCHEMA, RunInfo
 
         # Streamed: one batch of records in memory at a time, so memory stays flat however
@@ -76,7 +76,7 @@ def export_cmd(
         with TableWriter(output, fmt, PARTITION_SCHEMA) as w:
             for batch in iter_record_batches(list(logs), acc, info):
                 if batch.num_rows:
-                    w.write(with_final_era(batch, info))
+                    w.write(complete_table(batch, info))
             w.add_metadata(run_metadata_of(info, acc))
         rows = w.rows
         if unattributed and acc.unattributed:

@@ -130,6 +130,17 @@ def facts_rows(a: Analysis) -> list[tuple[str, str]]:
             )
         else:
             rows.append(("Idle gaps", "none"))
+    if f.wall_clock_calls:
+        start = (f.wall_clock_start or "").replace("T", " ").rstrip("Z")
+        end = (f.wall_clock_end or "").replace("T", " ").rstrip("Z")
+        if end[:10] == start[:10]:
+            end = end[11:]
+        text = f"{start} .. {end} UTC (engine-start line + TIMELINE offsets)"
+        if f.wall_clock_calls < f.partitions:
+            text += f"; {f.partitions - f.wall_clock_calls} calls without"
+        rows.append(("Wall clock", text))
+    elif f.partitions:
+        rows.append(("Wall clock", "none: no engine-start line in the log (start_ts/end_ts null)"))
     method = {
         "measured": "measured (mutex_wait_ms)",
         "pre_destructor": "inferred from pre_destructor_ms − gpu_total_ms",

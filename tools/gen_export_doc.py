@@ -31,7 +31,7 @@ In Python the same rows are `cuzk_diag.load(path)` (pandas, nullable dtypes).
 
 `start_ts` and `end_ts` are `GPU_START` and `GPU_END` as UTC wall-clock times, to join the
 records with nvidia-smi, DCGM or Prometheus data: the timestamp of the engine-start tracing
-line (`cuzk engine started`, TIMELINE offset 0) plus the TIMELINE offsets. Rotated files continue
+line (`starting cuzk engine`, TIMELINE offset 0) plus the TIMELINE offsets. Rotated files continue
 the clock of the file that holds the engine start; a restarted engine starts a new one. They are
 null when the log has no engine-start line (stderr-only captures, a log that begins after the
 start); journald/syslog prefixes are not used, as they carry local time without year or zone.

@@ -49,7 +49,8 @@ def _text_schema(schema: pa.Schema) -> pa.Schema:
     )
 
 
-def _text_timestamps(batch: pa.Table) -> pa.Table:
+def timestamps_as_text(batch: pa.Table) -> pa.Table:
+    """Timestamp columns as ISO 8601 UTC text, as CSV and JSON Lines hold them."""
     for i, f in enumerate(batch.schema):
         if pa.types.is_timestamp(f.type):
             col = pc.strftime(batch.column(i), format=TIMESTAMP_FORMAT)
@@ -89,7 +90,7 @@ class TableWriter:
         if self._pq is not None:
             self._pq.write_table(batch.cast(self.schema))
             return
-        batch = _text_timestamps(batch)
+        batch = timestamps_as_text(batch)
         if self._csv is not None:
             self._csv.write(batch)
         else:

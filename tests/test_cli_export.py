@@ -179,3 +179,100 @@ def test_a_closed_pipe_downstream_ends_quietly(args: list[str]) -> None:
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == ExitCode.OK, err
     assert b"Traceback" not in err and b"Error" not in err
+
+
+# -- wall clock ---------------------------------------------------------------------------------
+
+
+def _sim_log(tmp_path: Path, name: str, **kw: object) -> tuple[Path, dict[str, object], list]:
+    from cuzk_diag.model.daemon import SimConfig, simulate
+
+    res = simulate(SimConfig(**kw))  # type: ignore[arg-type]
+    assert res.data is not None
+    path = tmp_path / name
+    path.write_bytes(res.data)
+    return path, res.expected, res.truth
+
+
+def _key(row: dict[str, object]) -> tuple[object, object]:
+    return row["job_id"], row["partition"]
+
+
+def _utc_ms(ts: str) -> int:
+    from datetime import datetime
+
+    return round(datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
+def test_records_carry_utc_wall_clock(tmp_path: Path, suffix: str) -> None:
+    log, expected, truth = _sim_log(tmp_path, "run.log", era="main", proofs=2, seed=11)
+    epoch = _utc_ms(str(expected["engine_start_utc"]))
+    out = tmp_path / f"p{suffix}"
+    assert run(["export", str(log), "-o", str(out), "-q"]).exit_code == ExitCode.OK
+    if suffix == ".parquet":
+        table = pq.read_table(out)
+        assert str(table.schema.field("start_ts").type) == "timestamp[ms, tz=UTC]"
+        rows = table.to_pylist()
+        start = {_key(r): round(r["start_ts"].timestamp() * 1000) for r in rows}
+        end = {_key(r): round(r["end_ts"].timestamp() * 1000) for r in rows}
+    else:
+        if suffix == ".csv":
+            rows = pacsv.read_csv(
+                out,
+                convert_options=pacsv.ConvertOptions(
+                    column_types={"start_ts": "string", "end_ts": "string"}
+                ),
+            ).to_pylist()
+        else:
+            rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert all(r["start_ts"].endswith("Z") and "T" in r["start_ts"] for r in rows)
+        start = {_key(r): _utc_ms(r["start_ts"]) for r in rows}
+        end = {_key(r): _utc_ms(r["end_ts"]) for r in rows}
+    assert len(start) == len(truth) == 20
+    for t in truth:
+        assert start[_key(t)] == epoch + t["start_ms"] and end[_key(t)] == epoch + t["end_ms"]
+
+
+def test_wall_clock_is_null_without_an_engine_start_and_the_report_says_so(
+    tmp_path: Path,
+) -> None:
+    log, _, _ = _sim_log(tmp_path, "stderr.log", era="main", proofs=1, seed=4, streams="stderr")
+    out = tmp_path / "p.parquet"
+    assert run(["export", str(log), "-o", str(out), "-q"]).exit_code == ExitCode.OK
+    table = pq.read_table(out)
+    assert table.num_rows > 0 and table.column("start_ms").null_count == 0
+    assert table.column("start_ts").null_count == table.num_rows
+    res = run(["analyze", str(log), "--color", "never"])
+    assert "Wall clock  none: no engine-start line in the log" in res.output
+    doc = json.loads(run(["analyze", str(log), "--format", "json"]).output)
+    assert doc["facts"]["wall_clock_start"] is None and doc["facts"]["wall_clock_calls"] == 0
+
+
+def test_rotated_files_continue_the_wall_clock_of_the_first(tmp_path: Path) -> None:
+    log, expected, truth = _sim_log(tmp_path, "run.log", era="main", proofs=3, seed=12)
+    lines = log.read_bytes().splitlines(keepends=True)
+    # cut between two calls: at the first SYNTH_START of the second proof's first partition
+    cut = next(i for i, ln in enumerate(lines) if b"GPU_END" in ln and b"partition=9" in ln) + 1
+    (tmp_path / "run.log.1").write_bytes(b"".join(lines[:cut]))
+    (tmp_path / "run.log.2").write_bytes(b"".join(lines[cut:]))
+    out = tmp_path / "p.parquet"
+    args = ["export", str(tmp_path / "run.log.1"), str(tmp_path / "run.log.2"), "-o", str(out)]
+    assert run([*args, "-q"]).exit_code == ExitCode.OK
+    rows = pq.read_table(out).to_pylist()
+    assert {r["source"] for r in rows} == {0, 1}
+    epoch = _utc_ms(str(expected["engine_start_utc"]))
+    start = {(r["job_id"], r["partition"]): r["start_ts"] for r in rows}
+    for t in truth:
+        ts = start[(t["job_id"], t["partition"])]
+        assert round(ts.timestamp() * 1000) == epoch + t["start_ms"]
+
+
+def test_exports_without_wall_clock_columns_still_read(tmp_path: Path) -> None:
+    out = tmp_path / "old.parquet"
+    assert run(["export", str(LOG), "-o", str(out), "-q"]).exit_code == ExitCode.OK
+    table = pq.read_table(out)
+    old = tmp_path / "older.parquet"
+    pq.write_table(table.drop_columns(["start_ts", "end_ts"]), old)
+    back = read_export(str(old))
+    assert len(back.partitions) == 8 and back.partitions["start_ts"].isna().all()

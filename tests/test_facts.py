@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,9 +18,14 @@ from cuzk_diag.facts import (
     compute_facts,
     estimate_lock_wait,
     gpu_of_rows,
+    kernel_time,
+    lock_held_time,
     stage_table,
 )
+from cuzk_diag.pipeline import load_run
 from cuzk_diag.records import RunInfo
+from cuzk_diag.report.common import utilisation_lines
+from cuzk_diag.model.daemon import SimConfig, simulate
 
 
 def _row(i: int, **kw: object) -> dict[str, object]:
@@ -66,7 +72,8 @@ def test_incident_facts() -> None:
     assert f.s_per_proof == pytest.approx(run.info.bench["total_s"])
     assert f.lock_wait_method == "pre_destructor"
     assert f.gpu_util == pytest.approx(1.0)  # three workers keep the one GPU busy...
-    assert f.kernel_util is not None and f.kernel_util > 0.95  # ...one call at a time
+    assert f.held_util is not None and f.held_util > 0.95  # ...one lock holder at a time
+    assert f.kernel_util is not None and f.kernel_util < f.held_util  # kernels within the lock
 
 
 def test_s_per_proof_from_timeline_without_bench() -> None:
@@ -124,9 +131,10 @@ def test_merged_interval_utilisation_and_gaps() -> None:
     ]
     f = compute_facts(make_run(rows).partitions, RunInfo(gw=2))
     (u,) = f.per_gpu
-    assert (u.calls, u.span_ms, u.busy_ms, u.kernel_ms) == (4, 4000, 3470, 1600)
+    assert (u.calls, u.span_ms, u.busy_ms, u.held_ms) == (4, 4000, 3470, 1600)
     assert f.gpu_util == pytest.approx(3470 / 4000)
-    assert f.kernel_util == pytest.approx(1600 / 4000)
+    assert f.held_util == pytest.approx(1600 / 4000) and f.held_source == "gpu_total_ms"
+    assert f.kernel_util is None and f.kernel_source is None  # no kernel stage was logged
     gaps = f.gap_summary()
     assert gaps["count"] == 2 and gaps["total_ms"] == 530 and gaps["largest_ms"] == 500
     assert gaps["between_proofs"] == 1 and gaps["between_proofs_ms"] == 500
@@ -394,3 +402,143 @@ def test_lock_wait_clock_groups_workers_when_no_call_names_its_gpu() -> None:
     assert (lw.low == 0).all() and (lw.high >= lw.wait).all()
     one_queue = estimate_lock_wait(hidden.assign(gpu=0))
     assert (one_queue.wait - truth).abs().mean() > 10 * err.mean()  # what the grouping avoids
+
+
+# -- three utilisation views ---------------------------------------------------------------------
+
+
+def _simulated(tmp_path: Path, **kw: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """A simulated daemon log read back through the parser: (facts, the simulator's truth)."""
+    res = simulate(SimConfig(**kw))
+    assert res.data is not None
+    path = tmp_path / "run.log"
+    path.write_bytes(res.data)
+    run = load_run([str(path)])
+    return compute_facts(run.partitions, run.info), res.truth
+
+
+def _truth_share(truth: list[dict[str, Any]], value: Any) -> float:
+    """Σ value(call) over Σ per-GPU spans (first GPU_START .. last GPU_END), from the truth."""
+    span = 0.0
+    for g in {t["gpu"] for t in truth}:
+        calls = [t for t in truth if t["gpu"] == g]
+        span += max(t["end_ms"] for t in calls) - min(t["start_ms"] for t in calls)
+    return sum(value(t) for t in truth) / span
+
+
+#: A CPU-bound Phase 9 run: one worker per GPU, prep_msm well above the kernels.
+CPU_BOUND_PHASE9 = dict(
+    era="phase9-11",
+    gw=1,
+    proofs=4,
+    concurrency=2,
+    partitions_per_proof=10,
+    seed=3,
+    durations={"prep_msm": 2600.0, "synth": 8000.0},
+)
+
+
+def test_kernel_view_of_a_cpu_bound_phase9_run_counts_no_waits(tmp_path: Path) -> None:
+    f, truth = _simulated(tmp_path, **CPU_BOUND_PHASE9)
+    kernel = _truth_share(truth, lambda t: t["ntt_msm_h_ms"] + t["batch_add_ms"] + t["tail_msm_ms"])
+    held = _truth_share(truth, lambda t: t["gpu_total_ms"])
+    assert 0.38 < kernel < 0.46  # the simulator ran the kernels about 42% of the span
+    assert f.kernel_util == pytest.approx(kernel, abs=0.005)
+    assert f.kernel_source == "ntt_msm_h_ms + batch_add_ms + tail_msm_ms"
+    # the lock is held almost all the time, and the scheduler sees a GPU that is never idle
+    assert f.held_util == pytest.approx(held, abs=0.005) and f.held_util > 0.95
+    assert f.held_source == "gpu_total_ms"
+    assert f.gpu_util is not None and f.gpu_util > 0.99
+    # the gap between lock-held and kernel time is the GPU thread's wait for the CPU
+    assert f.barrier_method == "estimated"
+    assert f.barrier_share == pytest.approx(1 - kernel / held, abs=0.03)
+    d = f.to_dict()
+    assert (d["gpu_util"], d["held_util"], d["kernel_util"]) == (
+        f.gpu_util,
+        f.held_util,
+        f.kernel_util,
+    )
+    assert [u["kernel_util"] for u in d["per_gpu"]] == [f.kernel_util]
+    text = "\n".join(utilisation_lines(f))
+    assert f"kernels   {100 * f.kernel_util:.1f}%: Σ ntt_msm_h + batch_add + tail_msm" in text
+    assert f"lock held {100 * f.held_util:.1f}%: Σ gpu_total_ms" in text
+    assert f"GPU thread waits on CPU {100 * f.barrier_share:.0f}% of the lock (estimated)" in text
+
+
+def test_views_on_main_code_use_mutex_held_and_ntt_h_parts(tmp_path: Path) -> None:
+    f, truth = _simulated(
+        tmp_path,
+        era="main",
+        n_gpus=2,
+        gw=1,
+        proofs=3,
+        concurrency=2,
+        partitions_per_proof=6,
+        seed=5,
+    )
+
+    def kernel_of(t: dict[str, Any]) -> float:
+        return sum(
+            t[k]
+            for k in (
+                "ntt_kernels_ms",
+                "coset_intt_sync_ms",
+                "msm_invoke_ms",
+                "batch_add_ms",
+                "tail_msm_ms",
+            )
+        )
+
+    assert f.kernel_util == pytest.approx(_truth_share(truth, kernel_of), abs=0.005)
+    assert f.kernel_source is not None and f.kernel_source.startswith("CUZK_NTT_H")
+    assert f.held_util == pytest.approx(
+        _truth_share(truth, lambda t: t["mutex_held_ms"]), abs=0.005
+    )
+    assert f.held_source == "mutex_held_ms"
+    barrier = sum(t["barrier_wait_ms"] for t in truth) / sum(t["mutex_held_ms"] for t in truth)
+    assert f.barrier_method == "measured" and f.barrier_share == pytest.approx(barrier, abs=0.005)
+    assert f.gpu_util >= f.held_util >= f.kernel_util  # type: ignore[operator]
+    assert len(f.per_gpu) == 2 and all(u.held_ms > u.kernel_ms > 0 for u in f.per_gpu)
+    assert "(barrier_wait_ms)" in "\n".join(utilisation_lines(f))
+
+
+def test_kernel_time_per_call() -> None:
+    rows = [
+        # T4-T6 only: the three measured stages
+        _row(0, ntt_msm_h_ms=700, batch_add_ms=650, tail_msm_ms=80, gpu_total_ms=1800),
+        # one GPU thread with CUZK_NTT_H: its kernel parts replace ntt_msm_h (which holds d_b_alloc)
+        _row(
+            1,
+            gpu_threads=1,
+            ntt_msm_h_ms=1160,
+            d_b_alloc_ms=700,
+            ntt_kernels_ms=2,
+            coset_intt_sync_ms=300,
+            msm_invoke_ms=150,
+            msm_dtor_ms=1,
+            batch_add_ms=400,
+            tail_msm_ms=79,
+            mutex_held_ms=2300,
+            gpu_total_ms=2290,
+        ),
+        # two GPU threads: NTT_H lines are summed over threads, so ntt_msm_h_ms is kept
+        _row(
+            2,
+            gpu_threads=2,
+            ntt_msm_h_ms=900,
+            ntt_kernels_ms=4,
+            coset_intt_sync_ms=600,
+            msm_invoke_ms=300,
+            batch_add_ms=400,
+            tail_msm_ms=80,
+        ),
+        # a failed call: the stages it printed
+        _row(3, status="failed", ntt_msm_h_ms=690),
+        _row(4),
+    ]
+    df = make_run(rows).partitions
+    kernel, source = kernel_time(df)
+    assert kernel.tolist()[:4] == [1430.0, 931.0, 1380.0, 690.0] and np.isnan(kernel.iloc[4])
+    assert source is not None and source.startswith("CUZK_NTT_H")
+    held, held_source = lock_held_time(df)
+    assert held.tolist()[:2] == [1800.0, 2300.0] and held_source == "mutex_held_ms"

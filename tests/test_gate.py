@@ -41,6 +41,22 @@ def test_kernel_sum_stands_in_for_missing_gpu_total():
     assert run.values["kernel_ms.p50"] == pytest.approx(expected.median())
 
 
+def test_utilisation_views_and_kernel_time_without_barrier_wait():
+    df = make_partitions(20)
+    facts = {"gpu_util": 0.9, "held_util": 0.8, "kernel_util": 0.5}
+    run = gate.metrics_from_frame(df, facts=facts)
+    assert (run.values["util_merged"], run.values["util_held"], run.values["util_kernel"]) == (
+        0.9,
+        0.8,
+        0.5,
+    )
+    assert "util_held" in gate.known_metric_names()
+    # kernel_ms is the kernel view: the measured stages, not gpu_total_ms with its barrier wait
+    expected = (df["ntt_msm_h_ms"] + df["batch_add_ms"] + df["tail_msm_ms"]).astype(float)
+    assert run.values["kernel_ms.p50"] == pytest.approx(expected.median())
+    assert run.values["kernel_ms.p50"] < run.values["gpu_total_ms.p50"]
+
+
 def test_prestage_fallback_rate():
     df = make_partitions(10, prestage=["ok"] * 7 + ["fallback", "skip_vram", "silent"])
     run = gate.metrics_from_frame(df)

@@ -36,6 +36,7 @@ from cuzk_diag.live import (
     RecordStore,
 )
 from cuzk_diag.model import daemon as sim
+from cuzk_diag.records import RunInfo
 from cuzk_diag.sources import SourceStats, clean_text
 
 #: How long to wait for an event that needs no further input. Generous on purpose: the test
@@ -623,7 +624,7 @@ def test_record_store_keeps_order_and_cap() -> None:
     store = RecordStore(cap=5, batch=2)
     for i in [3, 1, None, 2, 5, 4, 7, 6]:
         store.add({"record": i, "job_id": str(i)})
-    table = store.table("main")
+    table = store.table(RunInfo(era="main"))
     assert table.num_rows <= 5 and store.dropped == 8 - table.num_rows
     recs = table.column("record").to_pylist()
     assert recs == sorted(r for r in recs if r is not None) + [None] * recs.count(None)
@@ -662,6 +663,20 @@ def test_live_on_a_file_writes_json_lines(busy_log: Path) -> None:
     assert events[-1]["type"] == "summary" and events[-1]["final"]
     assert events[-1]["report"]["inputs"] == [str(busy_log)]
     assert sum(e["type"] == "partition" for e in events) == 60
+    # partition events carry the wall clock as the export does (ISO 8601 UTC)
+    part = next(e for e in events if e["type"] == "partition")
+    rows = [json.loads(x) for x in export_jsonl(busy_log).splitlines()]
+    same = next(
+        r for r in rows if (r["job_id"], r["partition"]) == (part["job_id"], part["partition"])
+    )
+    assert part["start_ts"] == same["start_ts"] and part["start_ts"].endswith("Z")
+    assert part["end_ts"] == same["end_ts"]
+
+
+def export_jsonl(log: Path) -> str:
+    r = CliRunner().invoke(cli, ["export", str(log), "-o", "-", "--format", "jsonl", "-q"])
+    assert r.exit_code == ExitCode.OK
+    return r.stdout
 
 
 def test_help_says_which_figures_are_windowed() -> None:

@@ -471,7 +471,6 @@ class Assembler:
         self.pending: list[Event] = []  # C++ events waiting for the next clock reading
         self.out: list[dict[str, Any]] = []
         self.unattributed: list[Event] = []
-        self.last_source = 0
         self.gpus_seen: set[int] = set()  # GPU ids named by one-time lines (T14, T15)
         self._anchor: tuple[float, float] | None = None  # clock bracket of the last GPU line
         # Hypotheses (cost, order, {block seq: state}) while a GPU line fits several blocks.
@@ -481,9 +480,6 @@ class Assembler:
 
     def feed(self, ev: Event) -> list[dict[str, Any]]:
         fam = ev.family
-        if ev.source != self.last_source:
-            self._new_segment()
-            self.last_source = ev.source
         if fam is Family.TIMING or fam is Family.NTT_H:
             if ev.kind not in self._kinds_seen:
                 # Era markers are first occurrences of line kinds.
@@ -824,6 +820,8 @@ class Assembler:
             self.epoch_ms = _ts_ms(ts) if isinstance(ts, str) else None
             if isinstance(ts, str) and info.engine_start_ts is None:
                 info.engine_start_ts = ts
+            if self.epoch_ms is not None:
+                info.clocks.append({"source": ev.source, "line": ev.line, "ts": ts})
         elif kind == "gpu_workers_init":
             n = f.get("num_gpus")
             if isinstance(n, int):

@@ -35,6 +35,7 @@ RUN_ROWS: tuple[str, ...] = (
     "calls.n",
     "calls.failed",
     "util_merged",
+    "util_held",
     "util_kernel",
     "prestage_fallback.rate",
     "findings.error",
@@ -223,13 +224,7 @@ def _clean(v: Any) -> Any:
 
 def _stage_fields(base: RunMetrics, cand: RunMetrics) -> list[str]:
     present = set(base.samples) | set(cand.samples)
-    fields = [f for f in (*DURATION_FIELDS, QUEUE_WAIT_FIELD) if f in present]
-    # kernel_ms duplicates gpu_total_ms where that exists; show it only when one run lacks it
-    if KERNEL_FIELD in present and not (
-        "gpu_total_ms" in base.samples and "gpu_total_ms" in cand.samples
-    ):
-        fields.append(KERNEL_FIELD)
-    return fields
+    return [f for f in (*DURATION_FIELDS, QUEUE_WAIT_FIELD, KERNEL_FIELD) if f in present]
 
 
 def _finding_diffs(base: Sequence[Finding], cand: Sequence[Finding]) -> list[FindingDiff]:

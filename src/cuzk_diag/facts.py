@@ -375,6 +375,46 @@ def barrier_estimate(df: pd.DataFrame, lock: LockWait) -> tuple[pd.Series, pd.Se
 
 # -- GPU utilisation and idle gaps (reference section 7) ------------------------------------
 
+#: Measured GPU kernel stages of a call (T4, T5, T6): its kernel time when no CUZK_NTT_H line.
+KERNEL_STAGES: tuple[str, ...] = ("ntt_msm_h_ms", "batch_add_ms", "tail_msm_ms")
+#: CUZK_NTT_H parts that are GPU work (T16): the copies and NTTs, the coset iNTT and its sync,
+#: the H-MSM. ``d_b_alloc``, ``msm_init`` and ``msm_dtor`` are allocation and object set-up.
+NTT_H_KERNEL_PARTS: tuple[str, ...] = ("ntt_kernels_ms", "coset_intt_sync_ms", "msm_invoke_ms")
+
+
+def lock_held_time(df: pd.DataFrame) -> tuple[pd.Series, str | None]:
+    """Per call, the time the GPU mutex was held: ``mutex_held_ms`` (V11), else ``gpu_total_ms``.
+
+    ``gpu_total_ms`` is the GPU thread's region under the lock; it includes the barrier wait for
+    the CPU's pre-processing (reference T6). Returns (ms per row, the field(s) used).
+    """
+    held = num(df, "mutex_held_ms")
+    total = num(df, "gpu_total_ms")
+    if held.notna().any():  # calls that printed no T19 (failed calls) count gpu_total_ms
+        return held.fillna(total), "mutex_held_ms"
+    return total, "gpu_total_ms" if total.notna().any() else None
+
+
+def kernel_time(df: pd.DataFrame) -> tuple[pd.Series, str | None]:
+    """Per call, the sum of its measured kernel stages (no barrier wait, no unlogged gaps).
+
+    ``ntt_msm_h_ms + batch_add_ms + tail_msm_ms``; where a one-thread call printed its
+    ``CUZK_NTT_H`` line, its kernel parts (``ntt_kernels + coset_intt_sync + msm_invoke``)
+    replace ``ntt_msm_h_ms``, which also holds the ``d_a``/``d_b`` allocations. Calls fanned out
+    over several GPU threads keep ``ntt_msm_h_ms`` (their NTT_H lines are summed over threads).
+    Returns (ms per row, NaN where no stage was logged; a description of the fields used).
+    """
+    parts = [num(df, c) for c in NTT_H_KERNEL_PARTS]
+    ntt_h = (parts[0] + parts[1] + parts[2]).where(num(df, "gpu_threads").fillna(1) <= 1)
+    ntt = ntt_h.fillna(num(df, "ntt_msm_h_ms"))
+    stages = pd.concat([ntt, num(df, "batch_add_ms"), num(df, "tail_msm_ms")], axis=1)
+    kernel = stages.sum(axis=1, min_count=1)
+    if kernel.isna().all():
+        return kernel, None
+    if ntt_h.notna().any():
+        return kernel, "CUZK_NTT_H ntt_kernels + coset_intt_sync + msm_invoke, batch_add + tail_msm"
+    return kernel, "ntt_msm_h_ms + batch_add_ms + tail_msm_ms"
+
 
 @dataclass(frozen=True, slots=True)
 class IdleGap:
@@ -397,19 +437,31 @@ class IdleGap:
 
 @dataclass(frozen=True, slots=True)
 class GpuUsage:
-    """Merged-interval and kernel utilisation of one GPU over its first-start..last-end span."""
+    """Utilisation of one GPU over its first-start..last-end span, in three views.
+
+    Scheduler view: the union of the calls' ``[GPU_START, GPU_END]`` (a call counts from the
+    worker's pick-up, lock wait and CPU work included). Lock-held view: Σ ``mutex_held_ms``
+    (else ``gpu_total_ms``), which includes the GPU thread's barrier wait for the CPU. Kernel
+    view: Σ of the measured kernel stages (``kernel_time``).
+    """
 
     gpu: int
     calls: int
     workers: int
     span_ms: float
     busy_ms: float  # |union of [GPU_START, GPU_END]|
-    kernel_ms: float  # Σ gpu_total_ms of the calls in the span
+    held_ms: float  # Σ mutex_held_ms (else gpu_total_ms) of the calls in the span
+    kernel_ms: float  # Σ kernel stages of the calls in the span
+    barrier_ms: float  # Σ barrier wait (measured or estimated) of the calls in the span
     gaps: tuple[IdleGap, ...]
 
     @property
     def util(self) -> float | None:
         return self.busy_ms / self.span_ms if self.span_ms > 0 else None
+
+    @property
+    def held_util(self) -> float | None:
+        return self.held_ms / self.span_ms if self.span_ms > 0 and self.held_ms > 0 else None
 
     @property
     def kernel_util(self) -> float | None:
@@ -422,8 +474,11 @@ class GpuUsage:
             "workers": self.workers,
             "span_ms": self.span_ms,
             "busy_ms": self.busy_ms,
+            "held_ms": self.held_ms,
             "kernel_ms": self.kernel_ms,
+            "barrier_ms": self.barrier_ms,
             "util": self.util,
+            "held_util": self.held_util,
             "kernel_util": self.kernel_util,
             "idle_gaps": len(self.gaps),
             "idle_ms": sum(g.duration_ms for g in self.gaps),
@@ -445,13 +500,18 @@ def gpu_of_rows(df: pd.DataFrame, info: RunInfo, gw: int | None) -> pd.Series:
     return gpu.fillna(0).astype("int64")
 
 
-def gpu_usage(df: pd.DataFrame, gpu: pd.Series) -> list[GpuUsage]:
-    """Utilisation per GPU from TIMELINE GPU_START/GPU_END (calls lacking either are skipped)."""
+def gpu_usage(df: pd.DataFrame, gpu: pd.Series, barrier: pd.Series | None = None) -> list[GpuUsage]:
+    """Utilisation per GPU from TIMELINE GPU_START/GPU_END (calls lacking either are skipped).
+
+    ``barrier`` is the per-call barrier wait (``barrier_estimate``); without it 0 is summed.
+    """
     start, end = num(df, "start_ms"), num(df, "end_ms")
     ok = start.notna() & end.notna() & (end >= start)
     if not ok.any():
         return []
-    kernel = num(df, "gpu_total_ms")
+    held = lock_held_time(df)[0]
+    kernel = kernel_time(df)[0]
+    wait = barrier if barrier is not None else pd.Series(np.nan, index=df.index)
     jobs = text(df, "job_id")
     worker = num(df, "worker")
     out = []
@@ -472,7 +532,6 @@ def gpu_usage(df: pd.DataFrame, gpu: pd.Series) -> list[GpuUsage]:
             elif e >= cur_e:
                 cur_e, cur_job = e, job
         busy += cur_e - cur_s
-        k = kernel[sel]
         out.append(
             GpuUsage(
                 gpu=int(g),
@@ -480,7 +539,9 @@ def gpu_usage(df: pd.DataFrame, gpu: pd.Series) -> list[GpuUsage]:
                 workers=int(worker[sel].nunique()),
                 span_ms=float(ends.max() - starts[0]),
                 busy_ms=busy,
-                kernel_ms=float(k.sum()) if k.notna().any() else 0.0,
+                held_ms=float(held[sel].sum()),
+                kernel_ms=float(kernel[sel].sum()),
+                barrier_ms=float(wait[sel].sum()),
                 gaps=tuple(gaps),
             )
         )
@@ -629,8 +690,13 @@ class RunFacts:
     s_per_proof: float | None = None
     s_per_proof_source: str | None = None  # bench | timeline
     span_ms: float | None = None  # Σ over GPUs of first GPU_START .. last GPU_END
-    gpu_util: float | None = None  # merged-interval utilisation (all GPUs)
-    kernel_util: float | None = None  # Σ gpu_total_ms / span (all GPUs)
+    gpu_util: float | None = None  # scheduler view: merged GPU_START..GPU_END / span
+    held_util: float | None = None  # lock-held view: Σ mutex_held_ms (else gpu_total_ms) / span
+    kernel_util: float | None = None  # kernel view: Σ measured kernel stages / span
+    held_source: str | None = None  # the field(s) of the lock-held view
+    kernel_source: str | None = None  # the field(s) of the kernel view
+    barrier_share: float | None = None  # Σ barrier wait / Σ lock held (calls in the span)
+    barrier_method: str | None = None  # measured | estimated | upper_bound
     per_gpu: list[GpuUsage] = field(default_factory=list)
     idle_gaps: list[IdleGap] = field(default_factory=list)
     lock_wait_method: str = "none"
@@ -638,6 +704,9 @@ class RunFacts:
     lock_wait_ms_low: float | None = None  # medians of the per-call bounds (= median unless
     lock_wait_ms_high: float | None = None  # the method is an estimate with bounds: clock)
     waterfall: Waterfall | None = None
+    wall_clock_start: str | None = None  # UTC of the first GPU_START (ISO 8601), if known
+    wall_clock_end: str | None = None  # UTC of the last GPU_END
+    wall_clock_calls: int = 0  # calls with a wall-clock start_ts
 
     @property
     def n_gpus(self) -> int:
@@ -686,7 +755,12 @@ class RunFacts:
             "s_per_proof_source": self.s_per_proof_source,
             "span_ms": self.span_ms,
             "gpu_util": self.gpu_util,
+            "held_util": self.held_util,
             "kernel_util": self.kernel_util,
+            "held_source": self.held_source,
+            "kernel_source": self.kernel_source,
+            "barrier_share": self.barrier_share,
+            "barrier_method": self.barrier_method,
             "per_gpu": [u.to_dict() for u in self.per_gpu],
             "idle_gaps": self.gap_summary(),
             "lock_wait_method": self.lock_wait_method,
@@ -694,6 +768,9 @@ class RunFacts:
             "lock_wait_ms_low": self.lock_wait_ms_low,
             "lock_wait_ms_high": self.lock_wait_ms_high,
             "waterfall": self.waterfall.to_dict() if self.waterfall else None,
+            "wall_clock_start": self.wall_clock_start,
+            "wall_clock_end": self.wall_clock_end,
+            "wall_clock_calls": self.wall_clock_calls,
         }
 
 
@@ -820,15 +897,6 @@ def compute_facts(partitions: pd.DataFrame, info: RunInfo) -> RunFacts:
     f.max_proofs_in_flight = _max_in_flight(df)
     f.total_secs, f.s_per_proof, f.s_per_proof_source = _s_per_proof(df, info, status)
 
-    f.per_gpu = gpu_usage(df, gpu)
-    if f.per_gpu:
-        span = sum(u.span_ms for u in f.per_gpu)
-        f.span_ms = span
-        if span > 0:
-            f.gpu_util = sum(u.busy_ms for u in f.per_gpu) / span
-            kernel = sum(u.kernel_ms for u in f.per_gpu)
-            f.kernel_util = kernel / span if kernel > 0 else None
-        f.idle_gaps = [g for u in f.per_gpu for g in u.gaps]
     lock = estimate_lock_wait(df)
     f.lock_wait_method = lock.method
     bounds = lock.summary()
@@ -837,5 +905,41 @@ def compute_facts(partitions: pd.DataFrame, info: RunInfo) -> RunFacts:
         bounds["low"],
         bounds["high"],
     )
+    barrier, _, barrier_method = barrier_estimate(df, lock)
+    f.per_gpu = gpu_usage(df, gpu, barrier)
+    if f.per_gpu:
+        span = sum(u.span_ms for u in f.per_gpu)
+        f.span_ms = span
+        if span > 0:
+            f.gpu_util = sum(u.busy_ms for u in f.per_gpu) / span
+            held = sum(u.held_ms for u in f.per_gpu)
+            kernel = sum(u.kernel_ms for u in f.per_gpu)
+            f.held_util = held / span if held > 0 else None
+            f.kernel_util = kernel / span if kernel > 0 else None
+            if held > 0 and barrier.notna().any():
+                f.barrier_share = sum(u.barrier_ms for u in f.per_gpu) / held
+                f.barrier_method = barrier_method
+        f.held_source = lock_held_time(df)[1] if f.held_util is not None else None
+        f.kernel_source = kernel_time(df)[1] if f.kernel_util is not None else None
+        f.idle_gaps = [g for u in f.per_gpu for g in u.gaps]
     f.waterfall = waterfall(df, lock)
+    f.wall_clock_start, f.wall_clock_end, f.wall_clock_calls = _wall_clock(df)
     return f
+
+
+def _iso(ts: Any) -> str | None:
+    if ts is None or pd.isna(ts):
+        return None
+    return pd.Timestamp(ts).tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _wall_clock(df: pd.DataFrame) -> tuple[str | None, str | None, int]:
+    """(first start_ts, last end_ts, calls with a start_ts) of the partition frame."""
+    if "start_ts" not in df.columns:
+        return None, None, 0
+    start = pd.to_datetime(df["start_ts"], utc=True)
+    end = pd.to_datetime(df["end_ts"], utc=True) if "end_ts" in df.columns else start
+    n = int(start.notna().sum())
+    if not n:
+        return None, None, 0
+    return _iso(start.min()), _iso(end.max() if end.notna().any() else start.max()), n

@@ -24,6 +24,7 @@ import pandas as pd
 
 from cuzk_diag.errors import ConfigError, InputError
 from cuzk_diag.exit_codes import ExitCode
+from cuzk_diag.facts import kernel_time
 from cuzk_diag.records import PARTITION_COLUMNS, Finding, Severity
 from cuzk_diag.stats import mann_whitney_u, relative_change
 
@@ -41,9 +42,8 @@ OFFSET_COLUMNS = frozenset(
 DURATION_FIELDS: tuple[str, ...] = tuple(
     name for name, _ in PARTITION_COLUMNS if name.endswith("_ms") and name not in OFFSET_COLUMNS
 )
-#: The GPU kernel stages whose sum stands in for ``gpu_total_ms`` when that is absent.
-KERNEL_PARTS: tuple[str, ...] = ("ntt_msm_h_ms", "batch_add_ms", "tail_msm_ms")
-#: Derived per-call sample: gpu_total_ms, or the kernel sum where gpu_total_ms is missing.
+#: Derived per-call sample: the kernel view of a call (``facts.kernel_time``): its measured
+#: kernel stages, without the barrier wait that ``gpu_total_ms`` includes.
 KERNEL_FIELD = "kernel_ms"
 #: Derived per-call sample: GPU_PICKUP - CHAN_SEND/GPU_QUEUE (as in the facts stage table).
 QUEUE_WAIT_FIELD = "gpu_queue_wait_ms"
@@ -62,6 +62,7 @@ RUN_METRICS: tuple[str, ...] = (
     "proofs",
     "partitions",
     "util_merged",
+    "util_held",
     "util_kernel",
     "calls.n",
     "calls.failed",
@@ -79,7 +80,7 @@ RUN_METRICS: tuple[str, ...] = (
 )
 
 #: Metric names for facts.RunFacts fields (the names used in the docs' utilisation analyses).
-FACT_ALIASES = {"util_merged": "gpu_util", "util_kernel": "kernel_util"}
+FACT_ALIASES = {"util_merged": "gpu_util", "util_held": "held_util", "util_kernel": "kernel_util"}
 
 #: prestage_setup values that mean the call did not get a pre-staged d_a (reference T11-T13).
 PRESTAGE_FALLBACK_VALUES = frozenset({"fallback", "skip_vram", "silent"})
@@ -211,20 +212,10 @@ def _sample(partitions: pd.DataFrame, column: str) -> FloatArray:
 
 
 def kernel_sample(partitions: pd.DataFrame) -> FloatArray:
-    """gpu_total_ms per call, or ntt_msm_h + batch_add + tail_msm where gpu_total_ms is missing."""
-    n = len(partitions)
-    if n == 0:
+    """Kernel time per call: ntt_msm_h (or the CUZK_NTT_H kernel parts) + batch_add + tail_msm."""
+    if len(partitions) == 0:
         return np.empty(0, dtype=np.float64)
-
-    def col(name: str) -> pd.Series:
-        if name in partitions.columns:
-            return pd.to_numeric(partitions[name], errors="coerce").astype("float64")
-        return pd.Series(np.nan, index=partitions.index, dtype="float64")
-
-    total = col("gpu_total_ms")
-    parts = [col(c) for c in KERNEL_PARTS]
-    summed = parts[0] + parts[1] + parts[2]  # NaN unless all three are present
-    out = total.where(total.notna(), summed).dropna()
+    out = kernel_time(partitions)[0].dropna()
     return np.asarray(out.to_numpy(dtype=np.float64), dtype=np.float64)
 
 

@@ -39,7 +39,7 @@ from cuzk_diag.facts import OFFSET_COLUMNS
 from cuzk_diag.follow import FollowFile
 from cuzk_diag.frame import records_to_table, table_to_frame
 from cuzk_diag.lines import LineParser, apply_source_stats
-from cuzk_diag.pipeline import Run, finish_table
+from cuzk_diag.pipeline import Run, finish_table, with_wall_clock
 from cuzk_diag.records import (
     PARTITION_COLUMNS,
     PARTITION_SCHEMA,
@@ -58,6 +58,7 @@ from cuzk_diag.sources import (
     read_chunks,
     sniff,
 )
+from cuzk_diag.writers import timestamps_as_text
 
 #: Duration columns a sketch is kept for (``*_ms`` fields that are not TIMELINE offsets).
 SKETCH_FIELDS: tuple[str, ...] = tuple(
@@ -364,9 +365,9 @@ class RecordStore:
     def __len__(self) -> int:
         return self._in_chunks + len(self._buf)
 
-    def table(self, era: str | None = None, *, release: bool = False) -> pa.Table:
+    def table(self, info: RunInfo | None = None, *, release: bool = False) -> pa.Table:
         """Every kept record in the order ``analyze`` uses, as ``pipeline.assemble_table`` does:
-        lock-acquisition order, and the run's final era on every row.
+        lock-acquisition order, and the run's final era and wall clock on every row.
 
         ``release`` empties the store (its memory is freed as soon as the result is built).
         """
@@ -374,7 +375,6 @@ class RecordStore:
         chunks = list(self._chunks)
         if release:
             self._chunks = deque()
-        info = RunInfo(era=era) if era is not None else None
         if info is None:
             table = pa.concat_tables(chunks) if chunks else PARTITION_SCHEMA.empty_table()
             return table.sort_by([("record", "ascending")]) if table.num_rows else table
@@ -529,6 +529,13 @@ class LiveAnalyzer:
 
     # -- records -----------------------------------------------------------------------------------
 
+    def _shown(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """The record as a ``partition`` event shows it: with its wall clock, as the export has."""
+        if not self.info.clocks:
+            return rec
+        table = with_wall_clock(records_to_table([rec]), self.info).select(["start_ts", "end_ts"])
+        return {**rec, **timestamps_as_text(table).to_pylist()[0]}
+
     def _record(self, rec: dict[str, Any]) -> None:
         """A final record from the assembler: kept, counted, shown (unless shown already)."""
         self.partitions += 1
@@ -541,12 +548,12 @@ class LiveAnalyzer:
         prov = self.provisional.pop(key, None)
         if prov is None:
             self._window_put(key, rec, replace=False)
-            self.sink.partition(rec, revised=False)
+            self.sink.partition(self._shown(rec), revised=False)
         else:
             self._window_put(key, rec, replace=True)
             if prov != rec:
                 self.revised += 1
-                self.sink.partition(rec, revised=True)
+                self.sink.partition(self._shown(rec), revised=True)
         self._dirty = True
 
     def _provisional(self, rec: dict[str, Any]) -> None:
@@ -561,7 +568,7 @@ class LiveAnalyzer:
         self._window_put(key, rec, replace=prev is not None)
         if prev is not None:
             self.revised += 1
-        self.sink.partition(rec, revised=prev is not None)
+        self.sink.partition(self._shown(rec), revised=prev is not None)
         self._dirty = True
 
     def _window_put(self, key: tuple[Any, ...], rec: dict[str, Any], *, replace: bool) -> None:
@@ -801,7 +808,7 @@ class LiveAnalyzer:
         self._complete_jobs()
         if self._dirty:
             self.evaluate()  # the window's last state, for the final events and summary
-        table = self.store.table(self.info.era, release=True)
+        table = self.store.table(self.info, release=True)
         run = Run(table_to_frame(table), self.info, self.acc, list(self.inputs), table)
         return analyze_run(run, self.config, inputs=self.inputs)
 

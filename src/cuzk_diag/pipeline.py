@@ -7,15 +7,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cuzk_diag.assemble import Assembler
+from cuzk_diag.assemble import Assembler, _ts_ms
 from cuzk_diag.errors import InputError
 from cuzk_diag.frame import records_to_table, table_to_frame
 from cuzk_diag.lines import iter_events
-from cuzk_diag.records import PARTITION_SCHEMA, Accounting, RunInfo
+from cuzk_diag.records import PARTITION_SCHEMA, Accounting, Event, Family, RunInfo
 from cuzk_diag.sources import PARQUET, Source, open_source
 
 META_INFO = b"cuzk_diag.info"
@@ -35,6 +36,160 @@ class Run:
 
 BATCH = 4096
 
+#: Startup settings that differ between runs: (tracing kind, field) -> name in the message.
+_SETTINGS = {
+    ("gpu_workers_init", "num_gpus"): "GPUs",
+    ("gpu_workers_init", "gpus"): "GPU ordinals",
+    ("gpu_workers_init", "gpu_workers_per_device"): "workers per GPU",
+    ("interlock", "gpu_workers_per_device"): "workers per GPU",
+    ("gpu_threads", "gpu_threads"): "gpu_threads",
+}
+#: A TIMELINE offset this far (ms) below the previous inputs' latest is a clock that restarted.
+CLOCK_BACK_TOLERANCE_MS = 1000
+
+
+class DifferentRunsError(InputError):
+    """The inputs are captures of different daemon runs, which one analysis must not mix."""
+
+
+@dataclass
+class _InputFacts:
+    """What one input says about the run it belongs to."""
+
+    name: str
+    engine_start: str | None = None  # timestamp of its first engine-start line
+    engine_line: int | None = None
+    settings: dict[str, tuple[Any, int]] = field(default_factory=dict)  # name -> (value, line)
+    daemons: dict[str, set[str]] = field(default_factory=dict)  # journald ident -> {host[pid]}
+    first_offset: int | None = None  # first TIMELINE offset
+    max_offset: int | None = None
+
+
+class RunGuard:
+    """Refuses inputs that belong to different runs (``DifferentRunsError``, exit 2).
+
+    Several inputs are one run when each later input continues the earlier ones: rotated files
+    of one daemon (no engine start of their own, the TIMELINE clock going on) and a cuzk-bench
+    output. An input is another run when it has its own engine-start line after an input that
+    already had one or had TIMELINE lines, when its startup settings (GPUs, workers per GPU,
+    gpu_threads) differ, when journald shows another host or process of the same program, or
+    when its TIMELINE clock starts again below the earlier inputs' (a restart, or rotated files
+    given out of order). One input in which the engine restarts is read as one log.
+    """
+
+    def __init__(self, names: Sequence[str | Source], acc: Accounting) -> None:
+        shown = [n if isinstance(n, str) else n.display for n in names]
+        self.names = ["<stdin>" if n == "-" else n for n in shown]
+        self.acc = acc
+        self.inputs: list[_InputFacts] = []
+        self._hosts_before: dict[str, int] = {}
+
+    def feed(self, ev: Event) -> None:
+        while ev.source >= len(self.inputs):
+            self._next_input()
+        cur = self.inputs[ev.source]
+        if ev.family is Family.TIMELINE:
+            off = ev.fields.get("offset_ms")
+            if isinstance(off, int) and ev.kind != "torn":
+                if cur.first_offset is None:
+                    cur.first_offset = off
+                    self._check_clock(cur, off)
+                cur.max_offset = off if cur.max_offset is None else max(cur.max_offset, off)
+        elif ev.family is Family.TRACING:
+            if ev.kind == "engine_start" and cur.engine_line is None:
+                ts = ev.fields.get("ts")
+                cur.engine_start, cur.engine_line = (ts if isinstance(ts, str) else None), ev.line
+                self._check_engine_start(cur)
+            for (kind, key), label in _SETTINGS.items():
+                if ev.kind == kind and ev.fields.get(key) is not None:
+                    cur.settings.setdefault(label, (ev.fields[key], ev.line))
+                    self._check_setting(cur, label)
+
+    def finish(self) -> None:
+        """Check the journald processes of the last input (known once it is read)."""
+        self._next_input()
+
+    def _next_input(self) -> None:
+        # Accounting takes an input's journald prefixes once the input is read: the
+        # difference since the previous input is that input's hosts and processes.
+        if self.inputs:
+            now = dict(self.acc.journald_sources)
+            cur = self.inputs[-1]
+            for key, n in now.items():
+                if n > self._hosts_before.get(key, 0):
+                    host, _, proc = key.partition(" ")
+                    cur.daemons.setdefault(proc.split("[")[0], set()).add(key)
+            self._hosts_before = now
+            self._check_daemons(cur)
+        if len(self.inputs) < len(self.names):
+            self.inputs.append(_InputFacts(self.names[len(self.inputs)]))
+
+    def _refuse(self, a: _InputFacts, b: _InputFacts, why: str) -> None:
+        raise DifferentRunsError(
+            f"{a.name} and {b.name} are different runs ({why}); analyse each on its own "
+            f"(one report per run), or compare them: cuzk-diag compare {a.name} {b.name}"
+        )
+
+    def _check_engine_start(self, cur: _InputFacts) -> None:
+        for prev in self.inputs[:-1]:
+            if prev.engine_line is not None and prev.engine_start == cur.engine_start:
+                raise DifferentRunsError(
+                    f"{prev.name} and {cur.name} hold the same engine start "
+                    f"({cur.engine_start}, line {cur.engine_line}): the same log given twice?"
+                )
+            if prev.engine_line is not None:
+                self._refuse(
+                    prev,
+                    cur,
+                    f"each has its own engine start: {prev.engine_start} (line "
+                    f"{prev.engine_line}) and {cur.engine_start} (line {cur.engine_line})",
+                )
+            if prev.max_offset is not None:
+                self._refuse(
+                    prev,
+                    cur,
+                    f"the engine starts again at line {cur.engine_line} of {cur.name} after "
+                    f"{prev.name} ran to TIMELINE offset {prev.max_offset} ms",
+                )
+
+    def _check_setting(self, cur: _InputFacts, label: str) -> None:
+        value, line = cur.settings[label]
+        for prev in self.inputs[:-1]:
+            if label in prev.settings and prev.settings[label][0] != value:
+                self._refuse(
+                    prev,
+                    cur,
+                    f"{label} {prev.settings[label][0]} (line {prev.settings[label][1]}) "
+                    f"against {value} (line {line})",
+                )
+
+    def _check_daemons(self, cur: _InputFacts) -> None:
+        for prev in self.inputs[:-1]:
+            for ident, procs in cur.daemons.items():
+                seen = prev.daemons.get(ident)
+                if seen and not (seen & procs):
+                    self._refuse(
+                        prev,
+                        cur,
+                        f"journald shows {', '.join(sorted(seen))} against "
+                        f"{', '.join(sorted(procs))}",
+                    )
+
+    def _check_clock(self, cur: _InputFacts, first: int) -> None:
+        latest = max(
+            (p.max_offset for p in self.inputs[:-1] if p.max_offset is not None), default=None
+        )
+        if cur.engine_line is None and latest is not None:
+            if first < latest - CLOCK_BACK_TOLERANCE_MS:
+                prev = next(p for p in self.inputs[:-1] if p.max_offset == latest)
+                self._refuse(
+                    prev,
+                    cur,
+                    f"the TIMELINE clock starts again: {cur.name} begins at offset {first} ms, "
+                    f"{prev.name} reached {latest} ms; rotated files of one run must be given "
+                    "in the order they were written",
+                )
+
 
 def iter_record_batches(
     inputs: Sequence[str | Source],
@@ -48,14 +203,17 @@ def iter_record_batches(
     iterator is exhausted (the era of the first batches may be refined by later lines).
     """
     asm = Assembler(acc, info)
+    guard = RunGuard(inputs, acc)
     pending: list[dict[str, Any]] = []
     for ev in iter_events(inputs, acc, full=False, progress=progress):
+        guard.feed(ev)
         out = asm.feed(ev)
         if out:
             pending.extend(out)
             if len(pending) >= BATCH:
                 yield records_to_table(pending)
                 pending = []
+    guard.finish()
     pending.extend(asm.finish())
     yield records_to_table(pending)
 
@@ -68,11 +226,51 @@ def with_final_era(table: pa.Table, info: RunInfo) -> pa.Table:
     return table.set_column(idx, "era", pa.array([info.era] * table.num_rows, pa.string()))
 
 
+#: Columns a Parquet export written before they existed may lack (read back as nulls).
+LATER_COLUMNS = frozenset({"start_ts", "end_ts"})
+_WALL_CLOCK = pa.timestamp("ms", tz="UTC")
+
+
+def with_wall_clock(table: pa.Table, info: RunInfo) -> pa.Table:
+    """Fill ``start_ts``/``end_ts``: the TIMELINE offsets plus the wall clock of their engine start.
+
+    A call's engine start is the last one (``info.clocks``, in input order) before the call's
+    last line, so rotated files continue the clock of the file that holds the start, and a
+    restarted engine starts a new one. Calls with no engine start before them stay null.
+    """
+    clocks = [(c["source"], c["line"], _ts_ms(c["ts"])) for c in info.clocks if c.get("ts")]
+    clocks = [(s, ln, ms) for s, ln, ms in clocks if ms is not None]
+    if not table.num_rows or not clocks:
+        return table
+
+    def ints(name: str) -> np.ndarray:
+        return table.column(name).to_numpy(zero_copy_only=False).astype("float64")
+
+    shift = 2.0**40  # (source, line) as one sortable number
+    keys = np.array([s * shift + ln for s, ln, _ in clocks])
+    epochs = np.array([round(ms) for _, _, ms in clocks], dtype="float64")
+    line = ints("last_line")
+    line = np.where(np.isnan(line), ints("first_line"), line)
+    idx = np.searchsorted(keys, ints("source") * shift + line, side="right") - 1
+    epoch = np.where((idx >= 0) & ~np.isnan(line), epochs[np.clip(idx, 0, None)], np.nan)
+    for name, offset in (("start_ts", "start_ms"), ("end_ts", "end_ms")):
+        ts = epoch + ints(offset)
+        col = pa.array(np.nan_to_num(ts).astype("int64"), pa.int64(), mask=np.isnan(ts))
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, name, col.cast(_WALL_CLOCK))
+    return table
+
+
+def complete_table(table: pa.Table, info: RunInfo) -> pa.Table:
+    """Columns known only from the whole run so far: the final era and the wall clock."""
+    return with_wall_clock(with_final_era(table, info), info)
+
+
 def finish_table(tables: Sequence[pa.Table], info: RunInfo) -> pa.Table:
-    """The last step of every path: one table, the run's final era, lock-acquisition order."""
+    """The last step of every path: one table, the run's final era and wall clock, lock order."""
     table = pa.concat_tables(tables) if tables else PARTITION_SCHEMA.empty_table()
     if table.num_rows:
-        table = with_final_era(table, info).sort_by([("record", "ascending")])
+        table = complete_table(table, info).sort_by([("record", "ascending")])
     return table
 
 
@@ -163,7 +361,9 @@ def read_export(source: str | Source) -> Run:
         table = pq.read_table(data)
     except (OSError, pa.ArrowInvalid) as exc:
         raise InputError(f"{path}: not a readable Parquet export ({exc})") from None
-    missing = [n for n in PARTITION_SCHEMA.names if n not in table.column_names]
+    missing = [
+        n for n in PARTITION_SCHEMA.names if n not in table.column_names and n not in LATER_COLUMNS
+    ]
     if missing:
         raise InputError(
             f"{path}: not a cuzk-diag partition export (missing columns: {', '.join(missing[:5])})"
@@ -187,5 +387,7 @@ def read_export(source: str | Source) -> Run:
                 acc.journald_sources.update(v)
             elif hasattr(acc, k) and not callable(getattr(acc, k)):
                 setattr(acc, k, v)
+    for name in LATER_COLUMNS - set(table.column_names):
+        table = table.append_column(name, pa.nulls(table.num_rows, _WALL_CLOCK))
     table = table.select(PARTITION_SCHEMA.names).cast(PARTITION_SCHEMA)
     return Run(table_to_frame(table), info, acc, [path], table)

@@ -156,6 +156,7 @@ class Accounting:
 _I = pa.int64()
 _S = pa.string()
 _F = pa.float64()
+_T = pa.timestamp("ms", tz="UTC")
 
 #: Identity and provenance of a call.
 IDENTITY_COLUMNS: list[tuple[str, pa.DataType]] = [
@@ -179,6 +180,8 @@ TIMELINE_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("pickup_ms", _I),
     ("start_ms", _I),
     ("end_ms", _I),
+    ("start_ts", _T),  # GPU_START as UTC time: engine-start line + offset; null without one
+    ("end_ts", _T),  # GPU_END as UTC time; null where the log has no wall clock
     ("synth_ms", _I),
     ("gpu_ms", _I),
 ]
@@ -271,6 +274,8 @@ class RunInfo:
     rayon_threads: int | None = None
     partition_workers: int | None = None
     engine_start_ts: str | None = None  # wall clock of TIMELINE offset 0
+    #: every engine start in input order: {"source", "line", "ts"} (TIMELINE offset 0 from there)
+    clocks: list[dict[str, Any]] = field(default_factory=list)
     bench: dict[str, Any] = field(default_factory=dict)  # cuzk-bench batch output, parsed
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)  # job_id -> facts
     failures: list[dict[str, Any]] = field(default_factory=list)  # line, kind, level, message, ...
@@ -291,6 +296,7 @@ class RunInfo:
             "rayon_threads": self.rayon_threads,
             "partition_workers": self.partition_workers,
             "engine_start_ts": self.engine_start_ts,
+            "clocks": list(self.clocks),
             "bench": dict(self.bench),
             "jobs": dict(self.jobs),
             "failures": list(self.failures),

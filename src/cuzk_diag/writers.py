@@ -7,6 +7,7 @@ import os
 from typing import IO, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
@@ -37,6 +38,26 @@ def format_for(path: str, explicit: str | None) -> str:
     return fmt
 
 
+#: Text form of timestamp columns in CSV and JSON Lines: ISO 8601 UTC, milliseconds.
+TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # %S of a ms timestamp carries the milliseconds
+
+
+def _text_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema as text formats write it: timestamps become ISO 8601 strings."""
+    return pa.schema(
+        [pa.field(f.name, pa.string()) if pa.types.is_timestamp(f.type) else f for f in schema]
+    )
+
+
+def timestamps_as_text(batch: pa.Table) -> pa.Table:
+    """Timestamp columns as ISO 8601 UTC text, as CSV and JSON Lines hold them."""
+    for i, f in enumerate(batch.schema):
+        if pa.types.is_timestamp(f.type):
+            col = pc.strftime(batch.column(i), format=TIMESTAMP_FORMAT)
+            batch = batch.set_column(i, f.name, col)
+    return batch
+
+
 class TableWriter:
     """Streams batches of one schema to a file (or stdout for csv/jsonl with path ``-``)."""
 
@@ -59,7 +80,7 @@ class TableWriter:
                 raise cannot_write(path, exc) from None
         elif fmt == "csv":
             self._fh = _open(path, binary=True)
-            self._csv = pacsv.CSVWriter(self._fh, schema)
+            self._csv = pacsv.CSVWriter(self._fh, _text_schema(schema))
         elif fmt == "jsonl":
             self._fh = _open(path, binary=False)
         else:
@@ -67,11 +88,13 @@ class TableWriter:
 
     def write(self, batch: pa.RecordBatch | pa.Table) -> None:
         self.rows += batch.num_rows
+        if isinstance(batch, pa.RecordBatch):
+            batch = pa.Table.from_batches([batch])
         if self._pq is not None:
-            if isinstance(batch, pa.RecordBatch):
-                batch = pa.Table.from_batches([batch], schema=self.schema)
             self._pq.write_table(batch.cast(self.schema))
-        elif self._csv is not None:
+            return
+        batch = timestamps_as_text(batch)
+        if self._csv is not None:
             self._csv.write(batch)
         else:
             assert self._fh is not None

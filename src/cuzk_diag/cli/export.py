@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
 from cuzk_diag.cli import UsageError, cli
 from cuzk_diag.exit_codes import ExitCode
+from cuzk_diag.pipeline import DifferentRunsError
 from cuzk_diag.records import Accounting
 
 
@@ -87,18 +89,23 @@ def export_cmd(
                 w.write(batch)
         rows = w.rows
     else:
-        from cuzk_diag.pipeline import iter_record_batches, run_metadata_of, with_final_era
+        from cuzk_diag.pipeline import complete_table, iter_record_batches, run_metadata_of
         from cuzk_diag.records import PARTITION_SCHEMA, RunInfo
 
         # Streamed: one batch of records in memory at a time, so memory stays flat however
         # long the log. Rows come in completion order; the `record` column gives lock order.
         acc = Accounting()
         info = RunInfo()
-        with TableWriter(output, fmt, PARTITION_SCHEMA) as w:
-            for batch in iter_record_batches(sources, acc, info):
-                if batch.num_rows:
-                    w.write(with_final_era(batch, info))
-            w.add_metadata(run_metadata_of(info, acc))
+        try:
+            with TableWriter(output, fmt, PARTITION_SCHEMA) as w:
+                for batch in iter_record_batches(sources, acc, info):
+                    if batch.num_rows:
+                        w.write(complete_table(batch, info))
+                w.add_metadata(run_metadata_of(info, acc))
+        except DifferentRunsError:
+            if output != "-":  # no half-written file of mixed runs
+                os.remove(output)
+            raise
         rows = w.rows
         if unattributed and acc.unattributed:
             click.echo(

@@ -34,6 +34,7 @@ from cuzk_diag.facts import (
     barrier_estimate,
     compute_facts,
     estimate_lock_wait,
+    lock_held_time,
     has,
     median,
     num,
@@ -143,11 +144,8 @@ def metrics(df: pd.DataFrame, info: RunInfo) -> dict[str, Any]:
     facts = compute_facts(df, info)
     ok = df[text(df, "status") == "ok"] if len(df) else df
     calls, call_field = call_time(ok)
-    lock = estimate_lock_wait(ok, facts.era)
-    held = num(ok, "mutex_held_ms")
-    kernel = num(ok, "gpu_total_ms")
-    span = facts.span_ms
-    lock_util = float(held.sum()) / span if span and held.notna().any() else None
+    lock = estimate_lock_wait(ok)
+    hold, _ = lock_held_time(ok)
     done = max(facts.proofs_completed, 0) or None
     floors: dict[str, float | None] = {}
     if done:
@@ -156,7 +154,6 @@ def metrics(df: pd.DataFrame, info: RunInfo) -> dict[str, Any]:
         floors["synthesis"] = (
             float(synth.sum()) / pw / done / 1000.0 if pw and synth.notna().any() else None
         )
-        hold = held.where(held.notna(), kernel)
         ngpu = max(1, facts.n_gpus)
         floors["gpu"] = float(hold.sum()) / ngpu / done / 1000.0 if hold.notna().any() else None
         workers = max(1, facts.workers)
@@ -174,7 +171,7 @@ def metrics(df: pd.DataFrame, info: RunInfo) -> dict[str, Any]:
         "lock_wait_ms": float(lock.wait.dropna().mean()) if lock.known_any else None,
         "lock_wait_method": lock.method,
         "gpu_util_timeline": facts.gpu_util,
-        "gpu_util_lock": lock_util,
+        "gpu_util_lock": facts.held_util,
         "gpu_util_kernel": facts.kernel_util,
         "floors_s": floors,
         "bottleneck": max(known, key=lambda k: known[k]) if known else None,
@@ -324,7 +321,7 @@ def measure(run: Any) -> Measured:
     mapping = field_keys(era)
     cols = {f: num(ok, f) for f in mapping}
     active = synth_active(ok)
-    lock = estimate_lock_wait(ok, era)
+    lock = estimate_lock_wait(ok)
     barrier, _, bmethod = barrier_estimate(ok, lock)
     gap = None
     if era != "main" and bmethod != "upper_bound":

@@ -118,13 +118,7 @@ def facts_rows(a: Analysis) -> list[tuple[str, str]]:
     else:
         rows.append(("Throughput", "n/a (no completed proof with TIMELINE or bench output)"))
     if f.gpu_util is not None:
-        rows.append(
-            (
-                "GPU",
-                f"busy {pct(f.gpu_util)} (merged GPU_START..GPU_END) · kernels "
-                f"{pct(f.kernel_util)} (Σ gpu_total_ms) over {secs(f.span_ms)}",
-            )
-        )
+        rows.extend(("GPU" if i == 0 else "", text) for i, text in enumerate(utilisation_lines(f)))
         g = f.gap_summary()
         if g["count"]:
             rows.append(
@@ -136,6 +130,17 @@ def facts_rows(a: Analysis) -> list[tuple[str, str]]:
             )
         else:
             rows.append(("Idle gaps", "none"))
+    if f.wall_clock_calls:
+        start = (f.wall_clock_start or "").replace("T", " ").rstrip("Z")
+        end = (f.wall_clock_end or "").replace("T", " ").rstrip("Z")
+        if end[:10] == start[:10]:
+            end = end[11:]
+        text = f"{start} .. {end} UTC (engine-start line + TIMELINE offsets)"
+        if f.wall_clock_calls < f.partitions:
+            text += f"; {f.partitions - f.wall_clock_calls} calls without"
+        rows.append(("Wall clock", text))
+    elif f.partitions:
+        rows.append(("Wall clock", "none: no engine-start line in the log (start_ts/end_ts null)"))
     method = {
         "measured": "measured (mutex_wait_ms)",
         "pre_destructor": "inferred from pre_destructor_ms − gpu_total_ms",
@@ -149,6 +154,53 @@ def facts_rows(a: Analysis) -> list[tuple[str, str]]:
         )
     rows.append(("Lock wait", method))
     return rows
+
+
+#: Short names of the fields behind the lock-held and kernel views, for the report header.
+_VIEW_FIELDS = {
+    "mutex_held_ms": "Σ mutex_held_ms",
+    "gpu_total_ms": "Σ gpu_total_ms",
+    "ntt_msm_h_ms + batch_add_ms + tail_msm_ms": "Σ ntt_msm_h + batch_add + tail_msm",
+}
+_BARRIER_HOW = {
+    "measured": "barrier_wait_ms",
+    "estimated": "estimated",
+    "upper_bound": "upper bound, barrier wait not logged",
+}
+
+
+def _share(v: float) -> str:
+    return f"{100 * v:.0f}%"
+
+
+def utilisation_lines(f: RunFacts) -> list[str]:
+    """The three utilisation views, what each counts, and the gaps between them in words."""
+    held_src = _VIEW_FIELDS.get(f.held_source or "", f"Σ {f.held_source}")
+    kernel_src = _VIEW_FIELDS.get(f.kernel_source or "", "Σ NTT_H kernels + batch_add + tail_msm")
+    lines = [
+        f"scheduler {pct(f.gpu_util)} of the {secs(f.span_ms)} span: merged GPU_START..GPU_END",
+        f"lock held {pct(f.held_util)}"
+        + (f": {held_src}" if f.held_util is not None else " (no gpu_total_ms or mutex_held_ms)"),
+        f"kernels   {pct(f.kernel_util)}"
+        + (f": {kernel_src}" if f.kernel_util is not None else " (no kernel stage timings)"),
+    ]
+    if f.held_util and f.kernel_util is not None:
+        not_kernel = max(0.0, 1.0 - f.kernel_util / f.held_util)
+        if f.barrier_share is not None and f.barrier_method:
+            barrier = min(f.barrier_share, not_kernel)
+            how = _BARRIER_HOW.get(f.barrier_method, f.barrier_method)
+            text = f"GPU thread waits on CPU {_share(barrier)} of the lock ({how})"
+            if not_kernel - barrier >= 0.005:
+                text += f", other non-kernel work {_share(not_kernel - barrier)}"
+        else:
+            text = f"{_share(not_kernel)} of the lock is not kernel time"
+        lines.append(text)
+    if f.gpu_util is not None and f.held_util is not None and f.gpu_util - f.held_util >= 0.005:
+        lines.append(
+            f"Calls outside the lock {_share(f.gpu_util - f.held_util)} of the span "
+            "(lock wait, CPU setup, epilogue)"
+        )
+    return lines
 
 
 def accounting_rows(acc: Accounting) -> list[tuple[str, str]]:

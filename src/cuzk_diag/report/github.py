@@ -30,6 +30,7 @@ SUMMARY_METRICS: tuple[str, ...] = (
     "prep_msm_ms.p50",
     "b_g2_msm_ms.p50",
     "util_merged",
+    "util_held",
     "util_kernel",
     "prestage_fallback.rate",
     "findings.error",

@@ -24,9 +24,12 @@ class CpuCriticalPath(Rule):
     Calls where the GPU thread, holding the lock, sits idle waiting for the CPU pre-processing
     (`prep_msm`) at the barrier before the batch additions: median barrier wait of at least
     `min_barrier_ms` and `min_barrier_share` of `gpu_total_ms`. It is a warning when the GPU is
-    in demand (merged utilisation at least `busy_util`, or calls wait for the lock at least as
-    long as the barrier wait): then the idle lock holder delays everyone. On an under-loaded
-    GPU it is an info, since it lengthens each call without limiting throughput. The wait is
+    in demand (the lock-held view of utilisation, Σ `mutex_held_ms` or else Σ `gpu_total_ms`
+    over the span, at least `busy_util`, or calls wait for the lock at least as long as the
+    barrier wait): then the idle lock holder delays everyone. The lock-held view is the one
+    that fits: the scheduler view also counts calls queued for the lock, and the kernel view
+    leaves out the very barrier wait that blocks the lock. On an under-loaded GPU it is an
+    info, since it lengthens each call without limiting throughput. The wait is
     `barrier_wait_ms` on main; before that it is estimated as `gpu_total − ntt_msm_h −
     batch_add − tail_msm`, attributed to the barrier only as far as
     `prep_msm − lock wait − ntt_msm_h` allows (prep starts at the lock request, the GPU thread
@@ -81,9 +84,9 @@ class CpuCriticalPath(Rule):
         Option(
             "busy_util",
             0.75,
-            "merged GPU utilisation from which a barrier wait costs "
-            "throughput (warning); below it, and with no lock wait longer than the barrier "
-            "wait, the GPU has idle time anyway (info)",
+            "lock-held utilisation (Σ mutex_held_ms, else Σ gpu_total_ms, over the span) "
+            "from which a barrier wait costs throughput (warning); below it, and with no lock "
+            "wait longer than the barrier wait, the lock is free often enough anyway (info)",
             maximum=1.0,
         ),
     )
@@ -99,7 +102,10 @@ class CpuCriticalPath(Rule):
         "kernel_ms": "gpu_total_ms_median − barrier_ms_median",
         "gw": "GPU workers per device",
         "cpu_floor_s_per_proof": "partitions per proof × cpu_path / GPUs (one worker per GPU)",
-        "gpu_util": "merged GPU_START..GPU_END utilisation of the run",
+        "gpu_util": "scheduler view: merged GPU_START..GPU_END utilisation of the run",
+        "held_util": "lock-held view: Σ mutex_held_ms (else gpu_total_ms) / span; judged "
+        "against busy_util",
+        "kernel_util": "kernel view: Σ measured kernel stages / span",
         "lock_wait_ms_median": "median lock wait (measured or inferred)",
     }
 
@@ -138,6 +144,8 @@ class CpuCriticalPath(Rule):
             "gw": gw,
             "cpu_floor_s_per_proof": floor,
             "gpu_util": ctx.facts.gpu_util,
+            "held_util": ctx.facts.held_util,
+            "kernel_util": ctx.facts.kernel_util,
             "lock_wait_ms_median": median(lock.wait) if lock.known_any else None,
         }
         cpu_txt = (
@@ -148,14 +156,15 @@ class CpuCriticalPath(Rule):
         )
         if bmed >= o["min_barrier_ms"] and share >= o["min_barrier_share"]:
             mask = barrier >= o["min_barrier_ms"]
-            util = ctx.facts.gpu_util
+            f = ctx.facts
+            util = f.held_util if f.held_util is not None else f.gpu_util
             wait = median(lock.wait) if lock.known_any else None
             contended = util is None or util >= o["busy_util"] or (wait or 0) >= bmed
             idle_txt = (
                 ""
                 if contended
-                else f" The GPU is busy only {pct(util)} of the run and calls hardly wait for "
-                "the lock, so this lengthens each call but does not limit throughput."
+                else f" The lock is held only {pct(util)} of the run and calls hardly wait for "
+                "it, so this lengthens each call but does not limit throughput."
             )
             yield self.finding(
                 Severity.WARNING if contended else Severity.INFO,

@@ -291,8 +291,9 @@ class LockWait(Rule):
         "wait_share": "wait_ms_median / call_ms_median",
         "mutex_held_ms_median": "median `mutex_held_ms` (main code only)",
         "held_to_gpu_total": "mutex_held_ms median / gpu_total_ms median",
-        "gpu_util": "merged GPU_START..GPU_END utilisation of the run",
-        "kernel_util": "Σ gpu_total_ms / span",
+        "gpu_util": "scheduler view: merged GPU_START..GPU_END utilisation of the run",
+        "held_util": "lock-held view: Σ mutex_held_ms (else gpu_total_ms) / span",
+        "kernel_util": "kernel view: Σ measured kernel stages / span",
         "kernel_share_of_hold": "(gpu_total_ms − barrier wait) / hold_ms: how much of the hold "
         "is kernel time",
     }
@@ -365,7 +366,7 @@ class LockWait(Rule):
         kernel_share = (gmed - (barrier or 0.0)) / hold if gmed else None
         if not kinds and wmed >= o["min_wait_ms"]:
             kinds.append("interlock")
-            util = ctx.facts.gpu_util
+            util = ctx.facts.held_util
             if kernel_share is not None and kernel_share < o["kernel_share"]:
                 holder = (
                     f"while one worker waits, the holder spends {pct(1 - kernel_share)} of its "
@@ -373,7 +374,7 @@ class LockWait(Rule):
                 )
             else:
                 holder = (
-                    "while one worker waits the GPU runs another worker's kernels (GPU busy "
+                    "while one worker waits the GPU runs another worker's kernels (lock held "
                     f"{pct(util)} of the span). Harmless for throughput"
                 )
             texts.append(
@@ -421,6 +422,7 @@ class LockWait(Rule):
                 "mutex_held_ms_median": median(held),
                 "held_to_gpu_total": held_ratio,
                 "gpu_util": ctx.facts.gpu_util,
+                "held_util": ctx.facts.held_util,
                 "kernel_util": ctx.facts.kernel_util,
                 "kernel_share_of_hold": kernel_share,
             },

@@ -22,8 +22,12 @@ class GpuIdle(Rule):
     length over the span from the first GPU_START to the last GPU_END, and every hole in the
     union is an idle gap (format reference section 7). Warning when the run's utilisation is
     below `min_util`; info when it is not but an idle gap of at least `long_gap_ms` occurs.
-    The message also gives the kernel utilisation, Σ `gpu_total_ms` over the same span. Runs
-    with fewer than `min_calls` complete GPU calls are not judged.
+    This is the scheduler view of utilisation: a GPU counts as idle only when no call holds
+    one of its workers, which is what "no work queued" means. The message also gives the
+    lock-held view (Σ `mutex_held_ms`, else Σ `gpu_total_ms`, over the same span) and the
+    kernel view (Σ of the measured kernel stages `ntt_msm_h_ms + batch_add_ms + tail_msm_ms`,
+    or the `CUZK_NTT_H` kernel parts), so a busy but CPU-bound GPU is not mistaken for a
+    saturated one. Runs with fewer than `min_calls` complete GPU calls are not judged.
 
     ## Why it matters
     Idle GPU time is throughput lost: the GPU-bound limit is partitions × kernel time per
@@ -44,8 +48,9 @@ class GpuIdle(Rule):
 
     ## Known false positives
     The merged intervals overstate kernel occupancy: from Phase 8 on they include the mutex
-    wait and from Phase 12 on the b_g2/finalize tail, which is why the kernel utilisation is
-    given too. Short runs are dominated by fill and drain.
+    wait and from Phase 12 on the b_g2/finalize tail, and the lock-held view includes the GPU
+    thread's barrier wait for the CPU, which is why the kernel view is given too. Short runs
+    are dominated by fill and drain.
     """
 
     code = "CZ401"
@@ -61,8 +66,10 @@ class GpuIdle(Rule):
         Option("min_calls", 3, "GPU calls with GPU_START and GPU_END needed before judging"),
     )
     evidence = {
-        "gpu_util": "merged-interval utilisation over all GPUs (Σ busy / Σ span)",
-        "kernel_util": "Σ gpu_total_ms / Σ span",
+        "gpu_util": "scheduler view: merged-interval utilisation over all GPUs (Σ busy / Σ span)",
+        "held_util": "lock-held view: Σ mutex_held_ms (else gpu_total_ms) / Σ span",
+        "kernel_util": "kernel view: Σ ntt_msm_h + batch_add + tail_msm (or the CUZK_NTT_H "
+        "kernel parts) / Σ span",
         "span_ms": "Σ over GPUs of first GPU_START .. last GPU_END",
         "idle_ms": "Σ idle gaps",
         "idle_gaps": "number of idle gaps",
@@ -94,8 +101,13 @@ class GpuIdle(Rule):
                 f"; {summary['count']} idle gap(s) total {_secs(summary['total_ms'])}, largest "
                 f"{_secs(largest)} ({summary['between_proofs']} between proofs)"
             )
-        if f.kernel_util is not None:
-            msg += f". Kernel time Σgpu_total_ms covers {pct(f.kernel_util)} of the span"
+        if f.held_util is not None and f.kernel_util is not None:
+            msg += (
+                f". The lock is held {pct(f.held_util)} and the kernels run "
+                f"{pct(f.kernel_util)} of the span"
+            )
+        elif f.held_util is not None:
+            msg += f". The lock is held {pct(f.held_util)} of the span"
         if len(f.per_gpu) > 1:
             msg += " (" + ", ".join(f"GPU {k}: {pct(v)}" for k, v in per_gpu.items()) + ")"
         msg += "."
@@ -106,6 +118,7 @@ class GpuIdle(Rule):
                 "affected": sum(g.duration_ms >= GAP_BUCKETS[0] for g in f.idle_gaps),
                 "total": calls,
                 "gpu_util": f.gpu_util,
+                "held_util": f.held_util,
                 "kernel_util": f.kernel_util,
                 "span_ms": f.span_ms,
                 "idle_ms": summary["total_ms"],

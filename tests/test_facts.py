@@ -22,10 +22,10 @@ from cuzk_diag.facts import (
     lock_held_time,
     stage_table,
 )
+from cuzk_diag.model.daemon import SimConfig, simulate
 from cuzk_diag.pipeline import load_run
 from cuzk_diag.records import RunInfo
 from cuzk_diag.report.common import utilisation_lines
-from cuzk_diag.model.daemon import SimConfig, simulate
 
 
 def _row(i: int, **kw: object) -> dict[str, object]:

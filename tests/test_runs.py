@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from cuzk_diag.cli import cli, main
 from cuzk_diag.exit_codes import ExitCode
+from cuzk_diag.model.daemon import SimConfig, simulate
 from cuzk_diag.pipeline import DifferentRunsError, RunGuard, load_run
 from cuzk_diag.records import Accounting, Event, Family
-from cuzk_diag.model.daemon import SimConfig, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 SIM = ROOT / "fixtures" / "sim"

@@ -40,8 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from cuzk_diag.facts import estimate_lock_wait  # noqa: E402
-from cuzk_diag.pipeline import load_run  # noqa: E402
 from cuzk_diag.model.daemon import SimConfig, simulate  # noqa: E402
+from cuzk_diag.pipeline import load_run  # noqa: E402
 
 #: Columns of the lines hidden for each variant of the main-era check.
 HIDE = {

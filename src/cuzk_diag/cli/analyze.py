@@ -11,7 +11,14 @@ import click
 from click.core import ParameterSource
 
 from cuzk_diag.cli import UsageError, cli
-from cuzk_diag.cli.options import color_option, config_option, stdout
+from cuzk_diag.cli.options import (
+    color_option,
+    config_option,
+    output_option,
+    output_stream,
+    stdout,
+    to_file,
+)
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.report import names as report_names
@@ -32,7 +39,7 @@ PROGRESS_MIN_BYTES = 64 << 20
     metavar="[LOG]...",
     type=click.Path(exists=True, dir_okay=False, allow_dash=True),
 )
-@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of stdout.")
+@output_option
 @click.option(
     "--format",
     "fmt",
@@ -185,20 +192,13 @@ def _write_report(result: Analysis, fmt: str, color: str, output: str | None) ->
     if result.facts.partitions == 0:
         click.echo("cuzk-diag: warning: no GPU call found in the input", err=True)
     render = get_reporter(fmt)
-    if output and output != "-":
-        try:
-            with open(output, "w", encoding="utf-8") as fh:
-                render(result, fh, color=color)
-        except OSError as exc:
-            raise UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
+    with output_stream(output) as out:
+        render(result, out, color=color)
+    if to_file(output):
         click.echo(
             f"cuzk-diag: wrote {fmt} report to {output} ({counts_text(result.counts())})",
             err=True,
         )
-    else:
-        out: IO[str] = stdout()
-        render(result, out, color=color)
-        out.flush()
 
 
 def _exit_code(ctx: click.Context, config: Config, result: Analysis) -> None:

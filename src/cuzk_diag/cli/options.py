@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO, TypeVar
 
 import click
@@ -34,6 +35,10 @@ alpha_option = click.option(
     "else 0.05).",
 )
 
+output_option = click.option(
+    "-o", "--output", metavar="FILE", help="Write the report to FILE instead of stdout."
+)
+
 allow_different_config_option = click.option(
     "--allow-different-config",
     is_flag=True,
@@ -44,3 +49,26 @@ allow_different_config_option = click.option(
 def stdout() -> TextIO:
     """The report stream (what click's test runner captures, too)."""
     return sys.stdout
+
+
+def to_file(path: str | None) -> bool:
+    """Whether ``-o PATH`` names a file (not stdout)."""
+    return bool(path) and path != "-"
+
+
+@contextmanager
+def output_stream(path: str | None) -> Iterator[TextIO]:
+    """The stream a report goes to: stdout without ``-o`` (or with ``-o -``), else the file,
+    written as UTF-8; a file that cannot be written is a usage error (exit 2)."""
+    from cuzk_diag.cli import UsageError
+
+    if path is None or not to_file(path):
+        out = stdout()
+        yield out
+        out.flush()
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            yield fh
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None

@@ -107,6 +107,14 @@ def call_spans(df: pd.DataFrame, info: RunInfo, facts: RunFacts) -> Calls:
     return Calls(frame, skipped=int((~ok).sum()))
 
 
+def overlapping(calls: Calls) -> int:
+    """Calls that start before the previous call of their worker ended (on main code a call's
+    GPU_END follows its finalizer, while the worker already runs its next call)."""
+    f = calls.frame
+    prev_end = f.groupby("lane", sort=False)["end_ms"].shift()
+    return int((f["start_ms"] < prev_end).sum())
+
+
 def _lane(gpu: int, worker: float) -> str:
     w = "?" if pd.isna(worker) else str(int(worker))
     return f"GPU {int(gpu)} · worker {w}"

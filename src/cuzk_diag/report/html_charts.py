@@ -148,6 +148,13 @@ def timeline(a: Analysis, prep: Prepared) -> tuple[dict[str, Any] | None, list[s
         charts.append(_call_shares(calls, notes))
     if calls.skipped:
         notes.append(f"{calls.skipped:,} call(s) without both GPU_START and GPU_END are not drawn.")
+    overlap = plotdata.overlapping(calls)
+    if overlap:
+        notes.append(
+            f"{overlap:,} call(s) start before the previous call of their worker ended (its "
+            "GPU_END follows the finalizer, which runs while the worker takes its next call); "
+            "there the bars overlap."
+        )
     method = a.facts.lock_wait_method
     wait_kind = {
         "measured": "measured (mutex_wait_ms)",

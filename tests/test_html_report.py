@@ -123,6 +123,15 @@ def test_findings_link_to_their_rules_documentation() -> None:
     assert all("open" not in d for d in details)  # collapsed
 
 
+def test_a_log_without_gpu_calls_gives_a_page_without_charts(tmp_path: Path) -> None:
+    log = tmp_path / "junk.log"
+    log.write_text("hello\nworld\n")
+    a = analyze([str(log)])
+    doc = parse(html_report.analysis_page(a))
+    assert json.loads(doc.scripts[0]) == {}
+    assert [attrs["data-code"] for t, attrs in doc.tags if t == "article"] == ["CZ701"]
+
+
 # -- the numbers behind the charts ----------------------------------------------------------
 
 

@@ -16,14 +16,17 @@ import pandas as pd
 
 from cuzk_diag.facts import (
     RunFacts,
+    _job_status,
     barrier_estimate,
     estimate_lock_wait,
     gpu_of_rows,
     num,
     text,
 )
-from cuzk_diag.facts import _job_status as job_status  # completed | failed | incomplete per job
 from cuzk_diag.records import RunInfo
+
+#: completed | failed | incomplete per job id, as the run facts count proofs.
+job_status = _job_status
 
 #: Utilisation views over time: (name, what it counts).
 UTIL_VIEWS: tuple[tuple[str, str], ...] = (
@@ -183,7 +186,8 @@ def mean_active(starts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> np.n
     ns = np.searchsorted(s, edges, side="left")
     ne = np.searchsorted(e, edges, side="left")
     upto = (ns * edges - cs[ns]) - (ne * edges - ce[ne])
-    return np.clip(np.diff(upto) / np.where(widths > 0, widths, 1.0), 0.0, None)
+    out: np.ndarray = np.clip(np.diff(upto) / np.where(widths > 0, widths, 1.0), 0.0, None)
+    return out
 
 
 # -- synthesis and proofs -------------------------------------------------------------------
@@ -302,7 +306,8 @@ def covered(starts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> np.ndarr
     lengths = run_end - run_start
     cum = np.ravel(np.column_stack([np.r_[0.0, np.cumsum(lengths)[:-1]], np.cumsum(lengths)]))
     at = np.interp(edges, xs, cum, left=0.0, right=float(cum[-1]))
-    return np.clip(np.diff(at) / np.where(widths > 0, widths, 1.0), 0.0, 1.0)
+    out: np.ndarray = np.clip(np.diff(at) / np.where(widths > 0, widths, 1.0), 0.0, 1.0)
+    return out
 
 
 def bin_edges(t0: float, t1: float, bins: int = UTIL_BINS) -> np.ndarray:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from cuzk_diag.compare import Comparison
     from cuzk_diag.gate import RunMetrics
 
+ZOOM_HINT = "Scroll to zoom, drag to pan, double-click to reset"
 #: The vendored scripts, in load order.
 SCRIPTS = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
 
@@ -80,9 +81,14 @@ class Page:
         self.toc.append((anchor, heading))
         self.add(f'<h2 id="{esc(anchor)}">{esc(heading)}</h2>')
 
-    def chart(self, anchor: str, spec: dict[str, Any] | None, notes: Iterable[str] = ()) -> None:
+    def chart(
+        self, anchor: str, spec: dict[str, Any] | None, notes: Iterable[str] = (), hint: str = ""
+    ) -> None:
+        """A chart drawn from ``spec`` (none when None), a hint above it, notes below."""
         if spec is not None:
             self.specs[anchor] = spec
+            if hint:
+                self.add(f'<p class="hint">{esc(hint)}</p>')
             self.add(f'<div class="chart" id="{esc(anchor)}"></div>')
         for note in notes:
             self.add(f'<p class="note">{esc(note)}</p>')
@@ -249,13 +255,9 @@ def analysis_page(a: Analysis) -> str:
         )
 
     page.section("timeline", "Timeline")
-    page.add(
-        '<p class="hint">Scroll to zoom, drag to pan, double-click to reset; hover a bar for '
-        "its numbers.</p>"
-    )
     prep = html_charts.prepare(a)
     spec, notes = html_charts.timeline(a, prep)
-    page.chart("chart-timeline", spec, notes)
+    page.chart("chart-timeline", spec, notes, ZOOM_HINT + "; hover a bar for its numbers.")
 
     wf = a.facts.waterfall
     page.section("waterfall", "Typical partition")
@@ -277,9 +279,8 @@ def analysis_page(a: Analysis) -> str:
     page.chart("chart-distributions", spec, notes)
 
     page.section("over-time", "Utilisation and s/proof over time")
-    page.add('<p class="hint">Scroll to zoom, drag to pan, double-click to reset.</p>')
     spec, notes = html_charts.over_time(a, prep)
-    page.chart("chart-over-time", spec, notes)
+    page.chart("chart-over-time", spec, notes, ZOOM_HINT + ".")
     if a.facts.per_gpu:
         page.add(
             _table(

@@ -96,7 +96,9 @@ def _zoom(name: str) -> list[dict[str, Any]]:
     return [{"name": name, "select": {"type": "interval", "encodings": ["x"]}, "bind": "scales"}]
 
 
-def _tip(field: str, title: str, fmt: str | None = None, typ: str = "quantitative") -> dict:
+def _tip(
+    field: str, title: str, fmt: str | None = None, typ: str = "quantitative"
+) -> dict[str, Any]:
     t: dict[str, Any] = {"field": field, "title": title, "type": typ}
     if fmt:
         t["format"] = fmt
@@ -656,7 +658,7 @@ def distributions(
         _tip("outliers_total", "beyond the whiskers", ",d"),
     ]
     x_axis = {"title": None, "tickCount": 8, "labelOverlap": True}
-    panels = []
+    panels: list[dict[str, Any]] = []
     for label in labels:
         boxes = [r for r in rows if r["field"] == label and r["kind"] == "box"]
         if not boxes:

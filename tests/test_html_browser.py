@@ -267,5 +267,7 @@ def test_compare_report(browser: Any, tmp_path: Path) -> None:
     assert marks(browser, "distribution_boxes_*") == 2 * len(cmp.stages)
     new = browser.find_element(By.CSS_SELECTOR, 'article[data-status="new"]')
     assert new.is_displayed() and "CZ102" in new.text
+    (message,) = [f.message for f in cand.findings if f.code == "CZ102"]
+    assert message in new.text
     rows = browser.find_elements(By.CSS_SELECTOR, "#stages ~ table tbody tr")
     assert len(rows) >= len(cmp.stages)

@@ -20,6 +20,7 @@ from importlib import resources
 from typing import IO, TYPE_CHECKING, Any
 
 from cuzk_diag import __version__
+from cuzk_diag.analysis import jsonable
 from cuzk_diag.report import common, html_charts
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ class Page:
                 "</footer>",
                 "</main>",
                 '<script type="application/json" id="cuzk-diag-specs">'
-                f"{json_island(self.specs)}</script>",
+                f"{json_island(jsonable(self.specs))}</script>",
                 f"<!-- {esc(credit)}: BSD-3-Clause licensed, see their LICENSE files -->",
                 scripts,
                 f"<script>{_asset('report.js')}</script>",
@@ -290,7 +291,7 @@ def analysis_page(a: Analysis) -> str:
                     "workers",
                     "span",
                     "busy",
-                    "kernels (Σ gpu_total_ms)",
+                    "kernels",
                     "idle gaps",
                     "idle",
                 ],
@@ -385,7 +386,27 @@ def compare_page(cmp: Comparison, base: RunMetrics | None, cand: RunMetrics | No
         )
         page.add(f'<p class="warn-box">Different configuration (compared anyway): {esc(diff)}</p>')
 
-    page.section("stages", "Stages")
+    if base is not None and cand is not None:
+        page.section("distributions", "Distributions")
+        fields = []
+        for s in cmp.stages:
+            mark = verdict_mark(s)
+            label = f"{s.field}  {mark}" if s.significant and mark else s.field
+            fields.append((s.field, label))
+        page.chart(
+            "chart-compare-distributions",
+            html_charts.compare_distributions(
+                fields, [base.samples, cand.samples], ["baseline", "candidate"]
+            ),
+            [
+                "Per stage, the baseline's and the candidate's per-call values: boxes span the "
+                "quartiles, the black tick is the median, whiskers reach the furthest value "
+                "within 1.5 × IQR, circles lie beyond. Significant changes are marked after the "
+                "stage name."
+            ],
+        )
+
+    page.section("stages", "Significance")
     rows, classes = [], []
     for s in cmp.stages:
         rows.append(
@@ -428,26 +449,6 @@ def compare_page(cmp: Comparison, base: RunMetrics | None, cand: RunMetrics | No
         "candidate slower); shift = Hodges-Lehmann, ms.</p>"
     )
 
-    if base is not None and cand is not None:
-        page.section("distributions", "Distributions")
-        fields = []
-        for s in cmp.stages:
-            mark = verdict_mark(s)
-            label = f"{s.field}  {mark}" if s.significant and mark else s.field
-            fields.append((s.field, label))
-        page.chart(
-            "chart-compare-distributions",
-            html_charts.compare_distributions(
-                fields, [base.samples, cand.samples], ["baseline", "candidate"]
-            ),
-            [
-                "Per stage, the baseline's and the candidate's per-call values: boxes span the "
-                "quartiles, the black tick is the median, whiskers reach the furthest value "
-                "within 1.5 × IQR, circles lie beyond. Significant changes are marked after the "
-                "stage name."
-            ],
-        )
-
     if cmp.runs:
         page.section("run", "Run")
         page.add(
@@ -469,9 +470,9 @@ def compare_page(cmp: Comparison, base: RunMetrics | None, cand: RunMetrics | No
     page.section("findings", "Findings")
     if not cmp.findings:
         page.add("<p>No findings in either run.</p>")
-    for heading, group, status in (
-        ("Only in the candidate (new)", cmp.findings_new, "new"),
-        ("Only in the baseline (gone)", cmp.findings_gone, "gone"),
+    for heading, group, status, run in (
+        ("Only in the candidate (new)", cmp.findings_new, "new", cand),
+        ("Only in the baseline (gone)", cmp.findings_gone, "gone", base),
     ):
         if not group:
             continue
@@ -479,13 +480,15 @@ def compare_page(cmp: Comparison, base: RunMetrics | None, cand: RunMetrics | No
         for f in group:
             n = max(f.base_count, f.cand_count)
             times = f" ×{n}" if n > 1 else ""
+            messages = [x.message for x in (run.findings if run else ()) if x.code == f.code]
             page.add(
                 f'<article class="finding {esc(str(f.severity))}" data-code="{esc(f.code)}" '
                 f'data-status="{status}"><h3>{_severity_badge(f.severity)} '
                 f'<span class="code">{esc(f.code)}</span> <span class="slug">{esc(f.name)}</span> '
                 f"{esc(f.title)}{esc(times)}</h3>"
-                f'<p class="doclink"><a href="#{esc(rule_anchor(f.code))}">what it flags, why it '
-                "matters, what to do</a></p></article>"
+                + "".join(f"<p>{esc(m)}</p>" for m in messages)
+                + f'<p class="doclink"><a href="#{esc(rule_anchor(f.code))}">what it flags, why '
+                "it matters, what to do</a></p></article>"
             )
     if cmp.findings_both:
         page.add(

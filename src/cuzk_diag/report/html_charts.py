@@ -132,7 +132,7 @@ def _x_time(field: str, axis: bool = True) -> dict[str, Any]:
         "type": "quantitative",
         "title": X_TIME,
         "scale": {"zero": False},
-        "axis": {"tickCount": 12, "labelOverlap": True} if axis else None,
+        "axis": {"tickCount": 12, "labelOverlap": True, "labelFlush": False} if axis else None,
     }
 
 
@@ -551,7 +551,7 @@ def waterfall(wf: Waterfall) -> dict[str, Any]:
                     "field": "start",
                     "type": "quantitative",
                     "title": "ms from the call's entry",
-                    "axis": {"tickCount": 10, "labelOverlap": True},
+                    "axis": {"tickCount": 10, "labelOverlap": True, "labelFlush": False},
                 },
                 "x2": {"field": "end"},
                 "y": y,

@@ -271,3 +271,50 @@ def test_compare_report(browser: Any, tmp_path: Path) -> None:
     assert message in new.text
     rows = browser.find_elements(By.CSS_SELECTOR, "#stages ~ table tbody tr")
     assert len(rows) >= len(cmp.stages)
+
+
+# -- the install step of the test command -----------------------------------------------------
+
+SCRIPT = ROOT / "tools" / "install-test-browser.sh"
+
+
+def run_install_script(tmp_path: Path, tools: dict[str, str], ci: bool) -> tuple[int, str, str]:
+    """The script with only ``tools`` (name -> shell body) on PATH; apt-get calls are logged."""
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in tools.items():
+        path = bin_dir / name
+        path.write_text(f"#!/bin/sh\n{body}\n")
+        path.chmod(0o755)
+    env = {"PATH": str(bin_dir), "LOG": str(tmp_path / "calls.log")}
+    if ci:
+        env["CI"] = "true"
+    sh = shutil.which("sh") or "/bin/sh"
+    proc = subprocess.run([sh, str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+    calls = tmp_path / "calls.log"
+    return proc.returncode, proc.stderr, calls.read_text() if calls.exists() else ""
+
+
+def test_install_script_installs_chromium_when_missing(tmp_path: Path) -> None:
+    code, err, calls = run_install_script(
+        tmp_path, {"id": "echo 0", "apt-get": 'echo "apt-get $*" >> "$LOG"'}, ci=True
+    )
+    assert code == 0, err
+    assert calls.splitlines() == [
+        "apt-get update -qq",
+        "apt-get install -y -qq chromium chromium-driver",
+    ]
+
+
+def test_install_script_does_nothing_when_chromium_is_there(tmp_path: Path) -> None:
+    tools = {"chromium": "true", "chromedriver": "true", "apt-get": 'echo "$*" >> "$LOG"'}
+    assert run_install_script(tmp_path, tools, ci=True) == (0, "", "")
+
+
+@pytest.mark.parametrize("ci", [True, False], ids=["ci", "local"])
+def test_install_script_without_a_package_manager(tmp_path: Path, ci: bool) -> None:
+    code, err, _ = run_install_script(tmp_path, {"id": "echo 1000"}, ci=ci)
+    assert "cannot install Chromium for the browser tests: no apt-get" in err
+    assert code == (1 if ci else 0)  # CI must not go on to skip the browser tests

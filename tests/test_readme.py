@@ -34,7 +34,10 @@ README = ROOT / "README.md"
 CI_RUN = ROOT / ".ci" / "run"
 
 #: The test command of the README; `.ci/run` runs exactly this.
-TEST_COMMAND = "python3 -m pip install -q -e '.[test]' && python3 -m pytest"
+TEST_COMMAND = (
+    "python3 -m pip install -q -e '.[test]' && sh tools/install-test-browser.sh"
+    " && python3 -m pytest"
+)
 
 ENV = {"NO_COLOR": "1", "COLUMNS": "100", "PYTHONUNBUFFERED": "1"}
 #: A fenced block; a longer fence (````) may enclose output that has ``` lines of its own.

@@ -50,7 +50,7 @@ def report_schema() -> dict[str, object]:
 
 
 def test_registry() -> None:
-    assert names() == ["console", "json", "markdown"]
+    assert names() == ["console", "json", "markdown", "html"]
     with pytest.raises(KeyError, match="unknown report format 'xml'"):
         get_reporter("xml")
 
@@ -64,6 +64,7 @@ def test_only_console_imports_rich() -> None:
         "from cuzk_diag.report import render\n"
         "a = analyze_run(_runs.incident_run())\n"
         "render('json', a, io.StringIO()); render('markdown', a, io.StringIO())\n"
+        "render('html', a, io.StringIO())\n"
         "assert 'rich' not in sys.modules, [m for m in sys.modules if m.startswith('rich')]\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

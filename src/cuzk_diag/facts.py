@@ -92,8 +92,8 @@ def duration_columns(df: pd.DataFrame) -> list[str]:
     return sorted(cols, key=lambda c: _COLUMN_ORDER.get(c, len(_COLUMN_ORDER)))
 
 
-def stage_table(partitions: pd.DataFrame) -> pd.DataFrame:
-    """One row per duration field: field, n, median, p95, mean, min, max (ms).
+def stage_series(partitions: pd.DataFrame) -> list[tuple[str, pd.Series]]:
+    """(field, ms per row) for every stage of the stage table, in its order.
 
     Besides the log's own fields it has ``gpu_queue_wait_ms`` = GPU_PICKUP − CHAN_SEND/GPU_QUEUE
     (a partition's wait for a free GPU worker) when those TIMELINE events are present.
@@ -104,8 +104,13 @@ def stage_table(partitions: pd.DataFrame) -> pd.DataFrame:
     qwait = num(partitions, "pickup_ms") - num(partitions, "queue_ms")
     if qwait.notna().any():
         series.append(("gpu_queue_wait_ms", qwait))
+    return series
+
+
+def stage_table(partitions: pd.DataFrame) -> pd.DataFrame:
+    """One row per ``stage_series`` field: field, n, median, p95, mean, min, max (ms)."""
     rows = []
-    for name, s in series:
+    for name, s in stage_series(partitions):
         s = s.dropna()
         if s.empty:
             continue

@@ -12,7 +12,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -324,3 +324,32 @@ def bootstrap_ci(
 
 def _median_axis(arr: FloatArray, axis: int) -> FloatArray:
     return np.asarray(np.median(arr, axis=axis), dtype=np.float64)
+
+
+def box_summary(values: Sequence[float] | npt.ArrayLike, max_outliers: int = 40) -> dict[str, Any]:
+    """Tukey box-plot figures of a sample: quartiles, whiskers at the furthest values within
+    1.5 IQR of the box, p95, n, and the values beyond the whiskers (the ``max_outliers`` furthest
+    from the median; ``outliers_total`` counts them all). Empty dict for an empty sample."""
+    x = np.sort(_clean(values))
+    if x.size == 0:
+        return {}
+    q1, med, q3, p95 = (float(v) for v in np.percentile(x, [25, 50, 75, 95]))
+    iqr = q3 - q1
+    inside = x[(x >= q1 - 1.5 * iqr) & (x <= q3 + 1.5 * iqr)]
+    lo, hi = float(inside.min()), float(inside.max())
+    out = x[(x < lo) | (x > hi)]
+    if out.size > max_outliers:
+        out = out[np.argsort(-np.abs(out - med), kind="stable")[:max_outliers]]
+    return {
+        "n": int(x.size),
+        "min": float(x[0]),
+        "q1": q1,
+        "median": med,
+        "q3": q3,
+        "p95": p95,
+        "max": float(x[-1]),
+        "lower": lo,
+        "upper": hi,
+        "outliers": [float(v) for v in np.sort(out)],
+        "outliers_total": int(((x < lo) | (x > hi)).sum()),
+    }

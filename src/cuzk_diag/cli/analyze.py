@@ -14,9 +14,11 @@ from cuzk_diag.cli import UsageError, cli
 from cuzk_diag.cli.options import (
     color_option,
     config_option,
-    report_output,
+    output_option,
+    output_stream,
     silence_stdout,
     stdout,
+    to_file,
 )
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
@@ -38,7 +40,7 @@ PROGRESS_MIN_BYTES = 64 << 20
     metavar="[LOG]...",
     type=click.Path(exists=True, dir_okay=False, allow_dash=True),
 )
-@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of stdout.")
+@output_option
 @click.option(
     "--format",
     "fmt",
@@ -193,21 +195,13 @@ def _write_report(result: Analysis, fmt: str, color: str, output: str | None) ->
     from cuzk_diag.report.common import counts_text
 
     render = get_reporter(fmt)
-    if output and output != "-":
-        try:
-            with open(output, "w", encoding="utf-8") as fh:
-                render(result, fh, color=color)
-        except OSError as exc:
-            from cuzk_diag.writers import cannot_write
-
-            raise cannot_write(output, exc) from None
+    with output_stream(output) as out:
+        render(result, out, color=color)
+    if to_file(output):
         click.echo(
             f"cuzk-diag: wrote {fmt} report to {output} ({counts_text(result.counts())})",
             err=True,
         )
-    else:
-        with report_output() as out:
-            render(result, out, color=color)
 
 
 def _exit_code(

@@ -13,7 +13,9 @@ from cuzk_diag.cli.options import (
     alpha_option,
     color_option,
     config_option,
-    report_output,
+    output_option,
+    output_stream,
+    to_file,
 )
 from cuzk_diag.errors import CuzkDiagError
 
@@ -24,11 +26,12 @@ from cuzk_diag.errors import CuzkDiagError
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["console", "json", "markdown"]),
+    type=click.Choice(["console", "json", "markdown", "html"]),
     default="console",
     show_default=True,
-    help="Report on stdout.",
+    help="Report format (html: one self-contained file with the runs' distributions).",
 )
+@output_option
 @alpha_option
 @allow_different_config_option
 @config_option
@@ -37,6 +40,7 @@ def compare_cmd(
     base: str,
     candidate: str,
     fmt: str,
+    output: str | None,
     alpha: float | None,
     allow_different_config: bool,
     config_path: str | None,
@@ -73,12 +77,18 @@ def compare_cmd(
         )
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
-    with report_output() as out:
+    with output_stream(output) as out:
         if fmt == "json":
             out.write(json.dumps(cmp.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
         elif fmt == "markdown":
             out.write(compare.to_markdown(cmp))
-        else:
-            from cuzk_diag.report.compare_console import render_compare
+        elif fmt == "html":
+            from cuzk_diag.report.html import render_compare
 
-            render_compare(cmp, out, color)
+            render_compare(cmp, out, base=base_m, cand=cand_m)
+        else:
+            from cuzk_diag.report.compare_console import render_compare as render_console
+
+            render_console(cmp, out, color)
+    if to_file(output):
+        click.echo(f"cuzk-diag: wrote {fmt} comparison to {output}", err=True)

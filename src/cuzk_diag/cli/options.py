@@ -36,6 +36,10 @@ alpha_option = click.option(
     "else 0.05).",
 )
 
+output_option = click.option(
+    "-o", "--output", metavar="FILE", help="Write the report to FILE instead of stdout."
+)
+
 allow_different_config_option = click.option(
     "--allow-different-config",
     is_flag=True,
@@ -83,3 +87,28 @@ def silence_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError, AttributeError):
         pass
+
+
+def to_file(path: str | None) -> bool:
+    """Whether ``-o PATH`` names a file (not stdout)."""
+    return bool(path) and path != "-"
+
+
+@contextmanager
+def output_stream(path: str | None) -> Iterator[TextIO]:
+    """The stream a report goes to: stdout without ``-o`` (or with ``-o -``), else the file,
+    written as UTF-8; a file that cannot be written is a usage error (exit 2)."""
+    from cuzk_diag.cli import UsageError
+
+    if path is None or not to_file(path):
+        with report_output() as out:
+            yield out
+        return
+    try:
+        fh = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        from cuzk_diag.writers import cannot_write
+
+        raise UsageError(str(cannot_write(path, exc))) from None
+    with fh:
+        yield fh

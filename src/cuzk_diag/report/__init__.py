@@ -21,6 +21,7 @@ REPORTERS: dict[str, str] = {
     "console": "cuzk_diag.report.console",
     "json": "cuzk_diag.report.json_report",
     "markdown": "cuzk_diag.report.markdown",
+    "html": "cuzk_diag.report.html",
 }
 
 

@@ -259,7 +259,7 @@ def test_compare_writes_an_html_file(tmp_path: Path) -> None:
     doc = parse(out.read_text(encoding="utf-8"))
     specs = json.loads(doc.scripts[0])
     panels = specs["chart-compare-distributions"]["vconcat"]
-    assert len(panels) == 27  # every stage of the comparison
+    assert len(panels) == 28  # every stage of the comparison, kernel_ms included
     new = [a for t, a in doc.tags if t == "article"]
     assert [(a["data-code"], a["data-status"]) for a in new] == [("CZ102", "new")]
 

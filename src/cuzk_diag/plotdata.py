@@ -20,6 +20,8 @@ from cuzk_diag.facts import (
     barrier_estimate,
     estimate_lock_wait,
     gpu_of_rows,
+    kernel_time,
+    lock_held_time,
     num,
     text,
 )
@@ -32,7 +34,7 @@ job_status = _job_status
 UTIL_VIEWS: tuple[tuple[str, str], ...] = (
     ("scheduler", "GPU_START..GPU_END of any call (merged)"),
     ("lock held", "the GPU mutex held: mutex_held_ms, else gpu_total_ms, from the acquisition"),
-    ("kernels", "GPU kernels: gpu_total_ms less the wait for CPU prep"),
+    ("kernels", "GPU kernels: the measured kernel stages (ntt_msm_h + batch_add + tail_msm)"),
 )
 #: Bins of the utilisation series: about this many over the run, none shorter than the minimum.
 UTIL_BINS = 150
@@ -65,15 +67,15 @@ def call_spans(df: pd.DataFrame, info: RunInfo, facts: RunFacts) -> Calls:
     """
     start, end = num(df, "start_ms"), num(df, "end_ms")
     ok = start.notna() & end.notna() & (end >= start)
-    lock = estimate_lock_wait(df, info.era)
+    lock = estimate_lock_wait(df)
     barrier, _, _ = barrier_estimate(df, lock)
     setup = num(df, "pre_lock_cpu_ms").fillna(num(df, "setup_to_split_ms")).fillna(0.0)
     wait = lock.wait.fillna(0.0).clip(lower=0)
     total = num(df, "gpu_total_ms")
     prep = barrier.fillna(0.0).clip(lower=0)
     prep = np.minimum(prep, total.fillna(0.0))
-    kernel = (total - prep).clip(lower=0)
-    held = num(df, "mutex_held_ms").fillna(total)
+    kernel = kernel_time(df)[0].clip(lower=0)
+    held = lock_held_time(df)[0]
     gpu = gpu_of_rows(df, info, facts.gw)
     worker = num(df, "worker")
 

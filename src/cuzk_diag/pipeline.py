@@ -35,6 +35,28 @@ class Run:
 BATCH = 4096
 
 
+def iter_records(
+    inputs: Sequence[str],
+    acc: Accounting,
+    info: RunInfo,
+    progress: Callable[[int], None] | None = None,
+    on_segment: Callable[[int], None] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Partition records (dicts of ``PARTITION_SCHEMA`` columns) one by one, as they complete.
+
+    ``on_segment(n)`` is called once the records of a clock segment are out and TIMELINE
+    offsets restart (the engine restarted, or the next input began).
+    """
+    asm = Assembler(acc, info)
+    for ev in iter_events(inputs, acc, full=False, progress=progress):
+        segment = asm.segment
+        out = asm.feed(ev)
+        yield from out
+        if on_segment is not None and asm.segment != segment:
+            on_segment(asm.segment)
+    yield from asm.finish()
+
+
 def iter_record_batches(
     inputs: Sequence[str],
     acc: Accounting,
@@ -46,16 +68,12 @@ def iter_record_batches(
     Memory holds one batch of dicts at a time; ``info`` and ``acc`` are complete once the
     iterator is exhausted (the era of the first batches may be refined by later lines).
     """
-    asm = Assembler(acc, info)
     pending: list[dict[str, Any]] = []
-    for ev in iter_events(inputs, acc, full=False, progress=progress):
-        out = asm.feed(ev)
-        if out:
-            pending.extend(out)
-            if len(pending) >= BATCH:
-                yield records_to_table(pending)
-                pending = []
-    pending.extend(asm.finish())
+    for rec in iter_records(inputs, acc, info, progress):
+        pending.append(rec)
+        if len(pending) >= BATCH:
+            yield records_to_table(pending)
+            pending = []
     yield records_to_table(pending)
 
 

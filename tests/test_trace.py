@@ -19,6 +19,7 @@ from cuzk_diag.cli import cli
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.pipeline import iter_records, load_run
 from cuzk_diag.records import Accounting, RunInfo
+from cuzk_diag.sinks import StreamEnd
 from cuzk_diag.trace import TraceWriter, write_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -251,7 +252,7 @@ def test_trace_is_written_while_records_complete() -> None:
         if i % 10 == 9:
             writer._estimate()
             sizes.append((len(buf.getvalue()), len(writer._heap)))
-    writer.finish(info, acc)
+    writer.finish(StreamEnd(info, acc))
     # calls go out while later ones are still being read, and the buffer stays small
     assert sizes[0][0] > 0 and sizes[-1][0] > sizes[0][0]
     assert max(h for _, h in sizes) < 60

@@ -16,6 +16,7 @@ from cuzk_diag.errors import InputError
 from cuzk_diag.frame import records_to_table, table_to_frame
 from cuzk_diag.lines import iter_events
 from cuzk_diag.records import PARTITION_SCHEMA, Accounting, RunInfo
+from cuzk_diag.sinks import Sink, StreamEnd
 
 META_INFO = b"cuzk_diag.info"
 META_ACCOUNTING = b"cuzk_diag.accounting"
@@ -75,6 +76,31 @@ def iter_record_batches(
             yield records_to_table(pending)
             pending = []
     yield records_to_table(pending)
+
+
+def stream_records(
+    inputs: Sequence[str],
+    sink: Sink,
+    *,
+    acc: Accounting | None = None,
+    info: RunInfo | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> StreamEnd:
+    """Drive ``sink`` over the inputs: ``start``, ``record`` per completed call, ``finish``.
+
+    The inputs are read once; memory holds what the sink keeps, not the records.
+    """
+    acc = acc if acc is not None else Accounting()
+    info = info if info is not None else RunInfo()
+    sink.start()
+    try:
+        for rec in iter_records(inputs, acc, info, progress, on_segment=lambda _: sink.segment()):
+            sink.record(rec)
+        end = StreamEnd(info, acc)
+        sink.finish(end)
+    finally:
+        sink.close()
+    return end
 
 
 def with_final_era(table: pa.Table, info: RunInfo) -> pa.Table:

@@ -35,7 +35,8 @@ import pandas as pd
 
 from cuzk_diag import __version__
 from cuzk_diag.facts import SPLIT_ERAS, barrier_estimate, estimate_lock_wait, gpu_of_rows
-from cuzk_diag.records import Accounting, Finding, RunInfo
+from cuzk_diag.records import Finding, RunInfo
+from cuzk_diag.sinks import Sink, StreamEnd
 
 #: Eras with the split start/finalize API: a worker takes its next call during the finalize.
 SPLIT_API_ERAS = SPLIT_ERAS | {"main"}
@@ -95,8 +96,8 @@ def _clean(v: Any) -> Any:
     return v
 
 
-class TraceWriter:
-    """Streams a Chrome trace to ``out``: ``start``, ``record`` per call, ``finish``.
+class TraceWriter(Sink):
+    """The ``trace`` stream format: a Chrome trace on ``out``, written as records complete.
 
     ``findings`` (optional, known before the records) tag the calls each finding cites: a call
     whose ``first_line`` is one of a finding's ``lines`` gets the code in ``args.findings``.
@@ -146,21 +147,22 @@ class TraceWriter:
         self._process(PID_PROOFS, "proofs", 1)
         self._process(PID_SYNTH, "synthesis", 2)
 
-    def new_segment(self) -> None:
+    def segment(self) -> None:
         """TIMELINE offsets restart: later calls go after everything so far."""
         self._estimate()
         self._base = self._seg_max + SEGMENT_GAP_MS
 
-    def record(self, rec: dict[str, Any]) -> None:
-        self._pending.append(rec)
+    def record(self, record: dict[str, Any], *, revised: bool = False) -> None:
+        self._pending.append(record)
         if len(self._pending) >= _BATCH:
             self._estimate()
 
-    def finding(self, finding: Finding) -> None:
-        """Findings known only at the end are listed in the trace metadata."""
+    def finding(self, finding: Finding, *, status: str = "new") -> None:
+        """A finding known only after calls were written: listed in the trace metadata."""
         self._late_findings.append(finding.to_dict())
 
-    def finish(self, info: RunInfo, acc: Accounting) -> None:
+    def finish(self, end: StreamEnd) -> None:
+        info, acc = end.info, end.accounting
         self.info = info
         self._estimate()
         self._release(math.inf)
@@ -570,16 +572,12 @@ def write_trace(
     findings: Iterable[Finding] = (),
     progress: Callable[[int], None] | None = None,
     horizon_ms: float = HORIZON_MS,
-) -> tuple[TraceWriter, RunInfo, Accounting]:
+) -> tuple[TraceWriter, StreamEnd]:
     """Parse, assemble and write the trace of ``inputs`` to ``out`` in one streaming pass."""
-    from cuzk_diag.pipeline import iter_records
+    from cuzk_diag.pipeline import stream_records
 
-    acc = Accounting()
     info = RunInfo()
     writer = TraceWriter(out, findings=list(findings), horizon_ms=horizon_ms)
     writer.info = info
-    writer.start()
-    for rec in iter_records(inputs, acc, info, progress, on_segment=lambda _: writer.new_segment()):
-        writer.record(rec)
-    writer.finish(info, acc)
-    return writer, info, acc
+    end = stream_records(inputs, writer, info=info, progress=progress)
+    return writer, end

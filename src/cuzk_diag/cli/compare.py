@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from cuzk_diag.cli import UsageError, cli
@@ -16,6 +14,8 @@ from cuzk_diag.cli.options import (
     stdout,
 )
 from cuzk_diag.errors import CuzkDiagError
+from cuzk_diag.report import Kind
+from cuzk_diag.report import names as format_names
 
 
 @cli.command("compare")
@@ -24,7 +24,7 @@ from cuzk_diag.errors import CuzkDiagError
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["console", "json", "markdown"]),
+    type=click.Choice(format_names(Kind.COMPARISON)),
     default="console",
     show_default=True,
     help="Report on stdout.",
@@ -73,13 +73,8 @@ def compare_cmd(
         )
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
-    out = stdout()
-    if fmt == "json":
-        out.write(json.dumps(cmp.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
-    elif fmt == "markdown":
-        out.write(compare.to_markdown(cmp))
-    else:
-        from cuzk_diag.report.compare_console import render_compare
+    from cuzk_diag.report import render
 
-        render_compare(cmp, out, color)
+    out = stdout()
+    render(fmt, cmp, out, color=color, kind=Kind.COMPARISON)
     out.flush()

@@ -66,19 +66,17 @@ def export_cmd(
                 w.write(batch)
         rows = w.rows
     else:
-        from cuzk_diag.pipeline import iter_record_batches, run_metadata_of, with_final_era
-        from cuzk_diag.records import PARTITION_SCHEMA, RunInfo
+        from cuzk_diag.pipeline import stream_records
+        from cuzk_diag.records import RunInfo
+        from cuzk_diag.writers import PartitionSink
 
         # Streamed: one batch of records in memory at a time, so memory stays flat however
         # long the log. Rows come in completion order; the `record` column gives lock order.
         acc = Accounting()
         info = RunInfo()
-        with TableWriter(output, fmt, PARTITION_SCHEMA) as w:
-            for batch in iter_record_batches(list(logs), acc, info):
-                if batch.num_rows:
-                    w.write(with_final_era(batch, info))
-            w.add_metadata(run_metadata_of(info, acc))
-        rows = w.rows
+        sink = PartitionSink(output, fmt, info)
+        stream_records(list(logs), sink, acc=acc, info=info)
+        rows = sink.rows
         if unattributed and acc.unattributed:
             click.echo(
                 f"unattributed timing lines (first {len(acc.unattributed_examples)}): "

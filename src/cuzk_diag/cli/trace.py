@@ -65,7 +65,7 @@ def trace_cmd(logs: tuple[str, ...], output: str, findings: bool, config_path: s
         except OSError as exc:
             raise UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
     try:
-        writer, _, acc = write_trace(list(logs), fh, findings=cited)
+        writer, end = write_trace(list(logs), fh, findings=cited)
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
     finally:
@@ -80,7 +80,7 @@ def trace_cmd(logs: tuple[str, ...], output: str, findings: bool, config_path: s
     )
     click.echo(
         f"cuzk-diag: {writer.calls} GPU calls, {writer.events} trace events -> {output}"
-        f"{unclocked}; {acc.lines_total} lines read",
+        f"{unclocked}; {end.accounting.lines_total} lines read",
         err=True,
     )
     return ExitCode.OK

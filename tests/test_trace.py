@@ -271,7 +271,12 @@ def test_cli_with_findings_and_stdout(tmp_path: Path) -> None:
     tagged = Counter(
         c for e in events(trace, "X") if e["cat"] == "call" for c in e["args"].get("findings", [])
     )
-    assert tagged["CZ202"] >= 3 and tagged["CZ101"] >= 3
+    # every affected call carries the code, not only the lines the report cites
+    affected = {f["code"]: f["evidence"]["affected"] for f in trace["metadata"]["findings"]}
+    assert tagged["CZ101"] == affected["CZ101"] == 10
+    assert tagged["CZ201"] == affected["CZ201"] == 8
+    assert tagged["CZ202"] == affected["CZ202"] == 9
+    assert "CZ501" not in tagged  # a finding about the run's shape names no call
     # stdin and stdout: one pass, so no findings (said on stderr)
     res = CliRunner().invoke(cli, ["trace", "-", "-o", "-"], input=INCIDENT.read_bytes())
     assert res.exit_code == ExitCode.OK
@@ -287,3 +292,19 @@ def test_cli_unwritable_output(tmp_path: Path) -> None:
     )
     assert res.exit_code == ExitCode.USAGE
     assert "cannot write" in res.output
+
+
+CALL_RULES = {"CZ101", "CZ102", "CZ103", "CZ201", "CZ202", "CZ301", "CZ601"}
+
+
+@pytest.mark.parametrize(
+    "log", sorted((ROOT / "fixtures" / "rules").glob("*.trigger.log")), ids=lambda p: p.name
+)
+def test_findings_name_every_affected_call(log: Path) -> None:
+    # The trace tags a finding's calls; a rule about calls names each one it counts.
+    result = analyze([str(log)])
+    firsts = set(result.partitions["first_line"].dropna().astype(int))
+    for f in result.findings:
+        if f.code in CALL_RULES:
+            assert len(f.calls) == f.evidence["affected"] > 0, f.code
+            assert set(f.calls) <= firsts

@@ -99,8 +99,9 @@ def _clean(v: Any) -> Any:
 class TraceWriter(Sink):
     """The ``trace`` stream format: a Chrome trace on ``out``, written as records complete.
 
-    ``findings`` (optional, known before the records) tag the calls each finding cites: a call
-    whose ``first_line`` is one of a finding's ``lines`` gets the code in ``args.findings``.
+    ``findings`` (optional, known before the records) tag the calls each finding applies to: a
+    call whose ``first_line`` is one of a finding's ``calls`` (its ``lines`` when a finding has
+    no calls) gets the code in ``args.findings``.
     """
 
     def __init__(
@@ -115,7 +116,7 @@ class TraceWriter(Sink):
         self.info = RunInfo()
         self._by_line: dict[int, list[str]] = {}
         for f in findings:
-            for line in f.lines:
+            for line in f.calls or f.lines:
                 codes = self._by_line.setdefault(int(line), [])
                 if f.code not in codes:
                     codes.append(f.code)

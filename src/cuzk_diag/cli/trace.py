@@ -27,8 +27,8 @@ from cuzk_diag.exit_codes import ExitCode
     "--findings/--no-findings",
     default=True,
     show_default=True,
-    help="Run the rules first (a second pass over the input) and tag the calls each finding "
-    "cites; --no-findings writes the trace in one pass with flat memory.",
+    help="Run the rules first (a first pass over the input) and tag the calls each finding "
+    "applies to; --no-findings writes the trace in one pass with flat memory.",
 )
 @config_option
 def trace_cmd(logs: tuple[str, ...], output: str, findings: bool, config_path: str | None) -> int:

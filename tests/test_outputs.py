@@ -232,3 +232,15 @@ def test_stream_formats_are_driven_by_the_same_loop(name: str, tmp_path: Path) -
         stream_records([str(INCIDENT)], cls(buf))
         events = [json.loads(ln) for ln in buf.getvalue().splitlines()]
         assert [e["type"] for e in events] == ["partition"] * 10
+
+
+def test_check_junit_on_stdout_matches_the_junit_file(tmp_path: Path) -> None:
+    out = tmp_path / "j.xml"
+    res = invoke(["check", str(INCIDENT), "--format", "junit", "--junit", str(out)])
+    assert res.exit_code == ExitCode.FINDINGS
+    assert validate_junit(res.stdout) == []
+
+    def strip(doc: str) -> str:
+        return re.sub(r' (timestamp|hostname)="[^"]*"', "", doc)
+
+    assert strip(res.stdout) == strip(out.read_text(encoding="utf-8"))

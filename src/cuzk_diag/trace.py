@@ -135,7 +135,7 @@ class TraceWriter(Sink):
         self._jobs: dict[str, list[Any]] = {}  # job -> [first, last, calls, failed, kind]
         self._bands: list[tuple[float, int, Any]] = []
         self._cursor: dict[int, float] = {}  # per GPU, for calls without a clock
-        self._late_findings: list[dict[str, Any]] = [f.to_dict() for f in findings]
+        self._findings: list[dict[str, Any]] = [f.to_dict() for f in findings]
         self.calls = 0
         self.unclocked = 0
         self.events = 0
@@ -160,7 +160,8 @@ class TraceWriter(Sink):
 
     def finding(self, finding: Finding, *, status: str = "new") -> None:
         """A finding known only after calls were written: listed in the trace metadata."""
-        self._late_findings.append(finding.to_dict())
+        if status == "new":
+            self._findings.append(finding.to_dict())
 
     def finish(self, end: StreamEnd) -> None:
         info, acc = end.info, end.accounting
@@ -183,7 +184,7 @@ class TraceWriter(Sink):
             "calls_without_clock": self.unclocked,
             "lines_total": acc.lines_total,
             "unattributed_lines": acc.unattributed,
-            "findings": self._late_findings,
+            "findings": self._findings,
         }
         self.out.write('"displayTimeUnit":"ms","metadata":')
         self.out.write(json.dumps(meta, ensure_ascii=False, default=str))

@@ -50,7 +50,7 @@ def report_schema() -> dict[str, object]:
 
 
 def test_registry() -> None:
-    assert names() == ["console", "json", "markdown", "html"]
+    assert names() == ["console", "json", "markdown", "github", "junit", "sarif", "html"]
     with pytest.raises(KeyError, match="unknown report format 'xml'"):
         get_reporter("xml")
 

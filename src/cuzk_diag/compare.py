@@ -168,6 +168,8 @@ class Comparison:
     stages: tuple[StageRow, ...]
     runs: tuple[RunRow, ...]
     findings: tuple[FindingDiff, ...] = field(default=())
+    # the per-call samples compared (baseline, candidate), for reports that draw them
+    samples: tuple[Any, Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def findings_new(self) -> list[FindingDiff]:
@@ -308,6 +310,7 @@ def compare_metrics(
         stages=tuple(stages),
         runs=tuple(runs),
         findings=tuple(_finding_diffs(base.findings, cand.findings)),
+        samples=(base, cand),
     )
 
 

@@ -48,6 +48,7 @@ from cuzk_diag.records import (
     Finding,
     RunInfo,
 )
+from cuzk_diag.sinks import Sink, StreamEnd
 from cuzk_diag.sources import (
     MAGIC_BYTES,
     PARQUET,
@@ -215,49 +216,13 @@ class LiveSnapshot:
         return jsonable(d)  # type: ignore[no-any-return]
 
 
-class Sink:
-    """Where live results go; every method is a no-op here (``--no-live``, ``--format``)."""
-
-    #: Seconds between two ``update`` calls; None: the sink takes no periodic updates.
-    update_interval: float | None = None
-    #: The reader of the output went away (a closed pipe): the run ends as at end of input.
-    closed: bool = False
-
-    def start(self) -> None:
-        """Called once before the first input is read."""
-
-    def partition(self, record: dict[str, Any], *, revised: bool) -> None:
-        """A partition record completed (``revised``: it replaces an earlier provisional one)."""
-
-    def finding(self, finding: Finding, *, status: str) -> None:
-        """A finding appeared on the window (``new``) or its severity changed (``changed``)."""
-
-    def finding_cleared(self, finding: Finding) -> None:
-        """A finding no longer holds on the window."""
-
-    def notice(self, text: str) -> None:
-        """Something about the input (waiting for the file, rotation, truncation): stderr."""
-        print(f"cuzk-diag: {text}", file=sys.stderr, flush=True)
-
-    def update(self, snapshot: LiveSnapshot) -> None:
-        """Periodic state, every ``update_interval`` seconds."""
-
-    def final(self, analysis: Analysis, snapshot: LiveSnapshot) -> None:
-        """End of input or Ctrl-C: the final analysis."""
-
-    def flush(self) -> None:
-        """Events so far should reach their reader now."""
-
-    def close(self) -> None:
-        """The run is over (also after an error)."""
-
-
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class JsonLinesSink(Sink):
-    """One JSON object per line on ``stream``: partition, finding, finding_cleared, summary.
+    """Live mode's stream format (``jsonl``): one JSON object per line on ``stream``:
+    partition, finding, finding_cleared, summary.
 
     Notices go to stderr so that stdout stays pure JSON Lines.
     """
@@ -278,13 +243,13 @@ class JsonLinesSink(Sink):
         except BrokenPipeError:
             self.closed = True
 
-    def partition(self, record: dict[str, Any], *, revised: bool) -> None:
+    def record(self, record: dict[str, Any], *, revised: bool = False) -> None:
         obj: dict[str, Any] = {"type": "partition", "time": _now_iso(), "revised": revised}
         for name in _COLUMN_NAMES:
             obj[name] = jsonable(record.get(name))
         self._write(obj)
 
-    def finding(self, finding: Finding, *, status: str) -> None:
+    def finding(self, finding: Finding, *, status: str = "new") -> None:
         self._write(
             {"type": "finding", "time": _now_iso(), "status": status, **jsonable(finding.to_dict())}
         )
@@ -311,14 +276,16 @@ class JsonLinesSink(Sink):
                 {"type": "summary", "time": _now_iso(), "final": False, **snapshot.to_dict()}
             )
 
-    def final(self, analysis: Analysis, snapshot: LiveSnapshot) -> None:
+    def finish(self, end: StreamEnd) -> None:
+        if end.analysis is None or end.snapshot is None:
+            return  # driven outside live mode: the partition events are the whole stream
         self._write(
             {
                 "type": "summary",
                 "time": _now_iso(),
                 "final": True,
-                **snapshot.to_dict(),
-                "report": analysis.to_dict(),
+                **end.snapshot.to_dict(),
+                "report": end.analysis.to_dict(),
             }
         )
 
@@ -548,12 +515,12 @@ class LiveAnalyzer:
         prov = self.provisional.pop(key, None)
         if prov is None:
             self._window_put(key, rec, replace=False)
-            self.sink.partition(self._shown(rec), revised=False)
+            self.sink.record(self._shown(rec), revised=False)
         else:
             self._window_put(key, rec, replace=True)
             if prov != rec:
                 self.revised += 1
-                self.sink.partition(self._shown(rec), revised=True)
+                self.sink.record(self._shown(rec), revised=True)
         self._dirty = True
 
     def _provisional(self, rec: dict[str, Any]) -> None:
@@ -568,7 +535,7 @@ class LiveAnalyzer:
         self._window_put(key, rec, replace=prev is not None)
         if prev is not None:
             self.revised += 1
-        self.sink.partition(self._shown(rec), revised=prev is not None)
+        self.sink.record(self._shown(rec), revised=prev is not None)
         self._dirty = True
 
     def _window_put(self, key: tuple[Any, ...], rec: dict[str, Any], *, replace: bool) -> None:
@@ -1062,7 +1029,7 @@ def run_live(
                 done = _handle(engine, q, item)
             analysis = engine.finish()
             snap = engine.snapshot()
-            sink.final(analysis, snap)
+            sink.finish(StreamEnd(engine.info, engine.acc, analysis, snap))
             sink.flush()
     finally:
         stop.set()

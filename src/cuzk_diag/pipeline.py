@@ -17,6 +17,7 @@ from cuzk_diag.errors import InputError
 from cuzk_diag.frame import records_to_table, table_to_frame
 from cuzk_diag.lines import iter_events
 from cuzk_diag.records import PARTITION_SCHEMA, Accounting, Event, Family, RunInfo
+from cuzk_diag.sinks import Sink, StreamEnd
 from cuzk_diag.sources import PARQUET, Source, open_source
 
 META_INFO = b"cuzk_diag.info"
@@ -191,6 +192,31 @@ class RunGuard:
                 )
 
 
+def iter_records(
+    inputs: Sequence[str | Source],
+    acc: Accounting,
+    info: RunInfo,
+    progress: Callable[[int], None] | None = None,
+    on_segment: Callable[[int], None] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Partition records (dicts of ``PARTITION_SCHEMA`` columns) one by one, as they complete.
+
+    Inputs of different runs are refused (``RunGuard``). ``on_segment(n)`` is called once the
+    records of a clock segment are out and TIMELINE offsets restart (the engine restarted).
+    """
+    asm = Assembler(acc, info)
+    guard = RunGuard(inputs, acc)
+    for ev in iter_events(inputs, acc, full=False, progress=progress):
+        guard.feed(ev)
+        segment = asm.segment
+        out = asm.feed(ev)
+        yield from out
+        if on_segment is not None and asm.segment != segment:
+            on_segment(asm.segment)
+    guard.finish()
+    yield from asm.finish()
+
+
 def iter_record_batches(
     inputs: Sequence[str | Source],
     acc: Accounting,
@@ -202,20 +228,38 @@ def iter_record_batches(
     Memory holds one batch of dicts at a time; ``info`` and ``acc`` are complete once the
     iterator is exhausted (the era of the first batches may be refined by later lines).
     """
-    asm = Assembler(acc, info)
-    guard = RunGuard(inputs, acc)
     pending: list[dict[str, Any]] = []
-    for ev in iter_events(inputs, acc, full=False, progress=progress):
-        guard.feed(ev)
-        out = asm.feed(ev)
-        if out:
-            pending.extend(out)
-            if len(pending) >= BATCH:
-                yield records_to_table(pending)
-                pending = []
-    guard.finish()
-    pending.extend(asm.finish())
+    for rec in iter_records(inputs, acc, info, progress):
+        pending.append(rec)
+        if len(pending) >= BATCH:
+            yield records_to_table(pending)
+            pending = []
     yield records_to_table(pending)
+
+
+def stream_records(
+    inputs: Sequence[str | Source],
+    sink: Sink,
+    *,
+    acc: Accounting | None = None,
+    info: RunInfo | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> StreamEnd:
+    """Drive ``sink`` over the inputs: ``start``, ``record`` per completed call, ``finish``.
+
+    The inputs are read once; memory holds what the sink keeps, not the records.
+    """
+    acc = acc if acc is not None else Accounting()
+    info = info if info is not None else RunInfo()
+    sink.start()
+    try:
+        for rec in iter_records(inputs, acc, info, progress, on_segment=lambda _: sink.segment()):
+            sink.record(rec)
+        end = StreamEnd(info, acc)
+        sink.finish(end)
+    finally:
+        sink.close()
+    return end
 
 
 def with_final_era(table: pa.Table, info: RunInfo) -> pa.Table:

@@ -79,6 +79,9 @@ class Finding:
     evidence: dict[str, Any]
     lines: tuple[int, ...] = ()
     advice: str = ""
+    #: First log line of every call the finding applies to (not in the report; the trace
+    #: marks these calls).
+    calls: tuple[int, ...] = field(default=(), compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -12,6 +12,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from cuzk_diag.errors import InputError, OutputError
+from cuzk_diag.sinks import Sink, StreamEnd
 
 FORMATS = ("parquet", "csv", "jsonl")
 _SUFFIXES = {
@@ -124,6 +125,51 @@ class TableWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class PartitionSink(Sink):
+    """The partition export as a stream sink: records are written batch by batch.
+
+    ``finish`` writes the run's info and accounting into the Parquet metadata (so the file can
+    stand in for its log) and closes the file.
+    """
+
+    BATCH = 4096
+
+    def __init__(self, path: str, fmt: str, info: Any = None) -> None:
+        from cuzk_diag.records import PARTITION_SCHEMA
+
+        self.writer = TableWriter(path, fmt, PARTITION_SCHEMA)
+        self._pending: list[dict[str, Any]] = []
+        self._info = info  # the RunInfo being filled: each batch gets the era known so far
+
+    @property
+    def rows(self) -> int:
+        return self.writer.rows + len(self._pending)
+
+    def record(self, record: dict[str, Any], *, revised: bool = False) -> None:
+        self._pending.append(record)
+        if len(self._pending) >= self.BATCH:
+            self._write()
+
+    def _write(self) -> None:
+        from cuzk_diag.frame import records_to_table
+        from cuzk_diag.pipeline import complete_table
+
+        if self._pending:
+            table = records_to_table(self._pending)
+            self._pending = []
+            self.writer.write(complete_table(table, self._info) if self._info else table)
+
+    def finish(self, end: StreamEnd) -> None:
+        from cuzk_diag.pipeline import run_metadata_of
+
+        self._info = end.info
+        self._write()
+        self.writer.add_metadata(run_metadata_of(end.info, end.accounting))
+
+    def close(self) -> None:
+        self.writer.close()
 
 
 def _open(path: str, *, binary: bool) -> IO[Any]:

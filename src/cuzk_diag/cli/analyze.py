@@ -244,7 +244,9 @@ def _run_live(
     """Live mode: a dashboard on a terminal, JSON Lines into a pipe, then the final report.
 
     Returns the final analysis and the signal that ended the run, if one did."""
-    from cuzk_diag.live import JsonLinesSink, LiveOptions, Sink, run_live
+    from cuzk_diag.live import LiveOptions, run_live
+    from cuzk_diag.report import Kind, lookup
+    from cuzk_diag.sinks import Sink
 
     out: IO[str] = stdout()
     to_stdout = not output or output == "-"
@@ -253,11 +255,9 @@ def _run_live(
     if not show or (fmt_given and fmt != "console"):
         sink = Sink()  # only the final report
     elif out.isatty() and fmt == "console":
-        from cuzk_diag.report.live_console import Dashboard
-
-        sink = Dashboard(out, color=color)
+        sink = lookup(Kind.STREAM, "dashboard")(out, color=color)
     elif not fmt_given:
-        sink = JsonLinesSink(out)
+        sink = lookup(Kind.STREAM, "jsonl")(out)
         jsonl = True
     else:
         sink = Sink()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,8 +17,9 @@ from cuzk_diag.cli.options import (
 )
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
+from cuzk_diag.report import Kind
+from cuzk_diag.report import names as format_names
 
-FORMATS = ["console", "json", "markdown", "github"]
 INPUT = click.Path(exists=True, dir_okay=False, allow_dash=True)
 
 
@@ -95,7 +95,7 @@ def _check_stdin(*groups: Sequence[str]) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(FORMATS),
+    type=click.Choice(format_names(Kind.CHECK)),
     default="console",
     show_default=True,
     help="Report on stdout.",
@@ -194,21 +194,10 @@ def build_spec(
 
 def emit(result: Any, fmt: str, color: str) -> None:
     """The report on stdout in the chosen format (a closed stdout ends it quietly)."""
+    from cuzk_diag.report import render
+
     with report_output() as out:
-        if fmt == "json":
-            out.write(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
-        elif fmt == "markdown":
-            from cuzk_diag.report.github import markdown_summary
-
-            out.write(markdown_summary(result))
-        elif fmt == "github":
-            from cuzk_diag.report.github import render_github
-
-            out.write(render_github(result))
-        else:
-            from cuzk_diag.report.compare_console import render_check
-
-            render_check(result, out, color)
+        render(fmt, result, out, color=color, kind=Kind.CHECK)
 
 
 def _write_or_fail(write: Any, path: str) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from cuzk_diag.cli import UsageError, cli
@@ -18,6 +16,8 @@ from cuzk_diag.cli.options import (
     to_file,
 )
 from cuzk_diag.errors import CuzkDiagError
+from cuzk_diag.report import Kind
+from cuzk_diag.report import names as format_names
 
 
 @cli.command("compare")
@@ -26,7 +26,7 @@ from cuzk_diag.errors import CuzkDiagError
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["console", "json", "markdown", "html"]),
+    type=click.Choice(format_names(Kind.COMPARISON)),
     default="console",
     show_default=True,
     help="Report format (html: one self-contained file with the runs' distributions).",
@@ -77,18 +77,9 @@ def compare_cmd(
         )
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
+    from cuzk_diag.report import render
+
     with output_stream(output) as out:
-        if fmt == "json":
-            out.write(json.dumps(cmp.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
-        elif fmt == "markdown":
-            out.write(compare.to_markdown(cmp))
-        elif fmt == "html":
-            from cuzk_diag.report.html import render_compare
-
-            render_compare(cmp, out, base=base_m, cand=cand_m)
-        else:
-            from cuzk_diag.report.compare_console import render_compare as render_console
-
-            render_console(cmp, out, color)
+        render(fmt, cmp, out, color=color, kind=Kind.COMPARISON)
     if to_file(output):
         click.echo(f"cuzk-diag: wrote {fmt} comparison to {output}", err=True)

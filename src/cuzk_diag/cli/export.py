@@ -89,24 +89,22 @@ def export_cmd(
                 w.write(batch)
         rows = w.rows
     else:
-        from cuzk_diag.pipeline import complete_table, iter_record_batches, run_metadata_of
-        from cuzk_diag.records import PARTITION_SCHEMA, RunInfo
+        from cuzk_diag.pipeline import stream_records
+        from cuzk_diag.records import RunInfo
+        from cuzk_diag.writers import PartitionSink
 
         # Streamed: one batch of records in memory at a time, so memory stays flat however
         # long the log. Rows come in completion order; the `record` column gives lock order.
         acc = Accounting()
         info = RunInfo()
+        sink = PartitionSink(output, fmt, info)
         try:
-            with TableWriter(output, fmt, PARTITION_SCHEMA) as w:
-                for batch in iter_record_batches(sources, acc, info):
-                    if batch.num_rows:
-                        w.write(complete_table(batch, info))
-                w.add_metadata(run_metadata_of(info, acc))
+            stream_records(sources, sink, acc=acc, info=info)
         except DifferentRunsError:
             if output != "-":  # no half-written file of mixed runs
                 os.remove(output)
             raise
-        rows = w.rows
+        rows = sink.rows
         if unattributed and acc.unattributed:
             click.echo(
                 f"unattributed timing lines (first {len(acc.unattributed_examples)}): "

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -17,22 +16,7 @@ from cuzk_diag.compare import (
     verdict_mark,
 )
 from cuzk_diag.gate import CheckResult, GateStatus, RunShape
-
-#: Width used when the output is not a terminal, so CI logs do not wrap the tables.
-PIPE_WIDTH = 160
-
-
-def make_console(stream: TextIO, color: str = "auto") -> Console:
-    """A console on ``stream``: ``color`` is auto (terminal and no NO_COLOR), always or never."""
-    if color == "always":
-        console = Console(file=stream, force_terminal=True, highlight=False)
-    elif color == "never":
-        console = Console(file=stream, no_color=True, color_system=None, highlight=False)
-    else:
-        console = Console(file=stream, highlight=False)
-    if not console.is_terminal:
-        console.width = PIPE_WIDTH
-    return console
+from cuzk_diag.report.console import make_console, print_table
 
 
 def _delta_text(v: float | None, significant: bool) -> Text:
@@ -84,7 +68,7 @@ def render_compare(cmp: Comparison, stream: TextIO, color: str = "auto") -> None
             "–" if s.rank_biserial is None else f"{s.rank_biserial:+.2f}",
             Text(mark, style=style),
         )
-    console.print(table)
+    print_table(console, table)
     console.print(
         Text(
             f"significant: Holm-adjusted two-sided Mann-Whitney U p < {cmp.alpha:g}; "

@@ -32,32 +32,77 @@ STAGE_FIELDS_SHOWN = 40
 FILE_WIDTH = 100  # width when the stream is not a terminal
 
 
-def make_console(stream: IO[str], color: str = "auto") -> Console:
-    """A Console on ``stream`` honouring ``--color`` and ``NO_COLOR``.
+def console_width(is_tty: bool) -> int | None:
+    """``COLUMNS`` when set; else the terminal's width, or ``FILE_WIDTH`` off a terminal."""
+    cols = os.environ.get("COLUMNS", "").strip()
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    return None if is_tty else FILE_WIDTH
 
-    ``always`` wins over ``NO_COLOR``; ``auto`` colours only a terminal and only when
-    ``NO_COLOR`` is unset or empty.
+
+class _NoTrailingSpace:
+    """A text stream that drops the spaces rich pads lines with before each newline."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        if "\n" in self._pending:
+            *done, self._pending = self._pending.split("\n")
+            self._stream.write("".join(line.rstrip(" ") + "\n" for line in done))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._stream.write(self._pending)
+            self._pending = ""
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+
+def make_console(stream: IO[str], color: str = "auto") -> Console:
+    """The console of every command (reports, check, compare, the live dashboard, progress).
+
+    Colour: ``always`` colours (even with ``NO_COLOR`` set: the flag is the more specific
+    request), ``never`` does not, ``auto`` colours a terminal unless ``NO_COLOR`` is set and not
+    empty. Width: ``COLUMNS`` when set, else the terminal's, else ``FILE_WIDTH``. Off a terminal
+    lines carry no trailing padding.
     """
     is_tty = bool(getattr(stream, "isatty", lambda: False)())
-    if color == "always":
-        return Console(
-            file=stream,
-            force_terminal=True,
-            no_color=False,
-            color_system="truecolor",
-            width=None if is_tty else FILE_WIDTH,
-            highlight=False,
-        )
-    if color == "never" or os.environ.get("NO_COLOR") or not is_tty:
-        return Console(
-            file=stream,
-            color_system=None,
-            no_color=True,
-            highlight=False,
-            force_terminal=False,
-            width=None if is_tty else FILE_WIDTH,
-        )
-    return Console(file=stream, highlight=False)
+    colour = color == "always" or (color == "auto" and is_tty and not os.environ.get("NO_COLOR"))
+    return Console(
+        file=stream if is_tty else _NoTrailingSpace(stream),  # type: ignore[arg-type]
+        force_terminal=True if color == "always" else None,
+        no_color=not colour,
+        color_system=("truecolor" if color == "always" else "auto") if colour else None,
+        width=console_width(is_tty),
+        highlight=False,
+    )
+
+
+def print_table(console: Console, table: Table) -> None:
+    """A table; off a terminal one wider than the console keeps its natural width, so that a
+    file or a CI log does not get its columns wrapped or cut."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    natural = console.measure(table, options=console.options.update(max_width=1000)).maximum
+    if natural <= console.width:
+        console.print(table)
+        return
+    width = console.width
+    console.width = natural
+    try:
+        console.print(table)
+    finally:
+        console.width = width
 
 
 def render(analysis: Analysis, stream: IO[str], *, color: str = "auto") -> None:
@@ -188,7 +233,7 @@ def progress_bar(stream: IO[str], total: int | None, description: str = "reading
 
     Yields ``advance(n)``, the parser's progress callback: ``n`` more bytes were read.
     """
-    console = Console(file=stream)
+    console = make_console(stream)
     columns = (
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),

@@ -221,3 +221,13 @@ def render(analysis: Any, stream: IO[str], *, color: str = "auto") -> None:
         stream.write("\n")
     counts = ", ".join(f"{n} {k}" for k, n in analysis.counts().items())
     stream.write(f"cuzk-diag: {len(analysis.findings)} findings ({counts})\n")
+
+
+def render_check(result: CheckResult, stream: IO[str], *, color: str = "auto") -> None:
+    """Registry entry (``check --format github``): ``render_github`` on ``stream``."""
+    stream.write(render_github(result))
+
+
+def render_summary(result: CheckResult, stream: IO[str], *, color: str = "auto") -> None:
+    """Registry entry (``check --format markdown``): the job summary on ``stream``."""
+    stream.write(markdown_summary(result))

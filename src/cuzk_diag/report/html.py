@@ -357,6 +357,13 @@ def analysis_page(a: Analysis) -> str:
 # -- the comparison report ------------------------------------------------------------------
 
 
+def render_comparison(cmp: Comparison, stream: IO[str], *, color: str = "auto") -> None:
+    """Registry entry (``compare --format html``): the page with the runs' per-call samples
+    carried by the comparison (``color`` is ignored)."""
+    base, cand = cmp.samples if cmp.samples is not None else (None, None)
+    render_compare(cmp, stream, base=base, cand=cand)
+
+
 def render_compare(
     cmp: Comparison,
     stream: IO[str],

@@ -1,9 +1,10 @@
-"""The JSON report: ``Analysis.to_dict()``; layout in docs/report-schema.md."""
+"""JSON: the report (``Analysis.to_dict()``, layout in docs/report-schema.md), check results
+and comparisons."""
 
 from __future__ import annotations
 
 import json
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cuzk_diag.analysis import Analysis
@@ -13,3 +14,8 @@ def render(analysis: Analysis, stream: IO[str], *, color: str = "auto") -> None:
     """Write the report as one JSON document (``color`` is ignored)."""
     json.dump(analysis.to_dict(), stream, indent=2, ensure_ascii=False, allow_nan=False)
     stream.write("\n")
+
+
+def render_result(result: Any, stream: IO[str], *, color: str = "auto") -> None:
+    """A check result or a comparison as one JSON document (its ``to_dict()``)."""
+    stream.write(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=str) + "\n")

@@ -1,4 +1,5 @@
-"""JUnit XML for ``cuzk-diag check --junit FILE``: one testcase per gate.
+"""JUnit XML: for ``cuzk-diag check --junit FILE`` (or ``--format junit``) one testcase per gate;
+for ``analyze --format junit`` one testcase per rule that ran.
 
 The common Jenkins/JUnit shape that CI systems read: ``<testsuites>`` holding one
 ``<testsuite>``; a failed gate is a ``<failure>``, a gate that could not be evaluated an
@@ -14,9 +15,12 @@ import socket
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
 from cuzk_diag.gate import CheckResult, GateResult, GateStatus
+
+if TYPE_CHECKING:
+    from cuzk_diag.analysis import Analysis
 
 SUITE_NAME = "cuzk-diag check"
 
@@ -119,3 +123,89 @@ def render_junit_error(
 def write_junit(result: CheckResult, path: str | Path, **kwargs: Any) -> None:
     """Write the JUnit XML to ``path`` (``-`` is not accepted: stdout carries the report)."""
     Path(path).write_text(render_junit(result, **kwargs), encoding="utf-8")
+
+
+def render_check(result: CheckResult, stream: IO[str], *, color: str = "auto") -> None:
+    """Registry entry (``check --format junit``): ``render_junit`` on ``stream``."""
+    stream.write(render_junit(result))
+
+
+ANALYZE_SUITE = "cuzk-diag analyze"
+
+
+def render(analysis: Analysis, stream: IO[str], *, color: str = "auto") -> None:
+    """Registry entry (``analyze --format junit``): one testcase per rule that ran.
+
+    A rule's finding at or above ``--fail-on`` (warning when none is set) is a ``<failure>``
+    whose text holds the message, evidence, log lines and advice; a finding below it, or none,
+    leaves the testcase passed (a finding below the threshold is in its ``<system-out>``).
+    """
+    from cuzk_diag.records import Severity
+    from cuzk_diag.rules import select_rules
+
+    config = analysis.config
+    threshold = config.fail_on if config.fail_on is not None else Severity.WARNING
+    rules = select_rules(config.select, config.ignore)
+    by_code: dict[str, list[Any]] = {}
+    for f in analysis.findings:
+        by_code.setdefault(f.code, []).append(f)
+    failing = [f for f in analysis.findings if f.severity >= threshold]
+    totals = {
+        "tests": str(len(rules)),
+        "failures": str(len({f.code for f in failing})),
+        "errors": "0",
+        "skipped": "0",
+        "time": "0",
+    }
+    root = ET.Element("testsuites", {"name": ANALYZE_SUITE, **totals})
+    inputs = ", ".join(analysis.inputs)
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        {
+            "name": _x(f"{ANALYZE_SUITE}: {inputs}" if inputs else ANALYZE_SUITE),
+            **totals,
+            "timestamp": datetime.now(UTC).replace(microsecond=0).isoformat(),
+        },
+    )
+    props = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("inputs", inputs),
+        ("era", analysis.facts.era),
+        ("fail_on", str(threshold)),
+    ):
+        ET.SubElement(props, "property", {"name": name, "value": _x(value)})
+    for rule in rules:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            {
+                "name": f"{rule.code} {rule.name}",
+                "classname": f"cuzk-diag.{rule.area}",
+                "time": "0",
+            },
+        )
+        findings = by_code.get(rule.code, [])
+        text = "\n\n".join(_finding_text(f) for f in findings)
+        worst = max(findings, key=lambda f: f.severity, default=None)
+        if worst is not None and worst.severity >= threshold:
+            el = ET.SubElement(
+                case, "failure", {"message": _x(worst.message), "type": str(worst.severity)}
+            )
+            el.text = _x(text)
+        elif findings:
+            ET.SubElement(case, "system-out").text = _x(text)
+    ET.indent(root)
+    stream.write(
+        '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    )
+
+
+def _finding_text(f: Any) -> str:
+    evidence = json.dumps(f.evidence, indent=2, sort_keys=True, default=str)
+    lines = ", ".join(map(str, f.lines))
+    return (
+        f"{f.code} {f.severity}: {f.title}\n{f.message}\n\nevidence:\n{evidence}\n"
+        + (f"log lines: {lines}\n" if lines else "")
+        + (f"advice: {f.advice}\n" if f.advice else "")
+    )

@@ -15,12 +15,12 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from cuzk_diag.live import LiveSnapshot, Sink
 from cuzk_diag.report import common
 from cuzk_diag.report.console import SEVERITY_STYLE, make_console
+from cuzk_diag.sinks import Sink, StreamEnd
 
 if TYPE_CHECKING:
-    from cuzk_diag.analysis import Analysis
+    from cuzk_diag.live import LiveSnapshot
 
 #: Stage rows shown (the largest window medians first); the final report has them all.
 STAGE_ROWS = 14
@@ -55,7 +55,7 @@ class Dashboard(Sink):
     def notice(self, text: str) -> None:
         """Shown in the dashboard (``LiveSnapshot.notices``), not on stderr under it."""
 
-    def final(self, analysis: Analysis, snapshot: LiveSnapshot) -> None:
+    def finish(self, end: StreamEnd) -> None:
         self.close()
 
     def close(self) -> None:

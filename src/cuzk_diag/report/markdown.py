@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from cuzk_diag.report import common
 
@@ -61,3 +61,10 @@ def render(analysis: Analysis, stream: IO[str], *, color: str = "auto") -> None:
     w("## Accounting\n\n")
     for k, v in common.accounting_rows(a.accounting):
         w(f"- **{k}**: {v}\n")
+
+
+def render_comparison(cmp: Any, stream: IO[str], *, color: str = "auto") -> None:
+    """Registry entry (``compare --format markdown``): ``compare.to_markdown``."""
+    from cuzk_diag.compare import to_markdown
+
+    stream.write(to_markdown(cmp))

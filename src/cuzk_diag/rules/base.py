@@ -110,6 +110,7 @@ class Rule:
         *,
         lines: Iterable[int] = (),
         advice: str = "",
+        calls: Iterable[int] = (),
     ) -> Finding:
         """A finding of this rule; evidence must include ``affected`` and ``total``."""
         missing = {"affected", "total"} - set(evidence)
@@ -129,6 +130,7 @@ class Rule:
             evidence={k: clean_value(v) for k, v in evidence.items()},
             lines=tuple(uniq[:MAX_LINES]),
             advice=advice,
+            calls=tuple(calls),
         )
 
     # -- documentation ---------------------------------------------------------------------
@@ -345,6 +347,14 @@ def pct(x: float | None) -> str:
     if x is None or _isnan(x):
         return "n/a"
     return f"{100 * x:.0f}%"
+
+
+def calls_of(df: pd.DataFrame, mask: pd.Series | None = None) -> list[int]:
+    """``first_line`` of every selected row: the calls a finding applies to, in file order."""
+    if "first_line" not in df.columns or df.empty:
+        return []
+    rows = df if mask is None else df[mask.fillna(False).astype(bool)]
+    return sorted(int(v) for v in pd.to_numeric(rows["first_line"], errors="coerce").dropna())
 
 
 def lines_of(df: pd.DataFrame, mask: pd.Series | None = None) -> list[int]:

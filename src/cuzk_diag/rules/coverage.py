@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from cuzk_diag.facts import num, text
 from cuzk_diag.records import Finding, Severity
-from cuzk_diag.rules.base import Option, Rule, RuleContext, lines_of, register
+from cuzk_diag.rules.base import Option, Rule, RuleContext, calls_of, lines_of, register
 
 
 def pct(x: float) -> str:
@@ -196,6 +196,7 @@ class LogCoverage(Rule):
                 *acc.unattributed_examples,
                 *lines_of(df, missing | incomplete),
             ],
+            calls=calls_of(df, missing | incomplete),
             advice=(TRUNCATED_ADVICE if truncated else "")
             + "Capture the daemon's stdout and stderr into one file with no other writers "
             "(> log 2>&1); unknown keys suggest a newer code version than this tool knows.",

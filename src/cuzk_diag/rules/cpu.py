@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from cuzk_diag.facts import barrier_estimate, estimate_lock_wait, median, num
 from cuzk_diag.records import Finding, Severity
-from cuzk_diag.rules.base import Option, Rule, RuleContext, lines_of, ms, pct, register
+from cuzk_diag.rules.base import Option, Rule, RuleContext, calls_of, lines_of, ms, pct, register
 
 _BARRIER_TEXT = {
     "measured": "barrier_wait_ms",
@@ -173,6 +173,7 @@ class CpuCriticalPath(Rule):
                 f"{_BARRIER_TEXT[method]}).{cpu_txt}{idle_txt}",
                 {"affected": int(mask.sum()), **evidence},
                 lines=lines_of(df, mask),
+                calls=calls_of(df, mask),
                 advice=(
                     "Shorten or overlap prep_msm: two workers per GPU let one worker's prep run "
                     "during the other's kernels; reduce memory-bandwidth pressure from "
@@ -193,6 +194,7 @@ class CpuCriticalPath(Rule):
                 f"the {ms(kernel)} of kernels{floor_txt}.",
                 {"affected": int(mask.sum()), **evidence},
                 lines=lines_of(df, mask),
+                calls=calls_of(df, mask),
                 advice=(
                     "Run two workers per GPU so the CPU work of one call overlaps the kernels "
                     "of another."

@@ -9,7 +9,7 @@ from typing import Any
 
 from cuzk_diag.facts import text
 from cuzk_diag.records import Finding, Severity
-from cuzk_diag.rules.base import Option, Rule, RuleContext, lines_of, register
+from cuzk_diag.rules.base import Option, Rule, RuleContext, calls_of, lines_of, register
 
 _OOM_RE = re.compile(
     r"out of memory|\bOOM\b|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY", re.I
@@ -138,5 +138,6 @@ class ProvingFailures(Rule):
                 "examples": examples,
             },
             lines=[*(int(x["line"]) for x in failures if x.get("line")), *lines_of(df, failed)],
+            calls=calls_of(df, failed),
             advice=advice,
         )

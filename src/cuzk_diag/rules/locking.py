@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from cuzk_diag.facts import barrier_estimate, estimate_lock_wait, has, median, num
 from cuzk_diag.records import Finding, Severity
-from cuzk_diag.rules.base import Option, Rule, RuleContext, lines_of, ms, pct, register
+from cuzk_diag.rules.base import Option, Rule, RuleContext, calls_of, lines_of, ms, pct, register
 
 _METHOD_TEXT = {
     "measured": "measured, mutex_wait_ms",
@@ -174,6 +174,7 @@ class PreDestructorGap(Rule):
                 "wait_to_hold": wait_to_hold,
             },
             lines=lines_of(df, hit),
+            calls=calls_of(df, hit),
             advice=advice,
         )
 
@@ -427,5 +428,6 @@ class LockWait(Rule):
                 "kernel_share_of_hold": kernel_share,
             },
             lines=lines_of(df, mask),
+            calls=calls_of(df, mask),
             advice=" ".join(advice),
         )

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from cuzk_diag.facts import median, num, text
 from cuzk_diag.records import Finding, Severity
-from cuzk_diag.rules.base import Option, Rule, RuleContext, lines_of, ms, pct, register
+from cuzk_diag.rules.base import Option, Rule, RuleContext, calls_of, lines_of, ms, pct, register
 
 #: ``SAFETY_MARGIN = (size_t)512 << 20`` in groth16_cuda.cu (V4-V8).
 SAFETY_MARGIN_MIB = 512
@@ -144,6 +144,7 @@ class PrestageFallback(Rule):
                 "host_register_errors": errs,
             },
             lines=lines_of(df, fell),
+            calls=calls_of(df, fell),
             advice=(
                 "Each worker needs about 12 GiB of free VRAM plus the 512 MiB margin when it "
                 "takes the lock; with several workers per 16 GB GPU that is rarely there. Run "
@@ -246,6 +247,7 @@ class UnpinnedHostMemory(Rule):
                 "threshold_ms": thr,
             },
             lines=[*ctx.info.warning_lines.get("pinned_fallback", []), *lines_of(df, slow)],
+            calls=calls_of(df, slow),
             advice=(
                 "Keep the partitions in flight within what the pinned pool holds (lower "
                 "pipeline.max_parallel_synthesis) or free host memory for the pool."
@@ -341,6 +343,7 @@ class AsyncDeallocBacklog(Rule):
                 "ratio": ratio,
             },
             lines=lines_of(df, mask),
+            calls=calls_of(df, mask),
             advice=(
                 "Look for host memory pressure (swap, page compaction) and reduce the partitions "
                 "in flight if the backlog persists."

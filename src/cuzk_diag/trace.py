@@ -1,0 +1,585 @@
+"""A run as a timeline: the Chrome Trace Event JSON format (ui.perfetto.dev, chrome://tracing).
+
+Layout (docs/trace.md):
+
+* one process per GPU; per GPU worker a *GPU thread* track (one slice per call, category
+  ``call``, with its stages nested: setup, lock wait, pre-stage setup, NTT+H, barrier wait,
+  batch add, tail MSM, epilogue), beside it a *CPU prep* track (``prep_msm``, ``b_g2_msm``) and,
+  on split-API code (Phase 12 on), a *finalize* track (unlock to ``GPU_END``);
+* a synthesis process with one track per concurrent synthesis slot;
+* a proofs process with one band per proof (first ``SYNTH_START`` to last ``GPU_END``) on as many
+  tracks as proofs were in flight at once;
+* counters: partitions in flight, GPU calls queued, per-GPU busy (0/1).
+
+Every slice is placed by the assembly's clock: TIMELINE offsets (ms since engine start). A call
+enters at ``GPU_START``; its setup (``pre_lock_cpu_ms``, else ``setup_to_split_ms``) comes first,
+then the lock wait (``mutex_wait_ms``, or the estimate of ``facts.estimate_lock_wait``), so the
+lock is taken at entry + setup + wait; the prep thread starts at entry + ``setup_to_split_ms``.
+
+Written as records complete: events wait in a time-ordered buffer until the clock has moved
+``horizon_ms`` past them, then go out in time order, so memory holds only the calls of that
+window however long the log. Concurrent work never shares a track: a slice goes to the first
+track of its group that is free at its start (a new track when none is).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import pandas as pd
+
+from cuzk_diag import __version__
+from cuzk_diag.facts import SPLIT_ERAS, barrier_estimate, estimate_lock_wait, gpu_of_rows
+from cuzk_diag.records import Finding, RunInfo
+from cuzk_diag.sinks import Sink, StreamEnd
+
+#: Eras with the split start/finalize API: a worker takes its next call during the finalize.
+SPLIT_API_ERAS = SPLIT_ERAS | {"main"}
+#: How far behind the newest clock reading events are held for ordering (ms).
+HORIZON_MS = 600_000.0
+#: Gap put between clock segments (the engine restarted, or the next input began), ms.
+SEGMENT_GAP_MS = 1000.0
+#: Records whose stages are estimated together (one small frame per batch).
+_BATCH = 256
+
+PID_RUN = 1
+PID_SYNTH = 2
+PID_PROOFS = 3
+PID_GPU0 = 10  # GPU g is process PID_GPU0 + g
+_LANE = 100_000  # tid stride between the tracks of one group
+
+#: Worker track roles: (tid offset, label).
+_ROLES = {"gpu": (1, "GPU thread"), "prep": (2, "CPU prep"), "fin": (3, "finalize")}
+_FALLBACKS = ("skip_vram", "fallback", "silent")
+
+
+@dataclass(slots=True)
+class _Slice:
+    ts: float  # ms on the trace clock
+    dur: float
+    name: str
+    cat: str
+    args: dict[str, Any]
+    children: list[_Slice] = field(default_factory=list)
+    instants: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Group:
+    """Tracks that show one kind of work; concurrent slices go to separate tracks."""
+
+    pid: int
+    tid: int  # tid of the first track
+    label: str
+    sort: int
+    ends: list[float] = field(default_factory=list)  # per track: end of its last slice
+
+
+def _num(v: Any) -> float | None:
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        f = float(v)
+        return None if math.isnan(f) else f
+    return None
+
+
+def _clean(v: Any) -> Any:
+    """A JSON-safe value (NaN becomes null)."""
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return v
+
+
+class TraceWriter(Sink):
+    """The ``trace`` stream format: a Chrome trace on ``out``, written as records complete.
+
+    ``findings`` (optional, known before the records) tag the calls each finding applies to: a
+    call whose ``first_line`` is one of a finding's ``calls`` (its ``lines`` when a finding has
+    no calls) gets the code in ``args.findings``.
+    """
+
+    def __init__(
+        self,
+        out: IO[str],
+        *,
+        findings: Sequence[Finding] = (),
+        horizon_ms: float = HORIZON_MS,
+    ) -> None:
+        self.out = out
+        self.horizon = horizon_ms
+        self.info = RunInfo()
+        self._by_line: dict[int, list[str]] = {}
+        for f in findings:
+            for line in f.calls or f.lines:
+                codes = self._by_line.setdefault(int(line), [])
+                if f.code not in codes:
+                    codes.append(f.code)
+        self._first = True
+        self._heap: list[tuple[float, int, int, Any]] = []
+        self._seq = 0
+        self._clock = -math.inf  # newest clock reading (trace ms)
+        self._base = 0.0  # offset of the current clock segment on the trace clock
+        self._seg_max = 0.0
+        self._pending: list[dict[str, Any]] = []
+        self._groups: dict[tuple[Any, ...], _Group] = {}
+        self._named_pids: set[int] = set()
+        self._counters: dict[tuple[int, str], float] = {}
+        self._counter_ts: dict[tuple[int, str], float] = {}
+        self._busy: dict[int, int] = {}
+        self._jobs: dict[str, list[Any]] = {}  # job -> [first, last, calls, failed, kind]
+        self._bands: list[tuple[float, int, Any]] = []
+        self._cursor: dict[int, float] = {}  # per GPU, for calls without a clock
+        self._findings: list[dict[str, Any]] = [f.to_dict() for f in findings]
+        self.calls = 0
+        self.unclocked = 0
+        self.events = 0
+
+    # -- life cycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.out.write('{"traceEvents":[\n')
+        self._process(PID_RUN, "run", 0)
+        self._process(PID_PROOFS, "proofs", 1)
+        self._process(PID_SYNTH, "synthesis", 2)
+
+    def segment(self) -> None:
+        """TIMELINE offsets restart: later calls go after everything so far."""
+        self._estimate()
+        self._base = self._seg_max + SEGMENT_GAP_MS
+
+    def record(self, record: dict[str, Any], *, revised: bool = False) -> None:
+        self._pending.append(record)
+        if len(self._pending) >= _BATCH:
+            self._estimate()
+
+    def finding(self, finding: Finding, *, status: str = "new") -> None:
+        """A finding known only after calls were written: listed in the trace metadata."""
+        if status == "new":
+            self._findings.append(finding.to_dict())
+
+    def finish(self, end: StreamEnd) -> None:
+        info, acc = end.info, end.accounting
+        self.info = info
+        self._estimate()
+        self._release(math.inf)
+        self._close_jobs(math.inf)
+        self._release_bands(math.inf)
+        self.out.write("\n],")
+        meta = {
+            "tool": "cuzk-diag",
+            "version": __version__,
+            "sources": list(acc.sources),
+            "clock": "TIMELINE offsets (ms since engine start); ts in µs on that clock",
+            "engine_start_ts": info.engine_start_ts,
+            "era": info.era,
+            "gpus": list(info.gpus),
+            "gw": info.gw,
+            "calls": self.calls,
+            "calls_without_clock": self.unclocked,
+            "lines_total": acc.lines_total,
+            "unattributed_lines": acc.unattributed,
+            "findings": self._findings,
+        }
+        self.out.write('"displayTimeUnit":"ms","metadata":')
+        self.out.write(json.dumps(meta, ensure_ascii=False, default=str))
+        self.out.write("}\n")
+        self.out.flush()
+
+    # -- records -> slices -------------------------------------------------------------------
+
+    def _estimate(self) -> None:
+        """Stages of the pending records (lock wait and barrier estimated per batch)."""
+        recs, self._pending = self._pending, []
+        if not recs:
+            return
+        df = pd.DataFrame.from_records(recs)
+        era = next((r.get("era") for r in recs if r.get("era")), self.info.era)
+        lock = estimate_lock_wait(df, era or "unknown")
+        barrier, _, bmethod = barrier_estimate(df, lock)
+        gpus = gpu_of_rows(df, self.info, self.info.gw).tolist()
+        waits = lock.wait.tolist()
+        barriers = barrier.tolist()
+        for i, rec in enumerate(recs):
+            self._place(
+                rec,
+                int(gpus[i]),
+                _num(waits[i]),
+                lock.method,
+                lock.total_field,
+                _num(barriers[i]),
+                bmethod,
+            )
+        self._release(self._clock - self.horizon)
+        self._close_jobs(self._clock - self.horizon)
+
+    def _t(self, rec: dict[str, Any], key: str) -> float | None:
+        v = _num(rec.get(key))
+        return None if v is None else self._base + v
+
+    def _place(
+        self,
+        rec: dict[str, Any],
+        gpu: int,
+        wait: float | None,
+        wait_method: str,
+        wait_field: str | None,
+        barrier: float | None,
+        bmethod: str,
+    ) -> None:
+        self.calls += 1
+        g = lambda k: _num(rec.get(k)) or 0.0  # noqa: E731
+        worker = rec.get("worker")
+        worker = worker if isinstance(worker, int) else -1
+        era = rec.get("era") or self.info.era
+        split = era in SPLIT_API_ERAS
+        t0 = self._t(rec, "start_ms")
+        end = self._t(rec, "end_ms")
+        estimated: list[str] = []
+        if t0 is None:
+            # No TIMELINE clock (C++ lines alone): calls of a GPU are serialised by its mutex,
+            # so they are laid end to end in lock order.
+            self.unclocked += 1
+            t0 = self._cursor.get(gpu, self._base)
+            end = None
+            estimated.append("call start (no TIMELINE clock: calls laid end to end)")
+        setup_f = "setup_to_split_ms"
+        if rec.get("pre_lock_cpu_ms") is not None:
+            setup_f = "pre_lock_cpu_ms"
+        setup = g(setup_f)
+        measured_wait = rec.get("mutex_wait_ms") is not None
+        if measured_wait:
+            wait = g("mutex_wait_ms")
+        wait = max(0.0, wait or 0.0)
+        acquired = t0 + setup + wait
+        ps = g("total_ps_ms")
+        region = acquired + ps
+        gpu_total = g("gpu_total_ms")
+        held = _num(rec.get("mutex_held_ms"))
+        unlock = acquired + max(held, gpu_total + ps) if held is not None else region + gpu_total
+        prep_start = t0 + g("setup_to_split_ms")
+        prep_end = prep_start + g("prep_msm_ms")
+        bg2_end = prep_end + g("b_g2_msm_ms")
+        if split:
+            call_end = unlock
+        else:
+            epi_start = max(unlock, bg2_end)
+            call_end = max(epi_start + g("epilogue_ms"), end or 0.0)
+            if rec.get("pre_destructor_ms") is not None and end is None:
+                call_end = max(call_end, t0 + g("pre_destructor_ms"))
+        if end is not None and not split and end < call_end:
+            call_end = end  # the GPU_END clock wins over the sum of estimates
+        call_end = max(call_end, t0)
+        if end is None:
+            self._cursor[gpu] = max(self._cursor.get(gpu, 0.0), call_end)
+
+        args = {k: _clean(v) for k, v in rec.items() if v is not None and k != "extra"}
+        if rec.get("extra"):
+            try:
+                args["extra"] = json.loads(rec["extra"])
+            except ValueError:
+                args["extra"] = rec["extra"]
+        for k in ("job_id", "partition", "worker", "record"):
+            args[k] = rec.get(k)
+        args["gpu"] = gpu
+        args["attribution"] = {
+            "ids": rec.get("attr_ids"),
+            "gpu_region": rec.get("attr_gpu"),
+            "cpu": rec.get("attr_cpu"),
+        }
+        codes = self._by_line.get(rec.get("first_line") or -1)
+        if codes:
+            args["findings"] = list(codes)
+        job = rec.get("job_id")
+        part = rec.get("partition")
+        label = f"{job or 'call'}" + (f" p{part}" if part is not None else "")
+        wait_est = not measured_wait
+        wait_src = "mutex_wait_ms" if measured_wait else f"estimated from {wait_field or 'n/a'}"
+        if wait_est and wait > 0:
+            estimated.append("lock wait")
+        if bmethod != "measured" and (barrier or 0) > 0:
+            estimated.append("barrier wait")
+        if estimated:
+            args["estimated"] = estimated
+        call = _Slice(t0, call_end - t0, label, "call", args)
+        kids = call.children
+
+        def stage(name: str, start: float, dur: float, src: str, est: bool = False) -> float:
+            # Stages never reach past their call (estimates are cut at the GPU_END clock).
+            stop = min(start + dur, call.ts + call.dur)
+            if dur > 0 and stop > start:
+                kids.append(
+                    _Slice(
+                        start,
+                        stop - start,
+                        f"{name} (estimated)" if est else name,
+                        "stage,estimated" if est else "stage",
+                        {"ms": dur, "source": src, "estimated": est},
+                    )
+                )
+            return start + dur
+
+        stage("setup", t0, setup, setup_f)
+        stage("lock wait", t0 + setup, wait, wait_src, wait_est)
+        stage("pre-stage setup", acquired, ps, "total_ps_ms")
+        t = stage("NTT+H", region, g("ntt_msm_h_ms"), "ntt_msm_h_ms")
+        if barrier:
+            t = stage(
+                "barrier wait",
+                t,
+                barrier,
+                "barrier_wait_ms" if bmethod == "measured" else "gpu_total − ntt − batch − tail",
+                bmethod != "measured",
+            )
+        t = stage("batch add", t, g("batch_add_ms"), "batch_add_ms")
+        stage("tail MSM", t, g("tail_msm_ms"), "tail_msm_ms")
+        if not split:
+            stage("epilogue", max(unlock, bg2_end), g("epilogue_ms"), "epilogue_ms")
+        ps_kind = rec.get("prestage_setup")
+        if ps_kind in _FALLBACKS or rec.get("host_register") == "fallback":
+            kind = ps_kind if ps_kind in _FALLBACKS else "host_register"
+            at = min(acquired, call.ts + call.dur)
+            call.instants.append(
+                (at, f"pre-staging fallback ({kind})", {"job_id": job, "partition": part})
+            )
+        if rec.get("status") == "failed":
+            call.instants.append(
+                (call.ts + call.dur, "call failed", {"job_id": job, "partition": part})
+            )
+        self._push(call.ts, ("slice", ("gpu", gpu, worker), call))
+
+        prep_args = {"job_id": job, "partition": part, "record": rec.get("record")}
+        if rec.get("prep_msm_ms") is not None or rec.get("b_g2_msm_ms") is not None:
+            prep = _Slice(prep_start, max(0.0, bg2_end - prep_start), label, "prep", prep_args)
+            for name, a, b in (("prep_msm", prep_start, prep_end), ("b_g2_msm", prep_end, bg2_end)):
+                if b > a:
+                    prep.children.append(
+                        _Slice(a, b - a, name, "stage", {"ms": b - a, "source": f"{name}_ms"})
+                    )
+            self._push(prep.ts, ("slice", ("prep", gpu, worker), prep))
+        if split and end is not None and end > unlock:
+            fin_args = {**prep_args, "finish_ms": rec.get("finish_ms")}
+            fin = _Slice(unlock, end - unlock, f"finalize {label}", "finalize", fin_args)
+            self._push(fin.ts, ("slice", ("fin", gpu, worker), fin))
+
+        s0, s1 = self._t(rec, "synth_start_ms"), self._t(rec, "synth_end_ms")
+        if s0 is not None and s1 is not None and s1 >= s0:
+            syn = _Slice(s0, s1 - s0, f"synthesis {label}", "synthesis", dict(prep_args))
+            self._push(s0, ("slice", ("synth",), syn))
+        first = min(x for x in (s0, self._t(rec, "queue_ms"), t0) if x is not None)
+        last = max(x for x in (end, call_end) if x is not None)
+        # counters: partitions in flight, calls queued for a GPU worker, GPU busy
+        self._push(first, ("count", (PID_RUN, "partitions in flight"), 1))
+        self._push(last, ("count", (PID_RUN, "partitions in flight"), -1))
+        q0, q1 = self._t(rec, "queue_ms"), self._t(rec, "pickup_ms")
+        if q0 is not None and q1 is not None and q1 >= q0:
+            self._push(q0, ("count", (PID_RUN, "GPU calls queued"), 1))
+            self._push(q1, ("count", (PID_RUN, "GPU calls queued"), -1))
+        if end is not None or not split:
+            self._push(t0, ("busy", gpu, 1))
+            self._push(end if end is not None else call_end, ("busy", gpu, -1))
+        if isinstance(job, str):
+            j = self._jobs.get(job)
+            if j is None:
+                self._jobs[job] = [first, last, 1, rec.get("status") == "failed", rec]
+            else:
+                j[0], j[1], j[2] = min(j[0], first), max(j[1], last), j[2] + 1
+                j[3] = j[3] or rec.get("status") == "failed"
+        self._seg_max = max(self._seg_max, last)
+        if end is not None:
+            self._clock = max(self._clock, end)
+
+    # -- ordering and tracks -----------------------------------------------------------------
+
+    def _push(self, ts: float, item: tuple[Any, ...]) -> None:
+        self._seq += 1
+        # at one instant: counter decrements, then slices, then increments
+        order = 0 if item[0] != "count" and item[0] != "busy" else (1 if item[2] > 0 else -1)
+        heapq.heappush(self._heap, (ts, order, self._seq, item))
+
+    def _release(self, upto: float) -> None:
+        heap = self._heap
+        while heap and heap[0][0] < upto:
+            ts, _, _, item = heapq.heappop(heap)
+            kind = item[0]
+            if kind == "slice":
+                self._slice(item[1], item[2])
+            elif kind == "count":
+                key = item[1]
+                self._counters[key] = self._counters.get(key, 0) + item[2]
+                self._counter(key, ts, self._counters[key])
+            else:
+                gpu, delta = item[1], item[2]
+                before = self._busy.get(gpu, 0)
+                self._busy[gpu] = before + delta
+                if (before > 0) != (before + delta > 0):
+                    self._gpu_process(gpu)
+                    self._counter((PID_GPU0 + gpu, f"GPU {gpu} busy"), ts, int(before + delta > 0))
+
+    def _close_jobs(self, upto: float) -> None:
+        for job in [j for j, v in self._jobs.items() if v[1] < upto]:
+            first, last, n, failed, rec = self._jobs.pop(job)
+            args = {
+                "job_id": job,
+                "calls": n,
+                "failed": bool(failed),
+                "proof_kind": rec.get("proof_kind"),
+            }
+            band = _Slice(first, last - first, f"proof {job}", "proof", args)
+            if failed:
+                band.instants.append((last, "proof failed", {"job_id": job}))
+            self._seq += 1
+            heapq.heappush(self._bands, (first, self._seq, band))
+        self._release_bands(upto)
+
+    def _release_bands(self, upto: float) -> None:
+        # A band goes out once no open proof started before it: tracks are filled in start order.
+        open_first = min((v[0] for v in self._jobs.values()), default=math.inf)
+        limit = min(upto, open_first)
+        while self._bands and (self._bands[0][0] < limit or upto == math.inf):
+            _, _, band = heapq.heappop(self._bands)
+            self._slice(("proofs",), band)
+
+    def _group(self, key: tuple[Any, ...]) -> _Group:
+        grp = self._groups.get(key)
+        if grp is None:
+            if key[0] == "synth":
+                grp = _Group(PID_SYNTH, 1, "synthesis slot", 0)
+            elif key[0] == "proofs":
+                grp = _Group(PID_PROOFS, 1, "proofs", 0)
+            else:
+                role, gpu, worker = key
+                off, text = _ROLES[role]
+                self._gpu_process(gpu)
+                wname = "?" if worker < 0 else str(worker)
+                grp = _Group(
+                    PID_GPU0 + gpu, 10 + (worker + 1) * 4 + off, f"worker {wname} · {text}", 0
+                )
+                grp.sort = (worker + 1) * 4 + off
+            self._groups[key] = grp
+        return grp
+
+    def _lane(self, grp: _Group, sl: _Slice) -> int:
+        end = sl.ts + sl.dur
+        for i, last in enumerate(grp.ends):
+            if last <= sl.ts:
+                grp.ends[i] = end
+                return grp.tid + i * _LANE
+        grp.ends.append(end)
+        i = len(grp.ends) - 1
+        tid = grp.tid + i * _LANE
+        if grp.label in ("synthesis slot", "proofs"):
+            name = f"{grp.label} {i + 1}" if grp.label != "proofs" else f"in flight {i + 1}"
+        else:
+            name = grp.label if i == 0 else f"{grp.label} #{i + 1}"
+        self._emit(
+            {"name": "thread_name", "ph": "M", "pid": grp.pid, "tid": tid, "args": {"name": name}}
+        )
+        self._emit(
+            {
+                "name": "thread_sort_index",
+                "ph": "M",
+                "pid": grp.pid,
+                "tid": tid,
+                "args": {"sort_index": grp.sort * 10 + i if grp.sort else i},
+            }
+        )
+        return tid
+
+    def _slice(self, key: tuple[Any, ...], sl: _Slice) -> None:
+        grp = self._group(key)
+        tid = self._lane(grp, sl)
+        self._write_slice(grp.pid, tid, sl)
+
+    def _write_slice(self, pid: int, tid: int, sl: _Slice) -> None:
+        self._emit(
+            {
+                "name": sl.name,
+                "cat": sl.cat,
+                "ph": "X",
+                "ts": _us(sl.ts),
+                "dur": _us(sl.dur),
+                "pid": pid,
+                "tid": tid,
+                "args": sl.args,
+            }
+        )
+        # children and instants in time order, so a track's timestamps never go back
+        items: list[tuple[float, int, Any]] = [(c.ts, 0, c) for c in sl.children]
+        items += [(ts, 1, (ts, name, args)) for ts, name, args in sl.instants]
+        for _, kind, item in sorted(items, key=lambda x: (x[0], x[1])):
+            if kind == 0:
+                self._write_slice(pid, tid, item)
+                continue
+            ts, name, args = item
+            self._emit(
+                {
+                    "name": name,
+                    "cat": "failure" if "fail" in name else "prestage",
+                    "ph": "i",
+                    "s": "t",
+                    "ts": _us(ts),
+                    "pid": pid,
+                    "tid": tid,
+                    "args": args,
+                }
+            )
+
+    def _counter(self, key: tuple[int, str], ts: float, value: float) -> None:
+        # A counter moved back in time by a late call stays on its track's last time.
+        ts = max(ts, self._counter_ts.get(key, -math.inf))
+        self._counter_ts[key] = ts
+        pid, name = key
+        series = "busy" if name.endswith("busy") else "n"
+        self._emit({"name": name, "ph": "C", "ts": _us(ts), "pid": pid, "args": {series: value}})
+
+    def _process(self, pid: int, name: str, sort: int) -> None:
+        if pid in self._named_pids:
+            return
+        self._named_pids.add(pid)
+        self._emit({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}})
+        self._emit(
+            {"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": sort}}
+        )
+
+    def _gpu_process(self, gpu: int) -> None:
+        self._process(PID_GPU0 + gpu, f"GPU {gpu}", 10 + gpu)
+
+    def _emit(self, ev: dict[str, Any]) -> None:
+        if not self._first:
+            self.out.write(",\n")
+        self._first = False
+        self.out.write(_encode(ev))
+        self.events += 1
+
+
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+
+
+def _us(ms: float) -> int | float:
+    """Trace time in µs (an integer for the whole ms of the TIMELINE clock)."""
+    us = round(ms * 1000.0, 3)
+    return int(us) if us == int(us) else us
+
+
+def write_trace(
+    inputs: Sequence[str],
+    out: IO[str],
+    *,
+    findings: Iterable[Finding] = (),
+    progress: Callable[[int], None] | None = None,
+    horizon_ms: float = HORIZON_MS,
+) -> tuple[TraceWriter, StreamEnd]:
+    """Parse, assemble and write the trace of ``inputs`` to ``out`` in one streaming pass."""
+    from cuzk_diag.pipeline import stream_records
+
+    info = RunInfo()
+    writer = TraceWriter(out, findings=list(findings), horizon_ms=horizon_ms)
+    writer.info = info
+    end = stream_records(inputs, writer, info=info, progress=progress)
+    return writer, end

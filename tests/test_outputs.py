@@ -1,0 +1,246 @@
+"""One output registry: formats by kind and name, one sink life cycle, one console factory."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from cuzk_diag.analysis import analyze
+from cuzk_diag.cli import cli
+from cuzk_diag.config import Config
+from cuzk_diag.exit_codes import ExitCode
+from cuzk_diag.live import LiveOptions, run_live
+from cuzk_diag.pipeline import load_run, stream_records
+from cuzk_diag.report import REGISTRY, Kind, lookup, names
+from cuzk_diag.report.console import make_console
+from cuzk_diag.sinks import Sink, StreamEnd
+from test_cli_check import validate as validate_junit
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+INCIDENT = ROOT / "fixtures" / "sim" / "incident.log"
+CLEAN = ROOT / "fixtures" / "rules" / "unpinned-host-memory.clean.log"
+TRIGGER = ROOT / "fixtures" / "rules" / "unpinned-host-memory.trigger.log"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+SARIF_SCHEMA = json.loads((DATA / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+
+#: One console command per kind of result.
+COMMANDS = {
+    "analyze": ["analyze", str(INCIDENT)],
+    "check": ["check", str(INCIDENT), "--baseline", str(CLEAN), "--allow-different-config"],
+    "compare": ["compare", str(CLEAN), str(TRIGGER)],
+}
+
+
+def invoke(args: list[str], env: dict[str, str | None] | None = None) -> Any:
+    base: dict[str, str | None] = {"GITHUB_STEP_SUMMARY": "", "NO_COLOR": None, "COLUMNS": None}
+    return CliRunner().invoke(cli, args, env={**base, **(env or {})}, catch_exceptions=False)
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+# -- the registry ---------------------------------------------------------------------------------
+
+
+def test_every_registered_format_loads() -> None:
+    for kind, table in REGISTRY.items():
+        for name in table:
+            obj = lookup(kind, name)
+            if kind is Kind.STREAM:
+                assert isinstance(obj, type) and issubclass(obj, Sink), name
+            else:
+                assert callable(obj), (kind, name)
+    with pytest.raises(KeyError, match="unknown check format 'sarif'"):
+        lookup(Kind.CHECK, "sarif")
+
+
+@pytest.mark.parametrize(
+    ("command", "kind"),
+    [("analyze", Kind.ANALYSIS), ("check", Kind.CHECK), ("compare", Kind.COMPARISON)],
+)
+def test_commands_offer_exactly_the_registered_formats(command: str, kind: Kind) -> None:
+    cmd = cli.commands[command]
+    opt = next(p for p in cmd.params if p.name == "fmt")
+    assert isinstance(opt.type, click.Choice)
+    assert list(opt.type.choices) == names(kind)
+    assert {"github", "junit", "sarif"} <= set(names(Kind.ANALYSIS))
+
+
+# -- the console factory --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_piped_console_output_honours_columns_and_has_no_trailing_padding(command: str) -> None:
+    res = invoke(COMMANDS[command], env={"COLUMNS": "90"})
+    assert res.exit_code in (ExitCode.OK, ExitCode.FINDINGS), res.output
+    lines = res.stdout.splitlines()
+    assert len(lines) > 3
+    assert [ln for ln in lines if ln != ln.rstrip()] == []
+    assert not ANSI.search(res.stdout)  # auto: not a terminal
+    # text wraps at COLUMNS; a wider table (compare's stages) keeps its columns whole off a tty
+    tables = [ln for ln in lines if "│" in ln or "┃" in ln or "━" in ln]
+    assert max(len(ln) for ln in lines if ln not in tables) <= 90
+    if command == "compare":
+        assert lines[0].endswith("→") and max(len(ln) for ln in tables) > 90
+        assert all(ln.count("│") == 9 for ln in tables if "│" in ln and "8/8" in ln)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_color_always_wins_over_no_color_in_every_command(command: str) -> None:
+    res = invoke([*COMMANDS[command], "--color", "always"], env={"NO_COLOR": "1"})
+    assert ANSI.search(res.stdout), command
+    res = invoke([*COMMANDS[command], "--color", "never"])
+    assert not ANSI.search(res.stdout), command
+
+
+def test_console_factory_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert make_console(io.StringIO()).width == 100  # piped, no COLUMNS
+    assert not make_console(io.StringIO()).is_terminal
+    assert make_console(FakeTTY()).color_system is not None  # auto on a terminal
+    assert make_console(FakeTTY(), "never").color_system is None
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert make_console(FakeTTY()).color_system is None
+    assert make_console(io.StringIO(), "always").color_system is not None
+    monkeypatch.setenv("COLUMNS", "132")
+    assert make_console(io.StringIO()).width == 132
+    assert make_console(FakeTTY()).width == 132
+
+
+# -- analyze --format github | junit | sarif ------------------------------------------------------
+
+
+def test_analyze_sarif_validates_and_locates_results_at_log_lines() -> None:
+    res = invoke(["analyze", str(INCIDENT), "--format", "sarif"])
+    assert res.exit_code == ExitCode.OK, res.output
+    doc = json.loads(res.stdout)
+    jsonschema.validate(doc, SARIF_SCHEMA, cls=jsonschema.Draft4Validator)
+    assert doc["version"] == "2.1.0"
+    run = doc["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert len(rules) == 10 and rules[0]["id"] == "CZ101"
+    want = analyze([str(INCIDENT)]).findings
+    assert [r["ruleId"] for r in run["results"]] == [f.code for f in want]
+    for result, finding in zip(run["results"], want, strict=True):
+        assert rules[result["ruleIndex"]]["id"] == finding.code
+        assert result["level"] == {"error": "error", "warning": "warning"}[str(finding.severity)]
+        lines = [
+            loc["physicalLocation"]["region"]["startLine"]
+            for loc in result["locations"]
+            if "region" in loc["physicalLocation"]
+        ]
+        assert lines == list(finding.lines)
+        uris = {loc["physicalLocation"]["artifactLocation"]["uri"] for loc in result["locations"]}
+        assert uris == {str(INCIDENT)}
+    # a document the schema must reject, so the check above can fail
+    doc["runs"][0]["results"][0]["level"] = "fatal"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, SARIF_SCHEMA, cls=jsonschema.Draft4Validator)
+
+
+def test_analyze_junit_has_a_testcase_per_rule() -> None:
+    res = invoke(["analyze", str(INCIDENT), "--format", "junit", "--select", "CZ1,CZ2"])
+    assert res.exit_code == ExitCode.OK, res.output
+    assert validate_junit(res.stdout) == []
+    cases = re.findall(r'<testcase name="(CZ\d+) [^"]+"', res.stdout)
+    assert cases == ["CZ101", "CZ102", "CZ103", "CZ201", "CZ202"]
+    assert 'failures="3"' in res.stdout  # CZ101 error, CZ201 and CZ202 warnings
+    res = invoke(["analyze", str(INCIDENT), "--format", "junit", "--fail-on", "error"])
+    assert 'failures="1"' in res.stdout and res.exit_code == ExitCode.FINDINGS
+
+
+def test_analyze_github_annotates_each_finding() -> None:
+    res = invoke(["analyze", str(INCIDENT), "--format", "github"])
+    assert res.exit_code == ExitCode.OK, res.output
+    lines = res.stdout.splitlines()
+    assert [ln.split(" ", 1)[0] for ln in lines[:4]] == [
+        "::error",
+        "::warning",
+        "::warning",
+        "::warning",
+    ]
+    assert "title=CZ101 " in lines[0]
+
+
+# -- one sink life cycle --------------------------------------------------------------------------
+
+
+class Recorder(Sink):
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.records = 0
+        self.end: StreamEnd | None = None
+
+    def start(self) -> None:
+        self.calls.append("start")
+
+    def record(self, record: dict[str, Any], *, revised: bool = False) -> None:
+        if not revised:
+            self.records += 1
+        if self.calls[-1] != "record":
+            self.calls.append("record")
+
+    def finding(self, finding: Any, *, status: str = "new") -> None:
+        if self.calls[-1] != "finding":
+            self.calls.append("finding")
+
+    def finish(self, end: StreamEnd) -> None:
+        self.calls.append("finish")
+        self.end = end
+
+    def close(self) -> None:
+        self.calls.append("close")
+
+
+def test_batch_and_live_drive_sinks_through_the_same_life_cycle() -> None:
+    n = len(load_run(str(INCIDENT)).partitions)
+    batch = Recorder()
+    stream_records([str(INCIDENT)], batch)
+    assert batch.calls == ["start", "record", "finish", "close"]
+    assert batch.records == n and batch.end is not None and batch.end.info.era == "phase9-11"
+    live = Recorder()
+    run_live([str(INCIDENT)], Config(), live, LiveOptions(window=50))
+    assert live.calls[0] == "start" and live.calls[-2:] == ["finish", "close"]
+    assert "record" in live.calls and live.records == n
+    assert live.end is not None and live.end.analysis is not None
+
+
+@pytest.mark.parametrize("name", ["partitions", "trace", "jsonl"])
+def test_stream_formats_are_driven_by_the_same_loop(name: str, tmp_path: Path) -> None:
+    cls = lookup(Kind.STREAM, name)
+    buf = io.StringIO()
+    if name == "partitions":
+        stream_records([str(INCIDENT)], cls(str(tmp_path / "p.jsonl"), "jsonl"))
+        rows = [json.loads(ln) for ln in (tmp_path / "p.jsonl").read_text().splitlines()]
+        assert len(rows) == 10 and {r["era"] for r in rows} == {"phase9-11"}
+    elif name == "trace":
+        stream_records([str(INCIDENT)], cls(buf))
+        assert json.loads(buf.getvalue())["metadata"]["calls"] == 10
+    else:
+        stream_records([str(INCIDENT)], cls(buf))
+        events = [json.loads(ln) for ln in buf.getvalue().splitlines()]
+        assert [e["type"] for e in events] == ["partition"] * 10
+
+
+def test_check_junit_on_stdout_matches_the_junit_file(tmp_path: Path) -> None:
+    out = tmp_path / "j.xml"
+    res = invoke(["check", str(INCIDENT), "--format", "junit", "--junit", str(out)])
+    assert res.exit_code == ExitCode.FINDINGS
+    assert validate_junit(res.stdout) == []
+
+    def strip(doc: str) -> str:
+        return re.sub(r' (timestamp|hostname)="[^"]*"', "", doc)
+
+    assert strip(res.stdout) == strip(out.read_text(encoding="utf-8"))

@@ -204,8 +204,8 @@ def test_export_converts_a_parquet_export(export: Path, tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
-def test_a_utf16_log_is_decoded(tmp_path: Path, encoding: str) -> None:
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-8-sig"])
+def test_utf16_and_bom_logs_are_decoded(tmp_path: Path, encoding: str) -> None:
     log = tmp_path / "daemon.log"
     log.write_bytes(INCIDENT.read_text(encoding="utf-8").encode(encoding))
     code, out, err = invoke("analyze", str(log), "--format", "json")
@@ -214,6 +214,7 @@ def test_a_utf16_log_is_decoded(tmp_path: Path, encoding: str) -> None:
     doc, ref_doc = json.loads(out), json.loads(ref)
     assert doc["facts"] == ref_doc["facts"]
     assert doc["accounting"]["lines_total"] == ref_doc["accounting"]["lines_total"]
+    assert doc["accounting"]["by_family"] == ref_doc["accounting"]["by_family"]
     assert doc["accounting"]["decode_errors"] == 0
 
 

@@ -285,7 +285,9 @@ def test_final_json_report_equals_analyze(busy_log: Path, live_procs: list[Live]
     assert doc["accounting"]["lines_total"] == ref["accounting"]["lines_total"]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name
+)
 def test_a_signal_prints_the_final_report_then_exits_with_its_code(
     busy_log: Path, live_procs: list[Live], tmp_path: Path, sig: signal.Signals
 ) -> None:
@@ -326,7 +328,7 @@ def _drained(live: Live, timeout: float = 30.0) -> bool:
     return False
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
 def test_no_live_on_stdin_prints_the_report_of_what_was_read_on_a_signal(
     busy_log: Path, live_procs: list[Live], tmp_path: Path, sig: signal.Signals
 ) -> None:

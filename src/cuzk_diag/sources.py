@@ -241,20 +241,23 @@ class ZstdReader:
         self._read = getattr(raw, "read1", None) or raw.read
         self._dctx = zstandard.ZstdDecompressor()
         self._dobj = self._dctx.decompressobj()
-        self._pending = b""  # compressed bytes not fed yet
+        self._pending = memoryview(b"")  # compressed bytes read, fed up to _pos
+        self._pos = 0
         self._out = b""  # decompressed bytes not returned yet
         self._in_frame = False
 
     def read1(self, n: int = 1 << 16) -> bytes:
         n = n if n and n > 0 else 1 << 16
         while not self._out:
-            if not self._pending:
-                self._pending = self._read(1 << 16)
+            if self._pos >= len(self._pending):
+                self._pending = memoryview(self._read(1 << 16))
+                self._pos = 0
                 if not self._pending:
                     if self._in_frame:
                         raise EOFError("zstd data ends inside a frame")
                     return b""
-            piece, self._pending = self._pending[: self.PIECE], self._pending[self.PIECE :]
+            piece = self._pending[self._pos : self._pos + self.PIECE]
+            self._pos += self.PIECE
             out = []
             while piece:
                 out.append(self._dobj.decompress(piece))

@@ -34,12 +34,12 @@ from typing import IO, Any
 import pandas as pd
 
 from cuzk_diag import __version__
-from cuzk_diag.facts import SPLIT_ERAS, barrier_estimate, estimate_lock_wait, gpu_of_rows
+from cuzk_diag.facts import barrier_estimate, estimate_lock_wait, gpu_of_rows
 from cuzk_diag.records import Finding, RunInfo
 from cuzk_diag.sinks import Sink, StreamEnd
 
 #: Eras with the split start/finalize API: a worker takes its next call during the finalize.
-SPLIT_API_ERAS = SPLIT_ERAS | {"main"}
+SPLIT_API_ERAS = frozenset({"phase12", "pool-cache", "main"})
 #: How far behind the newest clock reading events are held for ordering (ms).
 HORIZON_MS = 600_000.0
 #: Gap put between clock segments (the engine restarted, or the next input began), ms.
@@ -200,7 +200,7 @@ class TraceWriter(Sink):
             return
         df = pd.DataFrame.from_records(recs)
         era = next((r.get("era") for r in recs if r.get("era")), self.info.era)
-        lock = estimate_lock_wait(df, era or "unknown")
+        lock = estimate_lock_wait(df)
         barrier, _, bmethod = barrier_estimate(df, lock)
         gpus = gpu_of_rows(df, self.info, self.info.gw).tolist()
         waits = lock.wait.tolist()

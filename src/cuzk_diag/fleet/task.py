@@ -1,0 +1,172 @@
+"""The per-unit task of a fleet build: read one rotation group, diagnose each run in it.
+
+``process_unit`` runs in a worker process (local pool or a Dask worker) and returns plain Arrow
+tables, so the driver alone writes the dataset. It never raises for bad input: an unreadable
+unit comes back with its error message, to be reported and retried on the next build.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+
+from cuzk_diag.analysis import Analysis, analyze_run
+from cuzk_diag.config import Config
+from cuzk_diag.errors import CuzkDiagError
+from cuzk_diag.fleet.discover import Unit, safe_host
+from cuzk_diag.fleet.schema import FINDING_SCHEMA, RUN_SCHEMA, partition_schema
+from cuzk_diag.pipeline import Run, load_run
+
+
+@dataclass(slots=True)
+class UnitResult:
+    """What one unit produced: rows for the three tables, or the reason it produced none."""
+
+    unit_id: str
+    host: str
+    partitions: pa.Table | None = None  # PARTITION_SCHEMA + run_id + date
+    runs: pa.Table | None = None
+    findings: pa.Table | None = None
+    error: str | None = None
+    bytes_read: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def process_unit(unit: Unit, host_source: str, config: Config | None = None) -> UnitResult:
+    """Read, assemble and diagnose the unit's files; never raises for bad input."""
+    cfg = config or Config()
+    host = safe_host(unit.host_hint)
+    try:
+        run = load_run(unit.paths)
+    except (CuzkDiagError, OSError) as exc:
+        return UnitResult(unit.unit_id, host, error=str(exc), bytes_read=unit.size)
+    if host_source != "regex":
+        host = safe_host(journald_host(run) or unit.host_hint)
+    results = UnitResult(unit.unit_id, host, bytes_read=unit.size)
+    parts, runs, finds = [], [], []
+    for index, one in enumerate(split_runs(run)):
+        run_id = f"{unit.unit_id}-{index}"
+        analysis = analyze_run(one, cfg, inputs=unit.paths)
+        start = wall_clock(one)
+        parts.append(partition_rows(one, run_id, start))
+        runs.append(run_row(analysis, run_id, host, unit, start))
+        finds += finding_rows(analysis, run_id, host)
+    results.partitions = pa.concat_tables(parts) if parts else None
+    results.runs = pa.Table.from_pylist(runs, RUN_SCHEMA)
+    results.findings = pa.Table.from_pylist(finds, FINDING_SCHEMA)
+    return results
+
+
+def split_runs(run: Run) -> list[Run]:
+    """The runs (engine starts) of one unit's records."""
+    return [run]
+
+
+def journald_host(run: Run) -> str | None:
+    """The host named by the journald/syslog prefixes of most lines, if any."""
+    sources = run.accounting.journald_sources
+    if not sources:
+        return None
+    top, _ = max(sources.items(), key=lambda kv: (kv[1], kv[0]))
+    return top.split(" ", 1)[0] or None
+
+
+def wall_clock(run: Run) -> datetime | None:
+    """Wall-clock time of the run's TIMELINE offset 0, when the log gives one."""
+    ts = run.info.engine_start_ts
+    if not ts:
+        return None
+    try:
+        value = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def partition_rows(run: Run, run_id: str, start: datetime | None) -> pa.Table:
+    """The run's partition records with the run id and the UTC date of each call."""
+    table = run.table
+    assert table is not None
+    n = table.num_rows
+    if start is not None and n:
+        offsets = table.column("start_ms").to_pylist()
+        dates = [_date(start, ms) for ms in offsets]
+    else:
+        dates = ["unknown"] * n
+    table = table.append_column("run_id", pa.array([run_id] * n, pa.string()))
+    table = table.append_column("date", pa.array(dates, pa.string()))
+    return table.cast(partition_schema())
+
+
+def _date(start: datetime, offset_ms: int | None) -> str:
+    when = start + timedelta(milliseconds=offset_ms or 0)
+    return when.astimezone(UTC).date().isoformat()
+
+
+def run_row(
+    analysis: Analysis, run_id: str, host: str, unit: Unit, start: datetime | None
+) -> dict[str, Any]:
+    """One row of ``runs/``: the run's configuration, performance and finding counts."""
+    f = analysis.facts
+    df = analysis.partitions
+    first = _wall(start, df, "start_ms", min)
+    last = _wall(start, df, "end_ms", max)
+    counts = analysis.counts()
+    return {
+        "run_id": run_id,
+        "host": host,
+        "files": json.dumps(unit.paths),
+        "era": f.era,
+        "n_gpus": f.n_gpus or None,
+        "gw": f.gw,
+        "gpu_threads": f.gpu_threads,
+        "proofs": f.proofs,
+        "proofs_completed": f.proofs_completed,
+        "proofs_failed": f.proofs_failed,
+        "partitions": f.partitions,
+        "s_per_proof": f.s_per_proof,
+        "gpu_util": f.gpu_util,
+        "kernel_util": f.kernel_util,
+        "gpu_total_ms_p50": _median(df, "gpu_total_ms"),
+        "first_ts": first,
+        "last_ts": last,
+        "errors": counts.get("error", 0),
+        "warnings": counts.get("warning", 0),
+        "infos": counts.get("info", 0),
+    }
+
+
+def _wall(start: datetime | None, df: Any, col: str, pick: Any) -> datetime | None:
+    if start is None or col not in df.columns:
+        return None
+    vals = df[col].dropna()
+    if vals.empty:
+        return None
+    return start + timedelta(milliseconds=int(pick(vals)))
+
+
+def _median(df: Any, col: str) -> float | None:
+    if col not in df.columns:
+        return None
+    vals = df[col].dropna()
+    return float(vals.median()) if len(vals) else None
+
+
+def finding_rows(analysis: Analysis, run_id: str, host: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "run_id": run_id,
+            "host": host,
+            "code": f.code,
+            "name": f.name,
+            "severity": str(f.severity),
+            "message": f.message,
+            "evidence": json.dumps(f.evidence, sort_keys=True),
+            "lines": json.dumps(list(f.lines)),
+        }
+        for f in analysis.findings
+    ]

@@ -77,9 +77,10 @@ def dask_runner(scheduler: str | None, host_source: str, config: Config | None =
         except (OSError, TimeoutError, ValueError) as exc:
             raise InputError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
         try:
-            futures = {client.submit(task, u, pure=False): u for u in units}
-            for fut in as_completed(futures):
-                yield futures[fut], fut.result()
+            with client.as_current():
+                futures = {client.submit(task, u, pure=False): u for u in units}
+                for fut in as_completed(list(futures)):
+                    yield futures[fut], fut.result()
         finally:
             client.close()
 

@@ -30,6 +30,7 @@ HOST_COLUMNS = (
     "gpu_util",
     "kernel_util",
     "gpu_total_ms_p50",
+    "kernel_ms_p50",
     "first_ts",
     "last_ts",
     "findings",

@@ -29,6 +29,7 @@ RUN_SCHEMA = pa.schema(
         ("gpu_util", pa.float64()),
         ("kernel_util", pa.float64()),
         ("gpu_total_ms_p50", pa.float64()),
+        ("kernel_ms_p50", pa.float64()),  # median of ntt_msm_h_ms + batch_add_ms + tail_msm_ms
         ("first_ts", _TS),
         ("last_ts", _TS),
         ("errors", pa.int64()),

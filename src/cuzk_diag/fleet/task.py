@@ -17,6 +17,7 @@ import pyarrow as pa
 from cuzk_diag.analysis import Analysis, analyze_run
 from cuzk_diag.config import Config
 from cuzk_diag.errors import CuzkDiagError
+from cuzk_diag.fleet.context import with_kernel_ms
 from cuzk_diag.fleet.discover import Unit, safe_host
 from cuzk_diag.fleet.schema import FINDING_SCHEMA, RUN_SCHEMA, partition_schema
 from cuzk_diag.pipeline import Run, load_run
@@ -132,6 +133,7 @@ def run_row(
         "gpu_util": f.gpu_util,
         "kernel_util": f.kernel_util,
         "gpu_total_ms_p50": _median(df, "gpu_total_ms"),
+        "kernel_ms_p50": _median(with_kernel_ms(df), "kernel_ms"),
         "first_ts": first,
         "last_ts": last,
         "errors": counts.get("error", 0),

@@ -162,6 +162,7 @@ class Rule:
             "code": cls.code,
             "name": cls.name,
             "area": cls.area,
+            "scope": cls.scope,
             "severity": str(cls.severity),
             "title": cls.title,
             "options": [

@@ -53,7 +53,8 @@ class HostOutlier(FleetRule):
     `gpu_total_ms`) is significantly higher than that of the other hosts with the same code era, GPU count and workers per GPU
     (its peers), over each host's latest run: a one-sided Mann-Whitney U test of the host's
     calls against the pooled calls of its peers, with p-values Holm-adjusted across every host
-    tested, and a median at least `min_shift` above the peers' median.
+    tested below `alpha`, and a median at least `min_shift` above the peers' median. A host
+    needs `min_calls` calls and at least `min_peers` peers to be tested.
 
     ## Why it matters
     Hosts of one configuration should prove at one speed. A host whose GPU kernels take 20%
@@ -62,8 +63,14 @@ class HostOutlier(FleetRule):
     so: each run looks healthy on its own.
 
     ## Example log lines
-    The host's `CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=545` and `batch_add_ms=774` against its
-    peers' `ntt_msm_h_ms=454` and `batch_add_ms=645`, call after call.
+    The host's kernel lines, call after call:
+
+    ```
+    CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=545
+    CUZK_TIMING: gpu_tid=0 batch_add_ms=774
+    ```
+
+    against its peers' `ntt_msm_h_ms=454` and `batch_add_ms=645`.
 
     ## What to do
     Compare the host's GPU model, clocks and temperature (`nvidia-smi -q -d CLOCK,TEMPERATURE`),
@@ -183,7 +190,8 @@ class HostTrend(FleetRule):
     A host whose per-partition kernel time (`kernel_ms`, as in host-outlier) in its last ISO
     week of data is significantly
     higher than in its first week (one-sided Mann-Whitney U, Holm-adjusted across the hosts
-    tested) and whose median rose by at least `min_shift`. Only calls with a wall-clock date
+    tested, below `alpha`) and whose median rose by at least `min_shift`; `metric` picks the
+    field and each week needs `min_calls` calls. Only calls with a wall-clock date
     count, and only hosts whose runs kept the same era, GPU count and workers per GPU.
 
     ## Why it matters
@@ -191,8 +199,12 @@ class HostTrend(FleetRule):
     per-run check; the change shows only when weeks are compared.
 
     ## Example log lines
-    `CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=454` in the first week, then `ntt_msm_h_ms=545` in
-    the last.
+    The same host in its first and in its last week:
+
+    ```
+    2026-11-02T14:10:31.201Z ... CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=454
+    2026-11-09T15:02:11.873Z ... CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=545
+    ```
 
     ## What to do
     Look at what changed on the host between the two weeks (driver, firmware, cooling, other
@@ -293,9 +305,9 @@ class ConfigDrift(FleetRule):
     """Hosts whose daemon settings differ from those of most hosts running the same code.
 
     ## What it flags
-    Among the hosts whose latest run has the same code era and GPU count, a host whose
-    `gpu_workers_per_device` (gw) or `gpu_threads` differs from the setting that a clear
-    majority (more than `majority` of those hosts) uses.
+    Among the hosts whose latest run has the same code era and GPU count (at least
+    `min_hosts` of them), a host whose `gpu_workers_per_device` (gw) or `gpu_threads` differs
+    from the setting that a clear majority (more than `majority` of those hosts) uses.
 
     ## Why it matters
     A fleet is tuned once; a host left with another worker count or thread setting proves at
@@ -303,8 +315,11 @@ class ConfigDrift(FleetRule):
     usually a configuration file that a rollout missed.
 
     ## Example log lines
-    `initializing GPU workers gpu_workers_per_device=1` on one host where the others print
-    `gpu_workers_per_device=2`.
+    The start-up line of one host, where the others print `gpu_workers_per_device=2`:
+
+    ```
+    INFO cuzk_core::engine: initializing GPU workers num_gpus=1 gpu_workers_per_device=1 total_workers=1 gpus=[0]
+    ```
 
     ## What to do
     Align the host's daemon configuration with the fleet's (or record why it differs).

@@ -186,7 +186,7 @@ def test_parallel_and_serial_builds_write_the_same_dataset(
 
 
 def _sorted(df: pd.DataFrame) -> pd.DataFrame:
-    keys = [c for c in ("run_id", "record", "code", "message") if c in df.columns]
+    keys = [c for c in ("host", "date", "first_ts", "record", "code", "message") if c in df.columns]
     return df.sort_values(keys).reset_index(drop=True)
 
 
@@ -297,3 +297,20 @@ def test_dask_engine_writes_the_same_dataset(dataset: Path, fleet_logs: Path, tm
         a = _sorted(read_table(dataset, name).to_pandas())
         b = _sorted(read_table(tmp_path / "dask", name).to_pandas())
         pd.testing.assert_frame_equal(a, b)
+
+
+def test_fsspec_urls_build_the_same_dataset(fleet_logs: Path, dataset: Path, tmp_path: Path) -> None:
+    """URLs (s3://, gs://, ... with their fsspec backend) are read through fsspec; file:// takes
+    the same code path without a network."""
+    build_fleet([f"file://{fleet_logs}"], tmp_path / "url", jobs=2)
+    for name in ("partitions", "runs", "findings"):
+        a = _sorted(read_table(dataset, name).to_pandas())
+        b = _sorted(read_table(tmp_path / "url", name).to_pandas())
+        if name == "runs":
+            assert all(json.loads(f)[0].startswith("file://") for f in b["files"])
+            a, b = a.drop(columns=["files", "run_id"]), b.drop(columns=["files", "run_id"])
+        else:
+            a, b = a.drop(columns=["run_id"]), b.drop(columns=["run_id"])
+        pd.testing.assert_frame_equal(a, b)
+    with pytest.raises(Exception, match="no such file"):
+        build_fleet([f"file://{tmp_path}/missing/"], tmp_path / "x")

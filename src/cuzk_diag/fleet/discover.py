@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from cuzk_diag.errors import InputError
 
@@ -36,6 +37,30 @@ class LogFile:
     def key(self) -> list[object]:
         """Path, size, mtime and a hash of the first and last MiB: changes when the file does."""
         return [self.path, self.size, self.mtime_ns, content_hash(self.path, self.size)]
+
+
+def is_url(path: str) -> bool:
+    """``s3://bucket/x.log``, ``gs://...``, ``file://...``: read through fsspec."""
+    return "://" in path
+
+
+def _fs(url: str) -> tuple[Any, str]:
+    try:
+        import fsspec
+    except ImportError:
+        raise InputError(f"{url}: URLs need fsspec (pip install 'cuzk-diag[dask]')") from None
+    try:
+        return fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:
+        raise InputError(f"{url}: no file system for this URL ({exc})") from None
+
+
+def open_binary(path: str) -> BinaryIO:
+    """A local path or an fsspec URL, opened for reading bytes."""
+    if not is_url(path):
+        return open(path, "rb")
+    fs, inner = _fs(path)
+    return fs.open(inner, "rb")  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +95,7 @@ class Discovery:
 
 def content_hash(path: str, size: int) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_binary(path) as fh:
         h.update(fh.read(_HASH_SPAN))
         if size > 2 * _HASH_SPAN:
             fh.seek(size - _HASH_SPAN)
@@ -91,10 +116,18 @@ def discover(inputs: Sequence[str], host_from: str | None = None) -> Discovery:
     pattern = _compile(host_from)
     found: list[tuple[str, str | None]] = []  # (path, directory-derived host)
     out = Discovery()
+    stats: dict[str, tuple[int, int]] = {}
     for item in inputs:
         if item == "-":
             raise InputError("fleet reads files, not stdin ('-')")
-        if os.path.isdir(item):
+        if is_url(item):
+            for url, dir_host, size, mtime in _walk_url(item):
+                if LOG_NAME_RE.search(url.rsplit("/", 1)[-1]):
+                    found.append((url, dir_host))
+                    stats[url] = (size, mtime)
+                else:
+                    out.skipped.append(url)
+        elif os.path.isdir(item):
             for path in _walk(item):
                 if LOG_NAME_RE.search(os.path.basename(path)):
                     found.append((path, _dir_host(item, path)))
@@ -113,14 +146,18 @@ def discover(inputs: Sequence[str], host_from: str | None = None) -> Discovery:
     groups: dict[str, list[LogFile]] = {}
     hints: dict[str, str | None] = {}
     for path, dir_host in found:
-        real = os.path.realpath(path)
+        real = path if is_url(path) else os.path.realpath(path)
         if real in seen:
             continue
         seen.add(real)
         hint = _regex_host(pattern, path) if pattern else dir_host
-        st = os.stat(path)
-        lf = LogFile(path, st.st_size, st.st_mtime_ns, hint)
-        group = f"{hint or ''}\0{os.path.join(os.path.dirname(real), rotation_base(path))}"
+        if is_url(path):
+            size, mtime = stats[path]
+        else:
+            st = os.stat(path)
+            size, mtime = st.st_size, st.st_mtime_ns
+        lf = LogFile(path, size, mtime, hint)
+        group = f"{hint or ''}\0{real.rsplit('/', 1)[0]}/{rotation_base(path)}"
         groups.setdefault(group, []).append(lf)
         hints[group] = hint
     for group in sorted(groups):
@@ -143,6 +180,43 @@ def _rotation_order(f: LogFile) -> tuple[int, str]:
     m = _ROTATION_RE.match(os.path.basename(f.path))
     n = int(m.group("n")) if m and m.group("n") else 0
     return (-n, f.path)
+
+
+def _walk_url(url: str) -> Iterable[tuple[str, str | None, int, int]]:
+    """(url, host from the directory, size, mtime in ns) of every file under or matching url."""
+    fs, inner = _fs(url)
+    protocol = url.split("://", 1)[0]
+    try:
+        if fs.isdir(inner):
+            entries = fs.find(inner, detail=True)
+            root = inner.rstrip("/")
+        elif glob.has_magic(inner):
+            entries = fs.glob(inner, detail=True)
+            root = None
+        else:
+            entries = {inner: fs.info(inner)}
+            root = None
+    except FileNotFoundError:
+        raise InputError(f"{url}: no such file or directory") from None
+    except OSError as exc:
+        raise InputError(f"{url}: cannot list ({exc})") from None
+    if not entries:
+        raise InputError(f"{url}: no file matches")
+    for name in sorted(entries):
+        info = entries[name]
+        if info.get("type") == "directory":
+            continue
+        parts = name.split("/")
+        if root is not None:
+            rel = name[len(root) :].strip("/").split("/")
+            host = rel[0] if len(rel) > 1 else (parts[-2] if len(parts) > 1 else None)
+        else:
+            host = parts[-2] if len(parts) > 1 else None
+        mtime = info.get("mtime") or info.get("LastModified") or info.get("created") or 0
+        if hasattr(mtime, "timestamp"):
+            mtime = mtime.timestamp()
+        full = name if "://" in name else f"{protocol}://{name}"
+        yield full, host or None, int(info.get("size") or 0), int(float(mtime) * 1e9)
 
 
 def _walk(root: str) -> Iterable[str]:

@@ -8,6 +8,11 @@ unit comes back with its error message, to be reported and retried on the next b
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,9 +21,9 @@ import pyarrow as pa
 
 from cuzk_diag.analysis import Analysis, analyze_run
 from cuzk_diag.config import Config
-from cuzk_diag.errors import CuzkDiagError
+from cuzk_diag.errors import CuzkDiagError, InputError
 from cuzk_diag.fleet.context import with_kernel_ms
-from cuzk_diag.fleet.discover import Unit, safe_host
+from cuzk_diag.fleet.discover import Unit, is_url, open_binary, safe_host
 from cuzk_diag.fleet.schema import FINDING_SCHEMA, RUN_SCHEMA, partition_schema
 from cuzk_diag.pipeline import Run, load_run
 
@@ -42,7 +47,8 @@ def process_unit(unit: Unit, host_source: str, config: Config | None = None) -> 
     cfg = config or Config()
     host = safe_host(unit.host_hint)
     try:
-        run = load_run(unit.paths)
+        with local_copies(unit.paths) as paths:
+            run = load_run(paths)
     except (CuzkDiagError, OSError) as exc:
         return UnitResult(unit.unit_id, host, error=str(exc), bytes_read=unit.size)
     if host_source != "regex":
@@ -60,6 +66,29 @@ def process_unit(unit: Unit, host_source: str, config: Config | None = None) -> 
     results.runs = pa.Table.from_pylist(runs, RUN_SCHEMA)
     results.findings = pa.Table.from_pylist(finds, FINDING_SCHEMA)
     return results
+
+
+@contextmanager
+def local_copies(paths: list[str]) -> Iterator[list[str]]:
+    """Local paths of the unit's files: URLs (s3://, gs://, ...) are copied to a temporary
+    directory of this worker for the time of the task; local paths are used as they are."""
+    if not any(is_url(p) for p in paths):
+        yield paths
+        return
+    with tempfile.TemporaryDirectory(prefix="cuzk-diag-fleet.") as tmp:
+        local = []
+        for i, p in enumerate(paths):
+            if not is_url(p):
+                local.append(p)
+                continue
+            dest = os.path.join(tmp, f"{i}-{p.rsplit('/', 1)[-1]}")
+            try:
+                with open_binary(p) as src, open(dest, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 4 << 20)
+            except OSError as exc:
+                raise InputError(f"{p}: cannot read ({exc})") from None
+            local.append(dest)
+        yield local
 
 
 def split_runs(run: Run) -> list[Run]:

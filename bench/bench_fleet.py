@@ -85,8 +85,17 @@ def main(argv: list[str] | None = None) -> int:
     measures = {
         jobs: Measure(
             f"fleet --jobs {jobs}",
-            [*cuzk_diag_cmd(), "fleet", str(fleet), "-o", str(work / f"ds{jobs}"), "--rebuild",
-             "--quiet", "--jobs", str(jobs)],
+            [
+                *cuzk_diag_cmd(),
+                "fleet",
+                str(fleet),
+                "-o",
+                str(work / f"ds{jobs}"),
+                "--rebuild",
+                "--quiet",
+                "--jobs",
+                str(jobs),
+            ],
             size,
         )
         for jobs in (1, 2)
@@ -95,8 +104,11 @@ def main(argv: list[str] | None = None) -> int:
         for jobs, m in measures.items():
             s = timed(m.cmd, work, env)
             m.samples.append(s)
-            print(f"round {rep + 1}: jobs={jobs} {s.wall_s:.1f} s, {s.rss_kib / 1024:.0f} MiB "
-                  f"(rc {s.rc})", file=sys.stderr)
+            print(
+                f"round {rep + 1}: jobs={jobs} {s.wall_s:.1f} s, {s.rss_kib / 1024:.0f} MiB "
+                f"(rc {s.rc})",
+                file=sys.stderr,
+            )
             if s.rc != 0:
                 print(s.stderr, file=sys.stderr)
                 return 1
@@ -128,8 +140,13 @@ def main(argv: list[str] | None = None) -> int:
     (a.out / "fleet-results.md").write_text(text)
     (a.out / "fleet-results.json").write_text(
         json.dumps(
-            {"machine": info, "fingerprint": fp, "bytes": size, "speedup": speedup,
-             "measures": [m.to_dict() for m in (one, two)]},
+            {
+                "machine": info,
+                "fingerprint": fp,
+                "bytes": size,
+                "speedup": speedup,
+                "measures": [m.to_dict() for m in (one, two)],
+            },
             indent=1,
         )
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -138,7 +137,9 @@ def test_dataset_layout_and_schema_version(dataset: Path) -> None:
         for f in part_files
     )
     assert {f.split("/")[2] for f in part_files} == {"date=2026-11-02", "date=2026-11-09"}
-    assert any(f.startswith("runs/") for f in files) and any(f.startswith("findings/") for f in files)
+    assert any(f.startswith("runs/") for f in files) and any(
+        f.startswith("findings/") for f in files
+    )
     for f in files:
         meta = pq.read_schema(dataset / f).metadata
         assert meta[SCHEMA_KEY] == str(FLEET_SCHEMA_VERSION).encode()
@@ -159,7 +160,8 @@ def test_pandas_reads_the_dataset_as_it_is(dataset: Path) -> None:
 
 
 def test_duckdb_reads_the_dataset_as_it_is(dataset: Path) -> None:
-    duckdb = pytest.importorskip("duckdb") if not os.environ.get("CI") else __import__("duckdb")
+    import duckdb
+
     con = duckdb.connect()
     rows = con.execute(
         "SELECT host, count(*) AS calls, median(ntt_msm_h_ms + batch_add_ms + tail_msm_ms) AS k "
@@ -168,7 +170,8 @@ def test_duckdb_reads_the_dataset_as_it_is(dataset: Path) -> None:
     ).fetchall()
     assert rows[0][0] == "old-fallback" and len(rows) == len(fleet_hosts())
     per_day = con.execute(
-        "SELECT host, CAST(date AS VARCHAR), count(*) FILTER (WHERE prestage_setup = 'skip_vram') AS fallbacks "
+        "SELECT host, CAST(date AS VARCHAR), "
+        "count(*) FILTER (WHERE prestage_setup = 'skip_vram') AS fallbacks "
         f"FROM read_parquet('{dataset}/partitions/**/*.parquet', hive_partitioning = true) "
         "GROUP BY ALL HAVING fallbacks > 0 ORDER BY ALL"
     ).fetchall()
@@ -235,7 +238,9 @@ def test_fleet_report_names_exactly_the_odd_hosts(dataset: Path) -> None:
     assert named <= set(ODD)
     cz101 = next(c for c in report.by_code if c["code"] == "CZ101")
     assert cz101["hosts"] == ["old-fallback"] and cz101["of_hosts"] == len(fleet_hosts())
-    slow = next(f for f in report.findings if f.code == "CZ801" and f.evidence["host"] == "prover-slow")
+    slow = next(
+        f for f in report.findings if f.code == "CZ801" and f.evidence["host"] == "prover-slow"
+    )
     assert 1.12 < slow.evidence["ratio"] < 1.3
     assert slow.evidence["p_adjusted"] < 0.05
     gw1 = next(f for f in report.findings if f.code == "CZ803")
@@ -283,10 +288,11 @@ def test_host_names_from_the_log_cannot_escape_the_dataset(tmp_path: Path) -> No
 # -- Dask ---------------------------------------------------------------------------------------
 
 
-def test_dask_engine_writes_the_same_dataset(dataset: Path, fleet_logs: Path, tmp_path: Path) -> None:
-    distributed = pytest.importorskip("distributed") if not os.environ.get("CI") else __import__(
-        "distributed"
-    )
+def test_dask_engine_writes_the_same_dataset(
+    dataset: Path, fleet_logs: Path, tmp_path: Path
+) -> None:
+    import distributed
+
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
     ) as cluster:
@@ -299,7 +305,9 @@ def test_dask_engine_writes_the_same_dataset(dataset: Path, fleet_logs: Path, tm
         pd.testing.assert_frame_equal(a, b)
 
 
-def test_fsspec_urls_build_the_same_dataset(fleet_logs: Path, dataset: Path, tmp_path: Path) -> None:
+def test_fsspec_urls_build_the_same_dataset(
+    fleet_logs: Path, dataset: Path, tmp_path: Path
+) -> None:
     """URLs (s3://, gs://, ... with their fsspec backend) are read through fsspec; file:// takes
     the same code path without a network."""
     build_fleet([f"file://{fleet_logs}"], tmp_path / "url", jobs=2)

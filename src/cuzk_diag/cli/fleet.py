@@ -106,7 +106,7 @@ def fleet_cmd(
             f"{len(summary.unchanged)} unchanged, {len(summary.failed)} failed; "
             f"{summary.rows:,} GPU calls written to {out}\n"
         )
-    for group, message in sorted(summary.failed.items()):
+    for _group, message in sorted(summary.failed.items()):
         err.write(f"cuzk-diag: error: {message}\n")
     if summary.failed:
         ctx.exit(ExitCode.USAGE)

@@ -28,6 +28,8 @@ def with_kernel_ms(parts: pd.DataFrame) -> pd.DataFrame:
         return parts.assign(kernel_ms=pd.Series(dtype="float64"))
     stages = parts[list(KERNEL_STAGES)].apply(pd.to_numeric, errors="coerce")
     return parts.assign(kernel_ms=stages.sum(axis=1, min_count=len(KERNEL_STAGES)))
+
+
 #: Settings that make hosts comparable: peers share all of them.
 PEER_KEYS = ("era", "n_gpus", "gw")
 

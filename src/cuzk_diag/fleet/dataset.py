@@ -65,7 +65,7 @@ class Manifest:
             self.units = data.get("units", {})
 
     def unchanged(self, unit: Unit) -> bool:
-        entry = self.units.get(unit.group)
+        entry = self.units.get(unit.group) or {}
         return bool(entry) and entry.get("key") == _jsonable(unit.key()) and not entry.get("error")
 
     def save(self) -> None:

@@ -50,7 +50,8 @@ def _fs(url: str) -> tuple[Any, str]:
     except ImportError:
         raise InputError(f"{url}: URLs need fsspec (pip install 'cuzk-diag[dask]')") from None
     try:
-        return fsspec.core.url_to_fs(url)
+        fs, inner = fsspec.core.url_to_fs(url)
+        return fs, str(inner)
     except (ImportError, ValueError) as exc:
         raise InputError(f"{url}: no file system for this URL ({exc})") from None
 

@@ -62,26 +62,26 @@ def dask_runner(scheduler: str | None, host_source: str, config: Config | None =
     try:
         from dask.distributed import Client, as_completed
     except ImportError:
-        raise InputError(
-            "--engine dask needs Dask: pip install 'cuzk-diag[dask]'"
-        ) from None
+        raise InputError("--engine dask needs Dask: pip install 'cuzk-diag[dask]'") from None
     task = partial(process_unit, host_source=host_source, config=config)
 
     def run(units: Sequence[Unit]) -> Iterator[tuple[Unit, UnitResult]]:
         if not units:
             return
         try:
-            client = Client(scheduler, set_as_default=False) if scheduler else Client(
-                set_as_default=False
+            client = (
+                Client(scheduler, set_as_default=False)  # type: ignore[no-untyped-call]
+                if scheduler
+                else Client(set_as_default=False)  # type: ignore[no-untyped-call]
             )
         except (OSError, TimeoutError, ValueError) as exc:
             raise InputError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
         try:
             with client.as_current():
                 futures = {client.submit(task, u, pure=False): u for u in units}
-                for fut in as_completed(list(futures)):
+                for fut in as_completed(list(futures)):  # type: ignore[no-untyped-call]
                     yield futures[fut], fut.result()
         finally:
-            client.close()
+            client.close()  # type: ignore[no-untyped-call]
 
     return run

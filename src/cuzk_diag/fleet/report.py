@@ -139,14 +139,18 @@ def _by_code(findings: pd.DataFrame, n_hosts: int) -> list[dict[str, Any]]:
 
 
 def _settings(latest: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each combination of settings in use, with its hosts, the most common first."""
     if latest.empty:
         return []
     keyed = latest.assign(**{c: latest[c].astype(object) for c in SETTINGS})
-    out = []
+    out: list[dict[str, Any]] = []
     for key, g in keyed.groupby(list(SETTINGS), dropna=False):
         out.append(
-            {**{c: (None if pd.isna(v) else v) for c, v in zip(SETTINGS, key, strict=True)},
-             "hosts": sorted(g["host"]), "n_hosts": len(g)}
+            {
+                **{c: (None if pd.isna(v) else v) for c, v in zip(SETTINGS, key, strict=True)},
+                "hosts": sorted(g["host"]),
+                "n_hosts": len(g),
+            }
         )
     out.sort(key=lambda d: (-d["n_hosts"], json.dumps(d, default=str)))
     return out

@@ -15,7 +15,18 @@ from cuzk_diag.report.console import SEVERITY_STYLE, make_console
 if TYPE_CHECKING:
     from cuzk_diag.fleet.report import FleetReport
 
-HOST_HEAD = ("host", "runs", "era", "GPUs", "gw", "s/proof", "busy", "kernel ms", "last run", "findings")
+HOST_HEAD = (
+    "host",
+    "runs",
+    "era",
+    "GPUs",
+    "gw",
+    "s/proof",
+    "busy",
+    "kernel ms",
+    "last run",
+    "findings",
+)
 NUMERIC = {"runs", "GPUs", "gw", "s/proof", "busy", "kernel ms"}
 
 
@@ -35,7 +46,9 @@ def _host_cells(h: dict[str, Any]) -> list[str]:
 
 
 def _setting_text(s: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={'?' if s[k] is None else s[k]}" for k in ("era", "n_gpus", "gw", "gpu_threads"))
+    return ", ".join(
+        f"{k}={'?' if s[k] is None else s[k]}" for k in ("era", "n_gpus", "gw", "gpu_threads")
+    )
 
 
 def render_console(report: FleetReport, stream: IO[str], *, color: str = "auto") -> None:
@@ -75,16 +88,23 @@ def render_console(report: FleetReport, stream: IO[str], *, color: str = "auto")
         hosts.add_row(*(Text(c) for c in _host_cells(h)))
     console.print(hosts)
     if report.by_code:
-        codes = Table(title="Findings across hosts (latest runs)", box=box.SIMPLE_HEAD, title_justify="left")
+        codes = Table(
+            title="Findings across hosts (latest runs)", box=box.SIMPLE_HEAD, title_justify="left"
+        )
         for head in ("code", "rule", "severity", "hosts", "which"):
             codes.add_column(head)
         for c in report.by_code:
             codes.add_row(
-                c["code"], c["name"], c["severity"], f"{c['n_hosts']} of {c['of_hosts']}",
+                c["code"],
+                c["name"],
+                c["severity"],
+                f"{c['n_hosts']} of {c['of_hosts']}",
                 Text(_short_list(c["hosts"])),
             )
         console.print(codes)
-    settings = Table(title="Configurations (latest runs)", box=box.SIMPLE_HEAD, title_justify="left")
+    settings = Table(
+        title="Configurations (latest runs)", box=box.SIMPLE_HEAD, title_justify="left"
+    )
     for head in ("settings", "hosts", "which"):
         settings.add_column(head)
     for s in report.settings:
@@ -123,7 +143,8 @@ def render_markdown(report: FleetReport, stream: IO[str], *, color: str = "auto"
     for h in report.hosts:
         w("| " + " | ".join(_md(c) for c in _host_cells(h)) + " |\n")
     if report.by_code:
-        w("\n## Findings across hosts (latest runs)\n\n| code | rule | severity | hosts | which |\n")
+        w("\n## Findings across hosts (latest runs)\n\n")
+        w("| code | rule | severity | hosts | which |\n")
         w("|---|---|---|---|---|\n")
         for c in report.by_code:
             w(

@@ -230,9 +230,7 @@ def select_rules(
     select: Sequence[str] | None = None, ignore: Sequence[str] = (), scope: str | None = None
 ) -> list[type[Rule]]:
     """Rules of ``scope`` chosen by ``select`` (all when None) minus ``ignore``."""
-    chosen = [
-        r for r in all_rules(scope) if select is None or any(_matches(r, t) for t in select)
-    ]
+    chosen = [r for r in all_rules(scope) if select is None or any(_matches(r, t) for t in select)]
     return [r for r in chosen if not any(_matches(r, t) for t in ignore)]
 
 

@@ -50,11 +50,12 @@ class HostOutlier(FleetRule):
     ## What it flags
     A host whose per-partition kernel time (`kernel_ms` = `ntt_msm_h_ms + batch_add_ms +
     tail_msm_ms`, the measured GPU kernel stages; `metric` picks another field, e.g.
-    `gpu_total_ms`) is significantly higher than that of the other hosts with the same code era, GPU count and workers per GPU
-    (its peers), over each host's latest run: a one-sided Mann-Whitney U test of the host's
-    calls against the pooled calls of its peers, with p-values Holm-adjusted across every host
-    tested below `alpha`, and a median at least `min_shift` above the peers' median. A host
-    needs `min_calls` calls and at least `min_peers` peers to be tested.
+    `gpu_total_ms`) is significantly higher than that of the other hosts with the same code
+    era, GPU count and workers per GPU (its peers), over each host's latest run: a one-sided
+    Mann-Whitney U test of the host's calls against the pooled calls of its peers, with
+    p-values Holm-adjusted across every host tested below `alpha`, and a median at least
+    `min_shift` above the peers' median. A host needs `min_calls` calls and at least
+    `min_peers` peers to be tested.
 
     ## Why it matters
     Hosts of one configuration should prove at one speed. A host whose GPU kernels take 20%
@@ -248,8 +249,7 @@ class HostTrend(FleetRule):
         stable = {
             host
             for host, g in ctx.runs.groupby("host")
-            if len({tuple(r) for r in g[list(PEER_KEYS)].astype(str).itertuples(index=False)})
-            == 1
+            if len({tuple(r) for r in g[list(PEER_KEYS)].astype(str).itertuples(index=False)}) == 1
         }
         weeks = parts["date"].astype(str).map(iso_week)
         tests = []
@@ -318,7 +318,7 @@ class ConfigDrift(FleetRule):
     The start-up line of one host, where the others print `gpu_workers_per_device=2`:
 
     ```
-    INFO cuzk_core::engine: initializing GPU workers num_gpus=1 gpu_workers_per_device=1 total_workers=1 gpus=[0]
+    INFO cuzk_core::engine: initializing GPU workers num_gpus=1 gpu_workers_per_device=1 ...
     ```
 
     ## What to do

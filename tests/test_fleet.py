@@ -18,8 +18,9 @@ from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.fleet import build_fleet, fleet_report
 from cuzk_diag.fleet.dataset import MANIFEST, read_table
 from cuzk_diag.fleet.discover import discover, rotation_base
+from cuzk_diag.fleet.runs import Piece, split_runs, start_lines
 from cuzk_diag.fleet.schema import FLEET_SCHEMA_VERSION, SCHEMA_KEY
-from cuzk_diag.model.daemon import SimConfig, write_log
+from cuzk_diag.model.daemon import SimConfig, simulate, write_log
 from cuzk_diag.model.fleet import HostSpec, write_fleet
 from cuzk_diag.rules import all_rules, get_rule
 
@@ -322,3 +323,54 @@ def test_fsspec_urls_build_the_same_dataset(
         pd.testing.assert_frame_equal(a, b)
     with pytest.raises(Exception, match="no such file"):
         build_fleet([f"file://{tmp_path}/missing/"], tmp_path / "x")
+
+
+# -- runs ---------------------------------------------------------------------------------------
+
+
+def _sim_bytes(**over: object) -> bytes:
+    cfg = SimConfig(**{**BASE, "proofs": 1, **over})
+    return simulate(cfg).data or b""
+
+
+def test_a_restart_splits_a_log_into_runs(tmp_path: Path) -> None:
+    """One daemon.log holding two runs (the daemon restarted with another gw): two runs, each
+    with its own facts, and line numbers of the original file."""
+    first = _sim_bytes(gw=2, seed=1)
+    second = _sim_bytes(gw=1, seed=2)
+    host = tmp_path / "logs" / "h1"
+    host.mkdir(parents=True)
+    (host / "daemon.log").write_bytes(first + second)
+    assert split_runs([str(host / "daemon.log")]) == [
+        [Piece(str(host / "daemon.log"), 1, first.count(b"\n"))],
+        [Piece(str(host / "daemon.log"), first.count(b"\n") + 1, None)],
+    ]
+    build_fleet([str(tmp_path / "logs")], tmp_path / "ds")
+    runs = read_table(tmp_path / "ds", "runs").to_pandas().sort_values("run_id")
+    assert list(runs["gw"]) == [2, 1]
+    parts = read_table(tmp_path / "ds", "partitions").to_pandas()
+    second_run = parts[parts["run_id"] == runs["run_id"].iloc[1]]
+    n_first = first.count(b"\n")
+    assert second_run["first_line"].min() > n_first
+    lines = (host / "daemon.log").read_bytes().split(b"\n")
+    for n in second_run["first_line"].head(5):
+        assert b"CUZK" in lines[int(n) - 1] or b"TIMELINE" in lines[int(n) - 1]
+    # the same records as each run's log read on its own
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "second.log").write_bytes(second)
+    build_fleet([str(alone)], tmp_path / "ds2")
+    other = read_table(tmp_path / "ds2", "partitions").to_pandas()
+    assert len(other) == len(second_run)
+    assert list(other["gpu_total_ms"]) == list(second_run["gpu_total_ms"])
+    assert list(other["first_line"] + n_first) == list(second_run["first_line"])
+
+
+def test_run_boundaries_found_in_compressed_files_and_a_last_line_without_newline(
+    tmp_path: Path,
+) -> None:
+    data = b"noise\n" + _sim_bytes(seed=3) + b"2026 INFO cuzk_daemon: cuzk-daemon starting"
+    with gzip.open(tmp_path / "d.log.gz", "wb") as fh:
+        fh.write(data)
+    n = data.count(b"\n")
+    assert start_lines(str(tmp_path / "d.log.gz")) == [2, n + 1]

@@ -11,20 +11,23 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from cuzk_diag.analysis import Analysis, analyze_run
 from cuzk_diag.config import Config
 from cuzk_diag.errors import CuzkDiagError, InputError
 from cuzk_diag.fleet.context import with_kernel_ms
 from cuzk_diag.fleet.discover import Unit, is_url, open_binary, safe_host
+from cuzk_diag.fleet.runs import materialised, split_runs
 from cuzk_diag.fleet.schema import FINDING_SCHEMA, RUN_SCHEMA, partition_schema
+from cuzk_diag.frame import table_to_frame
 from cuzk_diag.pipeline import Run, load_run
 
 
@@ -43,29 +46,46 @@ class UnitResult:
 
 
 def process_unit(unit: Unit, host_source: str, config: Config | None = None) -> UnitResult:
-    """Read, assemble and diagnose the unit's files; never raises for bad input."""
+    """Read, assemble and diagnose the unit's files, run by run; never raises for bad input."""
     cfg = config or Config()
-    host = safe_host(unit.host_hint)
-    try:
-        with local_copies(unit.paths) as paths:
-            run = load_run(paths)
-    except (CuzkDiagError, OSError) as exc:
-        return UnitResult(unit.unit_id, host, error=str(exc), bytes_read=unit.size)
-    if host_source != "regex":
-        host = safe_host(journald_host(run) or unit.host_hint)
-    results = UnitResult(unit.unit_id, host, bytes_read=unit.size)
+    result = UnitResult(unit.unit_id, safe_host(unit.host_hint), bytes_read=unit.size)
     parts, runs, finds = [], [], []
-    for index, one in enumerate(split_runs(run)):
-        run_id = f"{unit.unit_id}-{index}"
-        analysis = analyze_run(one, cfg, inputs=unit.paths)
-        start = wall_clock(one)
-        parts.append(partition_rows(one, run_id, start))
-        runs.append(run_row(analysis, run_id, host, unit, start))
-        finds += finding_rows(analysis, run_id, host)
-    results.partitions = pa.concat_tables(parts) if parts else None
-    results.runs = pa.Table.from_pylist(runs, RUN_SCHEMA)
-    results.findings = pa.Table.from_pylist(finds, FINDING_SCHEMA)
-    return results
+    try:
+        with local_copies(unit.paths) as local, tempfile.TemporaryDirectory() as tmp:
+            original = dict(zip(local, unit.paths, strict=True))
+            for index, pieces in enumerate(split_runs(local)):
+                with materialised(pieces, tmp) as (names, offsets):
+                    run = load_run(names)
+                if index == 0 and host_source != "regex":
+                    result.host = safe_host(journald_host(run) or unit.host_hint)
+                files = [original[p.path] for p in pieces]
+                run_id = f"{unit.unit_id}-{index}"
+                shift_lines(run, offsets)
+                analysis = analyze_run(run, cfg, inputs=files)
+                start = wall_clock(run)
+                parts.append(partition_rows(run, run_id, start))
+                runs.append(run_row(analysis, run_id, result.host, files, start))
+                finds += finding_rows(analysis, run_id, result.host, offsets[0])
+    except (CuzkDiagError, OSError) as exc:
+        result.error = str(exc)
+        return result
+    result.partitions = pa.concat_tables(parts) if parts else None
+    result.runs = pa.Table.from_pylist(runs, RUN_SCHEMA)
+    result.findings = pa.Table.from_pylist(finds, FINDING_SCHEMA)
+    return result
+
+
+def shift_lines(run: Run, offsets: Sequence[int]) -> None:
+    """Line numbers of records read from pieces of files, as in the original files."""
+    if not any(offsets) or run.table is None or not run.table.num_rows:
+        return
+    table = run.table
+    shift = pc.take(pa.array(offsets, pa.int64()), table.column("source"))
+    for name in ("first_line", "last_line"):
+        idx = table.schema.get_field_index(name)
+        table = table.set_column(idx, name, pc.add(table.column(name), shift))
+    run.table = table
+    run.partitions = table_to_frame(table)
 
 
 @contextmanager
@@ -89,11 +109,6 @@ def local_copies(paths: list[str]) -> Iterator[list[str]]:
                 raise InputError(f"{p}: cannot read ({exc})") from None
             local.append(dest)
         yield local
-
-
-def split_runs(run: Run) -> list[Run]:
-    """The runs (engine starts) of one unit's records."""
-    return [run]
 
 
 def journald_host(run: Run) -> str | None:
@@ -138,7 +153,7 @@ def _date(start: datetime, offset_ms: int | None) -> str:
 
 
 def run_row(
-    analysis: Analysis, run_id: str, host: str, unit: Unit, start: datetime | None
+    analysis: Analysis, run_id: str, host: str, files: Sequence[str], start: datetime | None
 ) -> dict[str, Any]:
     """One row of ``runs/``: the run's configuration, performance and finding counts."""
     f = analysis.facts
@@ -149,7 +164,7 @@ def run_row(
     return {
         "run_id": run_id,
         "host": host,
-        "files": json.dumps(unit.paths),
+        "files": json.dumps(list(files)),
         "era": f.era,
         "n_gpus": f.n_gpus or None,
         "gw": f.gw,
@@ -187,7 +202,10 @@ def _median(df: Any, col: str) -> float | None:
     return float(vals.median()) if len(vals) else None
 
 
-def finding_rows(analysis: Analysis, run_id: str, host: str) -> list[dict[str, Any]]:
+def finding_rows(
+    analysis: Analysis, run_id: str, host: str, offset: int = 0
+) -> list[dict[str, Any]]:
+    """One row per finding; line numbers as in the run's first file."""
     return [
         {
             "run_id": run_id,
@@ -197,7 +215,7 @@ def finding_rows(analysis: Analysis, run_id: str, host: str) -> list[dict[str, A
             "severity": str(f.severity),
             "message": f.message,
             "evidence": json.dumps(f.evidence, sort_keys=True),
-            "lines": json.dumps(list(f.lines)),
+            "lines": json.dumps([n + offset for n in f.lines]),
         }
         for f in analysis.findings
     ]

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 
@@ -42,7 +43,7 @@ def start_lines(path: str) -> list[int]:
         carry = b""
         daemon_pending = False  # a daemon start line whose engine start is still to come
         while True:
-            chunk = stream.read(_CHUNK)
+            chunk = _read(stream)
             if not chunk:
                 break
             data = carry + chunk
@@ -64,6 +65,19 @@ def start_lines(path: str) -> list[int]:
         if carry and any(m == DAEMON_START or not daemon_pending for _, m in _markers(carry)):
             out.append(line)
     return out
+
+
+def _read(stream: BinaryIO) -> bytes:
+    """The next chunk; a damaged or truncated archive ends the data where it breaks (the
+    reader proper reports the damage when the run is read)."""
+    try:
+        return stream.read(_CHUNK)
+    except (EOFError, OSError, ValueError):
+        return b""
+    except Exception as exc:  # zstandard.ZstdError, without importing zstandard here
+        if type(exc).__name__ == "ZstdError":
+            return b""
+        raise
 
 
 def _markers(block: bytes) -> list[tuple[int, bytes]]:
@@ -119,7 +133,7 @@ def _copy_lines(piece: Piece, dest: str) -> None:
         line = 1
         carry = b""
         while True:
-            chunk = stream.read(_CHUNK)
+            chunk = _read(stream)
             if not chunk and not carry:
                 break
             data = carry + chunk

@@ -66,8 +66,8 @@ def process_unit(unit: Unit, host_source: str, config: Config | None = None) -> 
                 parts.append(partition_rows(run, run_id, start))
                 runs.append(run_row(analysis, run_id, result.host, files, start))
                 finds += finding_rows(analysis, run_id, result.host, offsets[0])
-    except (CuzkDiagError, OSError) as exc:
-        result.error = str(exc)
+    except (CuzkDiagError, OSError, EOFError) as exc:
+        result.error = str(exc) or type(exc).__name__
         return result
     result.partitions = pa.concat_tables(parts) if parts else None
     result.runs = pa.Table.from_pylist(runs, RUN_SCHEMA)

@@ -445,7 +445,7 @@ def test_findings_are_well_formed(name: str) -> None:
 
 def test_every_rule_fires_somewhere() -> None:
     fired = {f.code for name in ALL_RUNS for f in analysis(name).findings}
-    assert fired == {r.code for r in all_rules()}
+    assert fired == {r.code for r in all_rules("run")}
 
 
 # -- selection ---------------------------------------------------------------------------------
@@ -456,6 +456,7 @@ def test_select_by_code_prefix_and_slug() -> None:
     assert codes == ["CZ202", "CZ501"]
     assert [r.code for r in select_rules(["cz101"])] == ["CZ101"]
     assert len(select_rules(None)) == len(all_rules())
+    assert len(select_rules(None, scope="run")) == len(all_rules("run"))
 
 
 def test_unknown_rule_is_explained() -> None:

@@ -295,7 +295,7 @@ def analyze_bytes(slug: str, data: bytes, config: Path) -> list[dict[str, Any]]:
 
 def golden_text(slug: str, kind: str, findings: list[dict[str, Any]]) -> str:
     doc = {
-        "rule": next(r.code for r in all_rules() if r.name == slug),
+        "rule": next(r.code for r in all_rules("run") if r.name == slug),
         "command": "cuzk-diag " + " ".join(command(slug, kind)),
         "findings": findings,
     }
@@ -304,12 +304,12 @@ def golden_text(slug: str, kind: str, findings: list[dict[str, Any]]) -> str:
 
 def build_logs() -> dict[Path, bytes]:
     """Every fixture log, ``defaults.toml`` and ``index.json`` (no analysis needed)."""
-    missing = {r.name for r in all_rules()} - set(CASES)
+    missing = {r.name for r in all_rules("run")} - set(CASES)
     if missing:
         raise SystemExit(f"no fixture case for rule(s): {', '.join(sorted(missing))}")
     out: dict[Path, bytes] = {DEFAULTS: DEFAULTS_TEXT.encode()}
     index: dict[str, Any] = {}
-    for rule in all_rules():
+    for rule in all_rules("run"):
         case = CASES[rule.name]
         entry: dict[str, Any] = {"code": rule.code}
         for kind, log in (("trigger", case.trigger), ("clean", case.clean)):
@@ -329,7 +329,7 @@ def build_goldens(logs: dict[Path, bytes]) -> dict[Path, bytes]:
         # the configuration as it will be written, so that --check needs nothing on disk
         config = Path(tmp) / DEFAULTS.name
         config.write_bytes(logs[DEFAULTS])
-        for rule in all_rules():
+        for rule in all_rules("run"):
             for kind in ("trigger", "clean"):
                 found = analyze_bytes(rule.name, logs[log_path(rule.name, kind)], config)
                 out[golden_path(rule.name, kind)] = golden_text(rule.name, kind, found).encode()
@@ -339,7 +339,7 @@ def build_goldens(logs: dict[Path, bytes]) -> dict[Path, bytes]:
 def _sanity(goldens: dict[Path, bytes]) -> list[str]:
     """Cases whose logs do not do what they are for."""
     problems = []
-    for rule in all_rules():
+    for rule in all_rules("run"):
         fired = json.loads(goldens[golden_path(rule.name, "trigger")])["findings"]
         silent = json.loads(goldens[golden_path(rule.name, "clean")])["findings"]
         if not fired:

@@ -89,6 +89,7 @@ from cuzk_diag.cli import analyze as _analyze  # noqa: E402,F401
 from cuzk_diag.cli import check as _check  # noqa: E402,F401
 from cuzk_diag.cli import compare as _compare  # noqa: E402,F401
 from cuzk_diag.cli import export as _export  # noqa: E402,F401
+from cuzk_diag.cli import fleet as _fleet  # noqa: E402,F401
 from cuzk_diag.cli import rules_cmd as _rules_cmd  # noqa: E402,F401
 from cuzk_diag.cli import trace as _trace  # noqa: E402,F401
 from cuzk_diag.cli import whatif as _whatif  # noqa: E402,F401

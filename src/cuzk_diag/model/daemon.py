@@ -165,6 +165,8 @@ class SimConfig:
     # and takes its durations (keys are duration names of _BASE plus "prestage", the call's
     # pre-staging outcome); durations a call lacks are drawn around the modelled means
     replay: tuple[dict[str, Any], ...] = ()
+    host: str = "curio-gpu01"  # host name of journald prefixes
+    start_date: str | None = None  # YYYY-MM-DD of the run; None = the code version's date
     # messy-log knobs
     ansi: bool = False  # colour tracing lines as tracing-subscriber does by default
     journald: bool = False  # prefix daemon lines with "Mon DD HH:MM:SS host cuzk[pid]: "
@@ -195,6 +197,11 @@ class SimConfig:
             raise ValueError(f"unknown id_style {self.id_style!r}")
         if self.n_gpus < 1 or self.gw < 1 or self.pw < 1 or self.partitions_per_proof < 1:
             raise ValueError("n_gpus, gw, pw and partitions_per_proof must be >= 1")
+        if self.start_date is not None:
+            try:
+                time.strptime(self.start_date, "%Y-%m-%d")
+            except ValueError:
+                raise ValueError(f"start_date {self.start_date!r} is not YYYY-MM-DD") from None
         gt = self.gpu_threads if self.gpu_threads is not None else (32 if cpp >= 7 else 0)
         return replace(self, cpp_version=cpp, timeline_era=tle, gpu_threads=gt)
 
@@ -708,10 +715,10 @@ class _Sim:
         self.ev: list[tuple[float, int, Callable[[Any], None], Any]] = []
         self.lines: list[tuple[float, int, str, int, _Call | None, bool]] = []
         # wall clock: era date, an afternoon start time
-        day = time.strptime(_CPP_DATE[cpp], "%Y-%m-%d")
+        day = time.strptime(cfg.start_date or _CPP_DATE[cpp], "%Y-%m-%d")
         start_s = calendar.timegm(day) + 3600 * 14 + self.rng.randrange(0, 6 * 3600)
         self.base_us = start_s * 1_000_000 + self.rng.randrange(1_000_000)
-        self.w = _Writer(sink, cfg, self.mrng, self.base_us, "curio-gpu01", 4242)
+        self.w = _Writer(sink, cfg, self.mrng, self.base_us, cfg.host, 4242)
         self.tscache: dict[int, str] = {}
         # code-version features
         self.static_lock = cpp <= 2

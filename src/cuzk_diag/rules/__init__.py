@@ -9,6 +9,7 @@ from cuzk_diag.rules import (  # noqa: E402,F401  (imported for registration)
     coverage,
     cpu,
     failures,
+    fleet,
     locking,
     memory,
     shape,

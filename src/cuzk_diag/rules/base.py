@@ -94,6 +94,7 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]  # slug: names the pattern, not the fix
     area: ClassVar[str]  # module area: memory, locking, cpu, utilisation, shape, ...
+    scope: ClassVar[str] = "run"  # what it examines: one run, or a fleet dataset ("fleet")
     severity: ClassVar[Severity]  # default (highest) severity the rule emits
     title: ClassVar[str]
     options: ClassVar[tuple[Option, ...]] = ()
@@ -163,6 +164,7 @@ class Rule:
             "code": cls.code,
             "name": cls.name,
             "area": cls.area,
+            "scope": cls.scope,
             "severity": str(cls.severity),
             "title": cls.title,
             "options": [
@@ -181,6 +183,8 @@ def register(cls: type[Rule]) -> type[Rule]:
     """Class decorator: validate a rule's metadata and docs and add it to the registry."""
     if not CODE_RE.match(cls.code):
         raise ValueError(f"{cls.__name__}: bad rule code {cls.code!r}")
+    if cls.scope not in SCOPES:
+        raise ValueError(f"{cls.__name__}: scope must be one of {SCOPES}")
     if not SLUG_RE.match(cls.name):
         raise ValueError(f"{cls.__name__}: bad rule slug {cls.name!r}")
     for other in _REGISTRY.values():
@@ -193,9 +197,12 @@ def register(cls: type[Rule]) -> type[Rule]:
     return cls
 
 
-def all_rules() -> list[type[Rule]]:
-    """Every registered rule, by code."""
-    return [_REGISTRY[c] for c in sorted(_REGISTRY)]
+SCOPES = ("run", "fleet")
+
+
+def all_rules(scope: str | None = None) -> list[type[Rule]]:
+    """Every registered rule of ``scope`` (all scopes when None), by code."""
+    return [_REGISTRY[c] for c in sorted(_REGISTRY) if scope is None or _REGISTRY[c].scope == scope]
 
 
 def get_rule(code_or_slug: str) -> type[Rule]:
@@ -222,17 +229,18 @@ def matches_any_rule(token: str) -> bool:
 
 
 def select_rules(
-    select: Sequence[str] | None = None, ignore: Sequence[str] = ()
+    select: Sequence[str] | None = None, ignore: Sequence[str] = (), scope: str | None = None
 ) -> list[type[Rule]]:
-    """Rules chosen by ``select`` (all when None) minus ``ignore``; codes, prefixes or slugs."""
-    chosen = [r for r in all_rules() if select is None or any(_matches(r, t) for t in select)]
+    """Rules of ``scope`` chosen by ``select`` (all when None) minus ``ignore``."""
+    chosen = [r for r in all_rules(scope) if select is None or any(_matches(r, t) for t in select)]
     return [r for r in chosen if not any(_matches(r, t) for t in ignore)]
 
 
-def run_rules(base: RuleContext, config: Config) -> list[Finding]:
-    """Run the selected rules; findings most severe first, then by code."""
+def run_rules(base: Any, config: Config, scope: str = "run") -> list[Finding]:
+    """Run the selected rules of ``scope`` on ``base`` (a ``RuleContext`` for one run, a
+    ``FleetContext`` for a fleet); findings most severe first, then by code."""
     findings: list[Finding] = []
-    for rule_cls in select_rules(config.select, config.ignore):
+    for rule_cls in select_rules(config.select, config.ignore, scope=scope):
         ctx = replace(base, options=config.rule_options(rule_cls.code))
         override = config.severity_override(rule_cls.code)
         for f in rule_cls().check(ctx):

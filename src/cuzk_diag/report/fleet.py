@@ -1,0 +1,163 @@
+"""The fleet report as text: console (rich), Markdown and JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import IO, TYPE_CHECKING, Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from cuzk_diag.report import common
+from cuzk_diag.report.console import SEVERITY_STYLE, make_console
+
+if TYPE_CHECKING:
+    from cuzk_diag.fleet.report import FleetReport
+
+HOST_HEAD = (
+    "host",
+    "runs",
+    "era",
+    "GPUs",
+    "gw",
+    "s/proof",
+    "busy",
+    "kernel ms",
+    "last run",
+    "findings",
+)
+NUMERIC = {"runs", "GPUs", "gw", "s/proof", "busy", "kernel ms"}
+
+
+def _host_cells(h: dict[str, Any]) -> list[str]:
+    return [
+        str(h["host"]),
+        str(h["runs"]),
+        str(h["era"] or "?"),
+        common.num(h["n_gpus"]),
+        common.num(h["gw"]),
+        common.num(h["s_per_proof"]),
+        common.pct(h["gpu_util"]),
+        common.num(h["kernel_ms_p50"]),
+        (h["last_ts"] or "n/a")[:10],
+        " ".join(h["findings"]) or "-",
+    ]
+
+
+def _setting_text(s: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{k}={'?' if s[k] is None else s[k]}" for k in ("era", "n_gpus", "gw", "gpu_threads")
+    )
+
+
+def render_console(report: FleetReport, stream: IO[str], *, color: str = "auto") -> None:
+    console = make_console(stream, color)
+    console.print(
+        Text(
+            f"cuzk-diag fleet: {report.dataset} · {len(report.hosts)} hosts · {report.runs} runs "
+            f"· {report.partitions:,} GPU calls",
+            style="bold",
+        )
+    )
+    console.print()
+    if report.attention:
+        console.print(Text("Hosts needing attention: " + ", ".join(report.attention), style="bold"))
+    else:
+        console.print(Text("No host needs attention: no errors and no fleet findings."))
+    console.print()
+    for f in report.findings:
+        line = Text()
+        line.append(f" {str(f.severity).upper()} ", style=SEVERITY_STYLE[f.severity])
+        line.append(f" {f.code} {f.name}  ")
+        line.append(f.message)
+        console.print(line)
+        if f.advice:
+            console.print(Text(f"   advice  {f.advice}", style="dim"))
+    if report.findings:
+        console.print()
+    hosts = Table(title="Hosts (latest run)", box=box.SIMPLE_HEAD, title_justify="left")
+    for head in HOST_HEAD:
+        hosts.add_column(
+            head,
+            justify="right" if head in NUMERIC else "left",
+            no_wrap=head != "findings",
+            min_width=len(head),
+        )
+    for h in report.hosts:
+        hosts.add_row(*(Text(c) for c in _host_cells(h)))
+    console.print(hosts)
+    if report.by_code:
+        codes = Table(
+            title="Findings across hosts (latest runs)", box=box.SIMPLE_HEAD, title_justify="left"
+        )
+        for head in ("code", "rule", "severity", "hosts", "which"):
+            codes.add_column(head)
+        for c in report.by_code:
+            codes.add_row(
+                c["code"],
+                c["name"],
+                c["severity"],
+                f"{c['n_hosts']} of {c['of_hosts']}",
+                Text(_short_list(c["hosts"])),
+            )
+        console.print(codes)
+    settings = Table(
+        title="Configurations (latest runs)", box=box.SIMPLE_HEAD, title_justify="left"
+    )
+    for head in ("settings", "hosts", "which"):
+        settings.add_column(head)
+    for s in report.settings:
+        settings.add_row(_setting_text(s), str(s["n_hosts"]), Text(_short_list(s["hosts"])))
+    console.print(settings)
+
+
+def _short_list(items: list[str], n: int = 8) -> str:
+    return ", ".join(items[:n]) + (f", … (+{len(items) - n})" if len(items) > n else "")
+
+
+def _md(text: str) -> str:
+    """A table cell or inline text: no pipes, no newlines, no HTML."""
+    return (
+        text.replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("\n", " ")
+    )
+
+
+def render_markdown(report: FleetReport, stream: IO[str], *, color: str = "auto") -> None:
+    w = stream.write
+    w(f"# cuzk-diag fleet: {_md(report.dataset)}\n\n")
+    w(f"{len(report.hosts)} hosts, {report.runs} runs, {report.partitions:,} GPU calls.\n\n")
+    w("**Hosts needing attention:** ")
+    w((", ".join(_md(h) for h in report.attention) or "none") + "\n\n")
+    if report.findings:
+        w("## Fleet findings\n\n")
+        for f in report.findings:
+            w(f"- **{str(f.severity).upper()} {f.code} `{f.name}`**: {_md(f.message)}\n")
+        w("\n")
+    w("## Hosts (latest run)\n\n| " + " | ".join(HOST_HEAD) + " |\n")
+    w("|" + "---|" * len(HOST_HEAD) + "\n")
+    for h in report.hosts:
+        w("| " + " | ".join(_md(c) for c in _host_cells(h)) + " |\n")
+    if report.by_code:
+        w("\n## Findings across hosts (latest runs)\n\n")
+        w("| code | rule | severity | hosts | which |\n")
+        w("|---|---|---|---|---|\n")
+        for c in report.by_code:
+            w(
+                f"| {c['code']} | `{c['name']}` | {c['severity']} | {c['n_hosts']} of "
+                f"{c['of_hosts']} | {_md(_short_list(c['hosts']))} |\n"
+            )
+    w("\n## Configurations (latest runs)\n\n| settings | hosts | which |\n|---|---|---|\n")
+    for s in report.settings:
+        w(f"| {_md(_setting_text(s))} | {s['n_hosts']} | {_md(_short_list(s['hosts']))} |\n")
+
+
+def render_json(report: FleetReport, stream: IO[str], *, color: str = "auto") -> None:
+    stream.write(json.dumps(report.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
+
+
+FLEET_REPORTERS = {"console": render_console, "json": render_json, "markdown": render_markdown}

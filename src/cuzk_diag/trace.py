@@ -199,7 +199,6 @@ class TraceWriter(Sink):
         if not recs:
             return
         df = pd.DataFrame.from_records(recs)
-        era = next((r.get("era") for r in recs if r.get("era")), self.info.era)
         lock = estimate_lock_wait(df)
         barrier, _, bmethod = barrier_estimate(df, lock)
         gpus = gpu_of_rows(df, self.info, self.info.gw).tolist()

@@ -8,9 +8,17 @@ from collections.abc import Sequence
 import click
 
 from cuzk_diag.cli import UsageError, cli
-from cuzk_diag.cli.options import color_option, config_option, stdout
+from cuzk_diag.cli.options import (
+    color_option,
+    config_option,
+    output_option,
+    output_stream,
+    to_file,
+)
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
+from cuzk_diag.report import Kind
+from cuzk_diag.report import names as format_names
 
 
 @cli.command("fleet")
@@ -117,11 +125,12 @@ def fleet_cmd(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["console", "json", "markdown"]),
+    type=click.Choice(format_names(Kind.FLEET)),
     default="console",
     show_default=True,
-    help="Report on stdout.",
+    help="Report format.",
 )
+@output_option
 @click.option(
     "--fail-on",
     type=click.Choice(["info", "warning", "error", "never"]),
@@ -133,7 +142,13 @@ def fleet_cmd(
 @color_option
 @click.pass_context
 def fleet_report_cmd(
-    ctx: click.Context, dataset: str, fmt: str, fail_on: str, config_path: str | None, color: str
+    ctx: click.Context,
+    dataset: str,
+    fmt: str,
+    output: str | None,
+    fail_on: str,
+    config_path: str | None,
+    color: str,
 ) -> None:
     """Report on a fleet DATASET built by `cuzk-diag fleet`: per host its latest run, findings
     across hosts, configurations, hosts slower than their peers (host-outlier), hosts that got
@@ -141,15 +156,16 @@ def fleet_report_cmd(
     from cuzk_diag.config import load_config
     from cuzk_diag.fleet import fleet_report
     from cuzk_diag.records import Severity
-    from cuzk_diag.report.fleet import FLEET_REPORTERS
+    from cuzk_diag.report import render
 
     try:
         report = fleet_report(dataset, load_config(config_path))
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
-    out = stdout()
-    FLEET_REPORTERS[fmt](report, out, color=color)
-    out.flush()
+    with output_stream(output) as out:
+        render(fmt, report, out, color=color, kind=Kind.FLEET)
+    if to_file(output):
+        click.echo(f"cuzk-diag: wrote {fmt} fleet report to {output}", err=True)
     if fail_on != "never":
         level = Severity.parse(fail_on)
         if any(f.severity >= level for f in report.findings):

@@ -8,26 +8,7 @@ from typing import Any
 import pandas as pd
 
 #: Columns of the partition table that fleet analysis reads (the rest stays on disk).
-PARTITION_COLUMNS = (
-    "host",
-    "date",
-    "run_id",
-    "gpu_total_ms",
-    "ntt_msm_h_ms",
-    "batch_add_ms",
-    "tail_msm_ms",
-    "status",
-)
-#: The measured GPU kernel stages; their sum per call is the ``kernel_ms`` metric.
-KERNEL_STAGES = ("ntt_msm_h_ms", "batch_add_ms", "tail_msm_ms")
-
-
-def with_kernel_ms(parts: pd.DataFrame) -> pd.DataFrame:
-    """Add ``kernel_ms``: the call's kernel time, null unless all three stages were logged."""
-    if parts.empty:
-        return parts.assign(kernel_ms=pd.Series(dtype="float64"))
-    stages = parts[list(KERNEL_STAGES)].apply(pd.to_numeric, errors="coerce")
-    return parts.assign(kernel_ms=stages.sum(axis=1, min_count=len(KERNEL_STAGES)))
+PARTITION_COLUMNS = ("host", "date", "run_id", "gpu_total_ms", "kernel_ms", "status")
 
 
 #: Settings that make hosts comparable: peers share all of them.

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from cuzk_diag import __version__
 from cuzk_diag.config import Config
-from cuzk_diag.fleet.context import PARTITION_COLUMNS, FleetContext, with_kernel_ms
+from cuzk_diag.fleet.context import PARTITION_COLUMNS, FleetContext
 from cuzk_diag.fleet.dataset import read_table
 from cuzk_diag.fleet.schema import FLEET_SCHEMA_VERSION
 from cuzk_diag.records import Finding, Severity
@@ -72,7 +72,7 @@ def load_context(root: str | Path, config: Config | None = None) -> FleetContext
     runs = _frame(read_table(root, "runs"))
     findings = _frame(read_table(root, "findings"))
     parts = _frame(read_table(root, "partitions").select(list(PARTITION_COLUMNS)))
-    return FleetContext(runs, with_kernel_ms(parts), findings)
+    return FleetContext(runs, parts, findings)
 
 
 def _frame(table: pa.Table) -> pd.DataFrame:

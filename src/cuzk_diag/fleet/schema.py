@@ -27,6 +27,7 @@ RUN_SCHEMA = pa.schema(
         ("partitions", pa.int64()),
         ("s_per_proof", pa.float64()),
         ("gpu_util", pa.float64()),
+        ("held_util", pa.float64()),
         ("kernel_util", pa.float64()),
         ("gpu_total_ms_p50", pa.float64()),
         ("kernel_ms_p50", pa.float64()),  # median of ntt_msm_h_ms + batch_add_ms + tail_msm_ms
@@ -53,7 +54,13 @@ FINDING_SCHEMA = pa.schema(
 
 
 def partition_schema() -> pa.Schema:
-    """Partition records plus the run they belong to and the UTC date of the call."""
+    """Partition records plus the call's kernel time (``facts.kernel_time``), the run it
+    belongs to and the UTC date of the call."""
     return pa.schema(
-        [*PARTITION_SCHEMA, pa.field("run_id", pa.string()), pa.field("date", pa.string())]
+        [
+            *PARTITION_SCHEMA,
+            pa.field("kernel_ms", pa.float64()),
+            pa.field("run_id", pa.string()),
+            pa.field("date", pa.string()),
+        ]
     )

@@ -14,16 +14,17 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from cuzk_diag.analysis import Analysis, analyze_run
 from cuzk_diag.config import Config
 from cuzk_diag.errors import CuzkDiagError, InputError
-from cuzk_diag.fleet.context import with_kernel_ms
+from cuzk_diag.facts import kernel_time
 from cuzk_diag.fleet.discover import Unit, is_url, open_binary, safe_host
 from cuzk_diag.fleet.runs import materialised, split_runs
 from cuzk_diag.fleet.schema import FINDING_SCHEMA, RUN_SCHEMA, partition_schema
@@ -62,12 +63,18 @@ def process_unit(unit: Unit, host_source: str, config: Config | None = None) -> 
                 run_id = f"{unit.unit_id}-{index}"
                 shift_lines(run, offsets)
                 analysis = analyze_run(run, cfg, inputs=files)
-                start = wall_clock(run)
-                parts.append(partition_rows(run, run_id, start))
-                runs.append(run_row(analysis, run_id, result.host, files, start))
+                reason = analysis.unusable()
+                if reason is not None:  # nothing to diagnose (an empty or damaged piece)
+                    result.notes.append(reason)
+                    continue
+                parts.append(partition_rows(run, run_id))
+                runs.append(run_row(analysis, run_id, result.host, files))
                 finds += finding_rows(analysis, run_id, result.host, offsets[0])
     except (CuzkDiagError, OSError, EOFError) as exc:
         result.error = str(exc) or type(exc).__name__
+        return result
+    if not runs:
+        result.error = "; ".join(result.notes) or f"{', '.join(unit.paths)}: no run found"
         return result
     result.partitions = pa.concat_tables(parts) if parts else None
     result.runs = pa.Table.from_pylist(runs, RUN_SCHEMA)
@@ -120,46 +127,27 @@ def journald_host(run: Run) -> str | None:
     return top.split(" ", 1)[0] or None
 
 
-def wall_clock(run: Run) -> datetime | None:
-    """Wall-clock time of the run's TIMELINE offset 0, when the log gives one."""
-    ts = run.info.engine_start_ts
-    if not ts:
-        return None
-    try:
-        value = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def partition_rows(run: Run, run_id: str, start: datetime | None) -> pa.Table:
-    """The run's partition records with the run id and the UTC date of each call."""
+def partition_rows(run: Run, run_id: str) -> pa.Table:
+    """The run's partition records with their kernel time, the run id and the UTC date of
+    each call (from ``start_ts``; ``unknown`` where the log has no wall clock)."""
     table = run.table
     assert table is not None
     n = table.num_rows
-    if start is not None and n:
-        offsets = table.column("start_ms").to_pylist()
-        dates = [_date(start, ms) for ms in offsets]
-    else:
-        dates = ["unknown"] * n
+    days = pc.strftime(table.column("start_ts"), format="%Y-%m-%d")
+    dates = pc.fill_null(days, "unknown") if n else pa.array([], pa.string())
+    kernel = kernel_time(run.partitions)[0] if n else pd.Series([], dtype="float64")
+    table = table.append_column("kernel_ms", pa.array(kernel, pa.float64(), from_pandas=True))
     table = table.append_column("run_id", pa.array([run_id] * n, pa.string()))
-    table = table.append_column("date", pa.array(dates, pa.string()))
+    table = table.append_column("date", dates)
     return table.cast(partition_schema())
 
 
-def _date(start: datetime, offset_ms: int | None) -> str:
-    when = start + timedelta(milliseconds=offset_ms or 0)
-    return when.astimezone(UTC).date().isoformat()
-
-
-def run_row(
-    analysis: Analysis, run_id: str, host: str, files: Sequence[str], start: datetime | None
-) -> dict[str, Any]:
+def run_row(analysis: Analysis, run_id: str, host: str, files: Sequence[str]) -> dict[str, Any]:
     """One row of ``runs/``: the run's configuration, performance and finding counts."""
     f = analysis.facts
     df = analysis.partitions
-    first = _wall(start, df, "start_ms", min)
-    last = _wall(start, df, "end_ms", max)
+    first = _ts(df, "start_ts", "min")
+    last = _ts(df, "end_ts", "max")
     counts = analysis.counts()
     return {
         "run_id": run_id,
@@ -175,9 +163,10 @@ def run_row(
         "partitions": f.partitions,
         "s_per_proof": f.s_per_proof,
         "gpu_util": f.gpu_util,
+        "held_util": f.held_util,
         "kernel_util": f.kernel_util,
         "gpu_total_ms_p50": _median(df, "gpu_total_ms"),
-        "kernel_ms_p50": _median(with_kernel_ms(df), "kernel_ms"),
+        "kernel_ms_p50": _median(df.assign(kernel_ms=kernel_time(df)[0]), "kernel_ms"),
         "first_ts": first,
         "last_ts": last,
         "errors": counts.get("error", 0),
@@ -186,13 +175,14 @@ def run_row(
     }
 
 
-def _wall(start: datetime | None, df: Any, col: str, pick: Any) -> datetime | None:
-    if start is None or col not in df.columns:
+def _ts(df: pd.DataFrame, col: str, pick: str) -> datetime | None:
+    if col not in df.columns:
         return None
-    vals = df[col].dropna()
+    vals = pd.to_datetime(df[col], utc=True).dropna()
     if vals.empty:
         return None
-    return start + timedelta(milliseconds=int(pick(vals)))
+    value: datetime = (vals.min() if pick == "min" else vals.max()).to_pydatetime()
+    return value
 
 
 def _median(df: Any, col: str) -> float | None:

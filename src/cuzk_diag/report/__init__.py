@@ -5,6 +5,7 @@ Four kinds of output:
 * ``analysis`` (``analyze --format``): ``render(analysis, stream, *, color)``;
 * ``check`` (``check --format``): ``render(check_result, stream, *, color)``;
 * ``comparison`` (``compare --format``): ``render(comparison, stream, *, color)``;
+* ``fleet`` (``fleet-report --format``): ``render(fleet_report, stream, *, color)``;
 * ``stream``: a ``sinks.Sink`` class fed records and findings as they come (live JSON Lines,
   the live dashboard, the partition export writers, the trace).
 
@@ -28,6 +29,7 @@ class Kind(enum.StrEnum):
     ANALYSIS = "analysis"
     CHECK = "check"
     COMPARISON = "comparison"
+    FLEET = "fleet"
     STREAM = "stream"
 
 
@@ -63,6 +65,13 @@ COMPARISON_REPORTERS: dict[str, str] = {
     "html": "cuzk_diag.report.html:render_comparison",
 }
 
+#: fleet report formats (``fleet-report --format``).
+FLEET_REPORTERS: dict[str, str] = {
+    "console": "cuzk_diag.report.fleet:render_console",
+    "json": "cuzk_diag.report.fleet:render_json",
+    "markdown": "cuzk_diag.report.fleet:render_markdown",
+}
+
 #: stream formats: name -> ``Sink`` class.
 SINKS: dict[str, str] = {
     "jsonl": "cuzk_diag.live:JsonLinesSink",
@@ -75,6 +84,7 @@ REGISTRY: dict[Kind, dict[str, str]] = {
     Kind.ANALYSIS: REPORTERS,
     Kind.CHECK: CHECK_REPORTERS,
     Kind.COMPARISON: COMPARISON_REPORTERS,
+    Kind.FLEET: FLEET_REPORTERS,
     Kind.STREAM: SINKS,
 }
 

@@ -158,6 +158,3 @@ def render_markdown(report: FleetReport, stream: IO[str], *, color: str = "auto"
 
 def render_json(report: FleetReport, stream: IO[str], *, color: str = "auto") -> None:
     stream.write(json.dumps(report.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
-
-
-FLEET_REPORTERS = {"console": render_console, "json": render_json, "markdown": render_markdown}

@@ -39,7 +39,7 @@ def to_sarif(analysis: Analysis) -> dict[str, Any]:
     from cuzk_diag.rules import select_rules
 
     config = analysis.config
-    rules = select_rules(config.select, config.ignore)
+    rules = select_rules(config.select, config.ignore, scope="run")
     index = {r.code: i for i, r in enumerate(rules)}
     inputs = list(analysis.inputs)
     # Finding lines are line numbers of the first input (several inputs are one run).

@@ -48,14 +48,14 @@ class HostOutlier(FleetRule):
     """Hosts whose GPU calls are slower than those of their peers.
 
     ## What it flags
-    A host whose per-partition kernel time (`kernel_ms` = `ntt_msm_h_ms + batch_add_ms +
-    tail_msm_ms`, the measured GPU kernel stages; `metric` picks another field, e.g.
-    `gpu_total_ms`) is significantly higher than that of the other hosts with the same code
-    era, GPU count and workers per GPU (its peers), over each host's latest run: a one-sided
-    Mann-Whitney U test of the host's calls against the pooled calls of its peers, with
-    p-values Holm-adjusted across every host tested below `alpha`, and a median at least
-    `min_shift` above the peers' median. A host needs `min_calls` calls and at least
-    `min_peers` peers to be tested.
+    A host whose per-partition kernel time (`kernel_ms`: the measured GPU kernel stages,
+    `ntt_msm_h_ms + batch_add_ms + tail_msm_ms`, as the kernel view of the run facts counts
+    them; `metric` picks another field, e.g. `gpu_total_ms`) is significantly higher than that
+    of the other hosts with the same code era, GPU count and workers per GPU (its peers), over
+    each host's latest run: a one-sided Mann-Whitney U test of the host's calls against the
+    pooled calls of its peers, with p-values Holm-adjusted across every host tested below
+    `alpha`, and a median at least `min_shift` above the peers' median. A host needs
+    `min_calls` calls and at least `min_peers` peers to be tested.
 
     ## Why it matters
     Hosts of one configuration should prove at one speed. A host whose GPU kernels take 20%

@@ -72,9 +72,14 @@ class StageRow:
             return "only-baseline"
         if self.n_base == 0:
             return "only-candidate"
-        if not self.significant:
+        # The direction is the test's own: the sign of the rank-biserial effect (U above or
+        # below its null mean). The Hodges-Lehmann shift is an estimate of the size, and is 0
+        # whenever most values of both runs are equal (a queue wait that is usually 0), so it
+        # cannot say which way a significant difference goes.
+        r = self.rank_biserial or 0.0
+        if not self.significant or r == 0.0:
             return "same"
-        return "slower" if (self.shift or 0.0) > 0 else "faster"
+        return "slower" if r > 0 else "faster"
 
     def to_dict(self) -> dict[str, Any]:
         d = {

@@ -39,7 +39,7 @@ from cuzk_diag.errors import InputError
 from cuzk_diag.facts import OFFSET_COLUMNS
 from cuzk_diag.follow import FollowFile
 from cuzk_diag.frame import records_to_table, table_to_frame
-from cuzk_diag.lines import LineParser
+from cuzk_diag.lines import LineParser, apply_source_stats
 from cuzk_diag.pipeline import Run, finish_table
 from cuzk_diag.records import (
     PARTITION_COLUMNS,
@@ -477,12 +477,8 @@ class LiveAnalyzer:
             self.parser = None
         if self.stats is not None:
             st = self.stats
-            acc = self.acc
-            acc.ansi_lines += st.ansi_lines
-            acc.journald_lines += st.journald_lines
-            acc.decode_errors += st.decode_errors
-            acc.oversized_lines += st.oversized_lines
-            acc.sources.append(st.name)
+            apply_source_stats(self.acc, st)
+            self.acc.sources.append(st.name)
             self._closed_stats.append(st)
             self.stats = None
 

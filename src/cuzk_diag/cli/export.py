@@ -105,6 +105,7 @@ def accounting_summary(acc: Accounting, rows: int, what: str, output: str) -> st
         ("unattributed", "unattributed"),
         ("decode_errors", "with invalid UTF-8"),
         ("oversized_lines", "oversized"),
+        ("stray_cr_lines", "with a stray CR"),
         ("ansi_lines", "with ANSI colour"),
         ("journald_lines", "with journald prefix"),
     ):

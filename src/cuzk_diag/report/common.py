@@ -160,6 +160,7 @@ def accounting_rows(acc: Accounting) -> list[tuple[str, str]]:
         "journald prefixes": acc.journald_lines,
         "decode errors": acc.decode_errors,
         "oversized": acc.oversized_lines,
+        "stray CR": acc.stray_cr_lines,
     }
     rows.append(("Issues", ", ".join(f"{k} {v:,}" for k, v in issues.items() if v) or "none"))
     if acc.sources:

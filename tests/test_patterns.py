@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cuzk_diag
-from cuzk_diag import gate, lines, sources
+from cuzk_diag import gate, lines, sanitize, sources
 
 MIB = 1 << 20
 #: An adversarial line may cost this many times a one-pass scan of a plain line.
@@ -140,6 +140,11 @@ CASES: dict[str, tuple[str, list[str]]] = {
     "rules.base.CODE_RE": ("match", [fill("CZ", "1")]),
     "rules.base.SLUG_RE": ("match", [fill("", "a-", "-"), fill("", "a", "_")]),
     "report.junit._ILLEGAL_XML": ("sub", [fill("", "\x01")]),
+    "report.github._LINE_BREAK_RE": ("split", [fill("", "\r"), fill("", "x")]),
+    "sanitize._CONTROL_RE": ("sub", [fill("", "\x07"), fill("", "\x9b")]),
+    "sanitize._COMMAND_RE": ("sub", [fill("", ":"), fill("", "#"), fill("", "##[")]),
+    "sanitize._MD_SPECIAL_RE": ("sub", [fill("", "<"), fill("", "`"), fill("", "\\")]),
+    "sanitize._BACKTICKS_RE": ("findall", [fill("", "`"), fill("", "`x")]),
 }
 
 #: A plain line: realistic words and fields, no runs that invite backtracking.
@@ -305,3 +310,28 @@ def test_ansi_osc_ends_at_st_and_does_not_swallow_colours():
     assert sources.ANSI_RE.sub("", link) == "GPU 0 idle"
     text = "\x1b]0;title \x1b[1mWARN\x1b[0m lock\x07 held"
     assert sources.ANSI_RE.sub("", text) == "\x1b]0;title WARN lock\x07 held"
+
+
+_UNSAFE = st.text(st.sampled_from(list(":#[]`<>|\\!() ax\x07\x9b\u202e\n\t\u200b")), max_size=40)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_UNSAFE | st.text(max_size=40))
+def test_neutralised_text_is_inert_and_stable(text):
+    out = sanitize.neutralise(text)
+    assert "::" not in out and "##[" not in out
+    assert not sanitize._CONTROL_RE.search(out)
+    assert sanitize.neutralise(out) == out
+    # only zero-width spaces and visible escapes are added: the text still reads the same
+    assert out.replace(sanitize.ZWSP, "") == sanitize._CONTROL_RE.sub(
+        sanitize._control, text
+    ).replace(sanitize.ZWSP, "")
+
+
+@settings(max_examples=500, deadline=None)
+@given(_UNSAFE | st.text(max_size=40))
+def test_markdown_escaped_text_has_no_live_markup(text):
+    out = sanitize.md_text(text)
+    # every special character is preceded by an odd number of backslashes (escaped)
+    for m in re.finditer(r"(\\*)([`*_\[\]()<>!|#~&@])", out):
+        assert len(m.group(1)) % 2 == 1, (text, out)

@@ -24,6 +24,7 @@ from cuzk_diag.gate import (
     require_calls,
 )
 from cuzk_diag.records import Finding, Severity
+from cuzk_diag.sanitize import md_code, md_text
 from cuzk_diag.stats import holm, mann_whitney_u, relative_change
 
 #: Run-level metrics shown under the stage table, in this order, when either run has them.
@@ -389,7 +390,7 @@ def verdict_mark(row: StageRow) -> str:
 def to_markdown(cmp: Comparison) -> str:
     """GitHub-flavoured Markdown: the stage table in the style of the Phase 8 -> 9 table."""
     lines = [
-        f"## cuzk-diag compare: `{cmp.base_label}` → `{cmp.cand_label}`",
+        f"## cuzk-diag compare: {md_code(cmp.base_label)} → {md_code(cmp.cand_label)}",
         "",
     ]
     if cmp.shape_differences:
@@ -439,7 +440,7 @@ def to_markdown(cmp: Comparison) -> str:
             for f in group:
                 n = max(f.base_count, f.cand_count)
                 times = f" ×{n}" if n > 1 else ""
-                lines.append(f"- `{f.code}` {f.severity}: {f.title}{times}")
+                lines.append(f"- `{f.code}` {f.severity}: {md_text(f.title)}{times}")
             lines.append("")
     if cmp.findings_both:
         codes = ", ".join(f"`{f.code}`" for f in cmp.findings_both)

@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from cuzk_diag.records import Accounting
+from cuzk_diag.sanitize import neutralise
 
 if TYPE_CHECKING:
     from cuzk_diag.analysis import Analysis
@@ -143,7 +144,7 @@ def facts_rows(a: Analysis) -> list[tuple[str, str]]:
         "none": "unknown",
     }[f.lock_wait_method]
     rows.append(("Lock wait", method))
-    return rows
+    return [(k, neutralise(v)) for k, v in rows]  # values quote the log
 
 
 def accounting_rows(acc: Accounting) -> list[tuple[str, str]]:
@@ -165,7 +166,7 @@ def accounting_rows(acc: Accounting) -> list[tuple[str, str]]:
     rows.append(("Issues", ", ".join(f"{k} {v:,}" for k, v in issues.items() if v) or "none"))
     if acc.sources:
         rows.append(("Sources", ", ".join(acc.sources)))
-    return rows
+    return [(k, neutralise(v)) for k, v in rows]  # values quote the log
 
 
 def bar(start: float, dur: float, total: float, width: int, measured: bool = True) -> str:

@@ -191,3 +191,60 @@ def test_markdown_helpers():
     assert md_code("a`b") == "`` a`b ``"
     assert md_code("a|b", cell=True) == r"`a\|b`"
     assert md_code("plain") == "`plain`"
+
+
+def test_live_dashboard_shows_log_text_as_text(analysis):
+    # rich markup in a finding's message is text, not markup (``[/]`` would raise, ``[link=``
+    # would make a link)
+    from rich.console import Console
+
+    from cuzk_diag.live import LiveSnapshot
+    from cuzk_diag.report.live_console import render_snapshot
+
+    finding = analysis.findings[0]
+    hostile = type(finding)(**{**finding.to_dict(), "severity": finding.severity})
+    # as a rule makes it: neutralised where it enters the finding
+    message = neutralise("[/] [link=javascript:x]click[/link] " + PAYLOAD)
+    object.__setattr__(hostile, "message", message)
+    snap = LiveSnapshot(
+        inputs=["::error::owned8.log"],
+        elapsed_s=1.0,
+        lines=10,
+        bytes_read=100,
+        malformed=0,
+        unattributed=0,
+        era="main",
+        partitions=1,
+        partitions_failed=0,
+        partitions_in_flight=0,
+        revised=0,
+        proofs_done=0,
+        proofs_failed=0,
+        proofs_open=1,
+        window_partitions=1,
+        s_per_proof=None,
+        s_per_proof_source=None,
+        gpu_util=None,
+        kernel_util=None,
+        stages=[],
+        findings=[hostile],
+        records_kept=1,
+        records_dropped=0,
+    )
+    out = io.StringIO()
+    Console(file=out, width=200, color_system=None).print(render_snapshot(snap))
+    text = out.getvalue()
+    assert "[/] [link=javascript:x]click[/link]" in text
+    assert "owned8" in text
+    assert_inert(text)
+
+
+def test_export_summary_on_stderr(hostile_log, tmp_path):
+    from click.testing import CliRunner
+
+    out = tmp_path / "x.parquet"
+    res = CliRunner().invoke(
+        cli_mod.cli, ["export", str(hostile_log), "-o", str(out)], catch_exceptions=False
+    )
+    assert "unknown keys" in res.stderr and "owned7" in res.stderr
+    assert_inert(res.stderr)

@@ -9,6 +9,7 @@ import click
 from cuzk_diag.cli import cli
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.records import Accounting
+from cuzk_diag.sanitize import neutralise_value
 
 
 @cli.command("export")
@@ -112,7 +113,7 @@ def accounting_summary(acc: Accounting, rows: int, what: str, output: str) -> st
         if d[key]:
             issues.append(f"{d[key]} {label}")
     if d["unknown_keys"]:
-        issues.append("unknown keys: " + json.dumps(d["unknown_keys"]))
+        issues.append("unknown keys: " + json.dumps(neutralise_value(d["unknown_keys"])))
     if issues:
         parts.append("; ".join(issues))
     return "cuzk-diag: " + "\n  ".join(parts)

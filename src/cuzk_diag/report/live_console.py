@@ -18,6 +18,7 @@ from rich.text import Text
 from cuzk_diag.live import LiveSnapshot, Sink
 from cuzk_diag.report import common
 from cuzk_diag.report.console import SEVERITY_STYLE, make_console
+from cuzk_diag.sanitize import neutralise
 
 if TYPE_CHECKING:
     from cuzk_diag.analysis import Analysis
@@ -109,7 +110,7 @@ def _headline(s: LiveSnapshot) -> Panel:
     hours, mins = divmod(mins, 60)
     return Panel(
         Group(grid, Text(note, style="dim")),
-        title=Text(f"cuzk-diag live: {title}  {hours:d}:{mins:02d}:{secs:02d}"),
+        title=Text(neutralise(f"cuzk-diag live: {title}  {hours:d}:{mins:02d}:{secs:02d}")),
         title_align="left",
         box=box.ROUNDED,
     )
@@ -141,7 +142,7 @@ def _findings(s: LiveSnapshot) -> Table | Text:
             Text(f" {str(f.severity).upper()} ", style=SEVERITY_STYLE[f.severity]),
             f.code,
             f.name,
-            f.message,
+            Text(f.message),  # quotes the log: never read as rich markup
         )
     if len(s.findings) > FINDING_ROWS:
         t.add_row("", "", "", Text(f"… {len(s.findings) - FINDING_ROWS} more", style="dim"))

@@ -112,3 +112,24 @@ def make_run(
     }
     f.update(facts or {})
     return metrics_from_frame(df, facts=f, findings=findings, label=label)
+
+
+def make_queue_run(waits: Sequence[int], *, seed: int = 0, label: str = "run.log") -> RunMetrics:
+    """A run whose calls waited ``waits[i]`` ms between GPU_QUEUE and GPU_PICKUP."""
+    n = len(waits)
+    df = make_partitions(n, seed=seed)
+    queue = np.arange(n, dtype=np.int64) * 4000
+    df["queue_ms"] = pd.array(queue, dtype="Int64")
+    df["pickup_ms"] = pd.array(queue + np.asarray(waits, dtype=np.int64), dtype="Int64")
+    facts = {"era": "phase12", "n_gpus": 1, "gw": 2, "proofs": n // 10, "partitions": n}
+    return metrics_from_frame(df, facts=facts, label=label)
+
+
+def mostly_zero_waits(seed: int = 0) -> tuple[list[int], list[int]]:
+    """Queue waits of two runs of 200 calls, almost all 0: the baseline waits 1 ms on 12 calls,
+    the candidate 200-1,500 ms on 40. The candidate is slower, yet most pairs differ by 0, so the
+    Hodges-Lehmann shift is 0."""
+    rng = np.random.default_rng(seed)
+    base = [1] * 12 + [0] * 188
+    cand = rng.integers(200, 1500, 40).tolist() + [0] * 160
+    return base, cand

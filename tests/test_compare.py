@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from _gate_runs import finding, make_run
+from _gate_runs import finding, make_queue_run, make_run, mostly_zero_waits
 from cuzk_diag import compare, gate
 from cuzk_diag.records import Severity
 
@@ -40,6 +40,22 @@ def test_faster_candidate():
     cmp = compare.compare_metrics(make_run(60, seed=1), make_run(60, seed=2, slow=0.5))
     assert cmp.stage("ntt_msm_h_ms").verdict == "faster"
     assert cmp.stage("ntt_msm_h_ms").delta_p50 == pytest.approx(-0.5, abs=0.05)
+
+
+def test_verdict_follows_the_test_when_most_values_are_zero():
+    waits_base, waits_cand = mostly_zero_waits()
+    base = make_queue_run(waits_base, seed=1, label="base.log")
+    cand = make_queue_run(waits_cand, seed=2, label="cand.log")
+    row = compare.compare_metrics(base, cand).stage("gpu_queue_wait_ms")
+    assert row.shift == 0.0  # most pairs differ by 0
+    assert row.cand_p95 > 1000 and row.base_p95 == 1.0
+    assert row.significant and row.rank_biserial > 0
+    assert row.verdict == "slower"
+    assert compare.verdict_mark(row) == "▲ slower"
+    # and the other way round
+    back = compare.compare_metrics(cand, base).stage("gpu_queue_wait_ms")
+    assert back.significant and back.rank_biserial < 0
+    assert back.verdict == "faster"
 
 
 def test_stage_present_in_one_run_only():

@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 
-from _gate_runs import finding, make_partitions, make_run
+from _gate_runs import finding, make_partitions, make_queue_run, make_run, mostly_zero_waits
 from cuzk_diag import gate
 from cuzk_diag.errors import ConfigError
 from cuzk_diag.exit_codes import ExitCode
@@ -354,6 +354,20 @@ def test_higher_is_better_regression():
         "util_kernel"
     ]
     assert ok.status is GateStatus.PASS
+
+
+def test_regression_on_mostly_zero_stage_follows_the_test():
+    waits_base, waits_cand = mostly_zero_waits()
+    base = make_queue_run(waits_base, seed=1, label="base.log")
+    cand = make_queue_run(waits_cand, seed=2, label="cand.log")
+    spec = GateSpec(regressions=(gate.parse_regression("gpu_queue_wait_ms.p95: +10%"),))
+    r = _regression_results(gate.check(spec, cand, base))["gpu_queue_wait_ms.p95"]
+    assert r.evidence["hodges_lehmann"] == 0.0
+    assert r.evidence["significant"] and r.evidence["rank_biserial"] > 0
+    assert r.status is GateStatus.FAIL
+    # the improvement in the other direction passes
+    back = _regression_results(gate.check(spec, base, cand))["gpu_queue_wait_ms.p95"]
+    assert back.status is GateStatus.PASS and not back.evidence["significant"]
 
 
 def test_faster_candidate_passes():

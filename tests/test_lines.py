@@ -214,8 +214,9 @@ def test_bench_output():
 
 def test_messy_capture_is_fully_accounted():
     evs, acc = events_of("messy.log")
-    assert acc.lines_total == 11
-    assert sum(acc.by_family.values()) == 11
+    # line 9 holds carriage returns: one line (as for sed), read after its last CR
+    assert acc.lines_total == 9 and acc.stray_cr_lines == 1
+    assert sum(acc.by_family.values()) == 9
     assert acc.ansi_lines == 1 and acc.journald_lines == 1 and acc.decode_errors == 1
     assert acc.journald_sources == {"host cuzk[4242]": 1}  # the stripped prefix is kept
     assert acc.torn_repaired == 1 and acc.torn_unrepaired == 0
@@ -229,7 +230,7 @@ def test_messy_capture_is_fully_accounted():
     assert torn.fields["partition"] == 3 and torn.fields["torn_line"] == 4
     assert by[(3, "split_vectors")].fields == {"split_vectors_ms": 3, "setup_to_split_ms": 4}
     assert by[(5, "prep_msm")].malformed and by[(5, "prep_msm")].fields == {"prep_msm_ms": None}
-    assert by[(11, "async_dealloc")].fields == {"async_dealloc_ms": 211}  # no final newline
+    assert by[(9, "async_dealloc")].fields == {"async_dealloc_ms": 211}  # no final newline
 
 
 def test_torn_line_at_chunk_boundary_is_joined():
@@ -319,9 +320,12 @@ def test_arbitrary_bytes_never_raise_and_every_line_is_counted(data):
     for chunk in read_chunks(io.BytesIO(data), stats, 64):
         evs += p.feed(chunk)
     evs += p.close()
-    normalized = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    expected = normalized.count(b"\n") + (0 if normalized.endswith(b"\n") or not normalized else 1)
+    # only LF ends a line (as for sed and wc -l), whatever CRs the bytes hold
+    expected = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     assert p.acc.lines_total == expected
+    # lines with a CR that is not part of their line end
+    body = [ln.rstrip(b"\r") for ln in data.split(b"\n")]
+    assert stats.stray_cr_lines == sum(1 for ln in body if b"\r" in ln)
     assert sum(p.acc.by_family.values()) == expected
     physical = {e.line for e in evs}
     assert physical == set(range(1, expected + 1))
@@ -365,3 +369,37 @@ def test_family_counts_sum_to_lines_on_all_fixtures():
 def test_families_of_fixture_lines():
     evs, _ = events_of("timeline_eras.log")
     assert {e.family for e in evs} == {Family.TIMELINE}
+
+
+def test_stray_cr_keeps_line_numbers_those_of_sed(tmp_path):
+    # A CR inside a line does not start a line: every later line keeps the number sed gives it,
+    # and the line reads as the text after its last CR, as a terminal shows it.
+    job = "6f1c2a9e-3b7d-4c1e-9a55-0d2b7c8e1f40"
+    lines = [
+        "2026-03-13T20:41:09.364197Z  INFO cuzk_core::engine: starting cuzk engine",
+        f"TIMELINE,100,SYNTH_START,{job},partition=0",
+        "CUZK_TIMING: prep_msm_ms=1909\r\r",
+        "synthesis 10%\rsynthesis 50%\rCUZK_TIMING: b_g2_msm_ms=484 num_circuits=1",
+        f"TIMELINE,2100,GPU_START,{job},partition=0,worker=0",
+        "CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=690",
+    ]
+    path = tmp_path / "cr.log"
+    path.write_bytes(("\r\n".join(lines[:2]) + "\r\n" + "\n".join(lines[2:]) + "\n").encode())
+    sed = path.read_bytes().split(b"\n")  # what `sed -n Np` prints for line N
+    acc = Accounting()
+    evs = list(iter_events([str(path)], acc))
+    assert acc.lines_total == 6 == len(sed) - 1
+    assert acc.stray_cr_lines == 1  # line 4; CRs before an LF end their line
+    by_line = {e.line: e for e in evs}
+    assert by_line[3].fields == {"prep_msm_ms": 1909}
+    assert by_line[4].kind == "b_g2_msm" and by_line[4].fields["b_g2_msm_ms"] == 484
+    assert by_line[5].kind == "GPU_START" and sed[4].startswith(b"TIMELINE,2100,GPU_START")
+    assert by_line[6].kind == "ntt_msm_h" and sed[5].startswith(b"CUZK_TIMING: gpu_tid=0")
+    assert acc.to_dict()["stray_cr_lines"] == 1
+
+
+def test_cr_only_text_is_one_line():
+    # Without LF there is one line (sed -n 1p prints all of it), read after its last CR.
+    events, acc = parse_text("CUZK_TIMING: prep_msm_ms=5\rCUZK_TIMING: prep_msm_ms=6\r")
+    assert acc.lines_total == 1 and acc.stray_cr_lines == 1
+    assert [(e.line, e.fields) for e in events] == [(1, {"prep_msm_ms": 6})]

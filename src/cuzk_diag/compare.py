@@ -24,6 +24,7 @@ from cuzk_diag.gate import (
     require_calls,
 )
 from cuzk_diag.records import Finding, Severity
+from cuzk_diag.sanitize import md_code, md_text
 from cuzk_diag.stats import holm, mann_whitney_u, relative_change
 
 #: Run-level metrics shown under the stage table, in this order, when either run has them.
@@ -73,9 +74,14 @@ class StageRow:
             return "only-baseline"
         if self.n_base == 0:
             return "only-candidate"
-        if not self.significant:
+        # The direction is the test's own: the sign of the rank-biserial effect (U above or
+        # below its null mean). The Hodges-Lehmann shift is an estimate of the size, and is 0
+        # whenever most values of both runs are equal (a queue wait that is usually 0), so it
+        # cannot say which way a significant difference goes.
+        r = self.rank_biserial or 0.0
+        if not self.significant or r == 0.0:
             return "same"
-        return "slower" if (self.shift or 0.0) > 0 else "faster"
+        return "slower" if r > 0 else "faster"
 
     def to_dict(self) -> dict[str, Any]:
         d = {
@@ -382,7 +388,7 @@ def verdict_mark(row: StageRow) -> str:
 def to_markdown(cmp: Comparison) -> str:
     """GitHub-flavoured Markdown: the stage table in the style of the Phase 8 -> 9 table."""
     lines = [
-        f"## cuzk-diag compare: `{cmp.base_label}` → `{cmp.cand_label}`",
+        f"## cuzk-diag compare: {md_code(cmp.base_label)} → {md_code(cmp.cand_label)}",
         "",
     ]
     if cmp.shape_differences:
@@ -432,7 +438,7 @@ def to_markdown(cmp: Comparison) -> str:
             for f in group:
                 n = max(f.base_count, f.cand_count)
                 times = f" ×{n}" if n > 1 else ""
-                lines.append(f"- `{f.code}` {f.severity}: {f.title}{times}")
+                lines.append(f"- `{f.code}` {f.severity}: {md_text(f.title)}{times}")
             lines.append("")
     if cmp.findings_both:
         codes = ", ".join(f"`{f.code}`" for f in cmp.findings_both)

@@ -477,10 +477,12 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 }
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _METRIC = r"[A-Za-z_][A-Za-z0-9_.]*"
-_BOUND_RE = re.compile(rf"^\s*({_METRIC})\s*(<=|>=|==|!=|=|<|>)\s*({_NUMBER})\s*(%?)\s*$")
-_CONDITION_RE = re.compile(rf"^\s*(<=|>=|==|!=|=|<|>)\s*({_NUMBER})\s*(%?)\s*$")
-_REGRESSION_RE = re.compile(rf"^\s*({_METRIC})\s*:\s*(.+?)\s*$")
-_LIMIT_RE = re.compile(r"^\s*([-+]?)\s*((?:\d+(?:\.\d*)?|\.\d+))\s*(%?)\s*$")
+# Matched with fullmatch() on stripped text. Possessive blanks: every pattern of the package runs
+# in time linear in its input (tests/test_patterns.py).
+_BOUND_RE = re.compile(rf"({_METRIC})\s*+(<=|>=|==|!=|=|<|>)\s*+({_NUMBER})\s*+(%?)")
+_CONDITION_RE = re.compile(rf"(<=|>=|==|!=|=|<|>)\s*+({_NUMBER})\s*+(%?)")
+_REGRESSION_RE = re.compile(rf"({_METRIC})\s*+:\s*+(.+)")
+_LIMIT_RE = re.compile(r"([-+]?)\s*+((?:\d+(?:\.\d*)?|\.\d+))\s*+(%?)")
 _OFF = frozenset({"off", "none", "false", "disabled"})
 
 
@@ -541,7 +543,7 @@ def _fmt(x: float) -> str:
 
 def parse_bound(text: str, origin: Origin = Origin.CLI) -> Bound:
     """``"s_per_proof <= 40"``, ``"prestage_fallback.rate == 0"``, ``"util_kernel >= 45%"``."""
-    m = _BOUND_RE.match(text)
+    m = _BOUND_RE.fullmatch(text.strip())
     if not m:
         raise ConfigError(
             f"cannot parse gate {text!r} (expected 'METRIC OP NUMBER', e.g. 's_per_proof <= 40'; "
@@ -553,7 +555,7 @@ def parse_bound(text: str, origin: Origin = Origin.CLI) -> Bound:
 
 def parse_condition(metric: str, text: str, origin: Origin = Origin.CONFIG) -> Bound:
     """The TOML form: key ``metric``, value ``"<= 40"``."""
-    m = _CONDITION_RE.match(text)
+    m = _CONDITION_RE.fullmatch(text.strip())
     if not m:
         raise ConfigError(
             f"cannot parse bound {text!r} for {metric!r} (expected 'OP NUMBER', e.g. '<= 40')"
@@ -570,7 +572,7 @@ def _bound(metric: str, op: str, num: str, pct: str, origin: Origin) -> Bound:
 
 def parse_regression(text: str, origin: Origin = Origin.CLI) -> Regression:
     """``"gpu_total_ms.p50: +5%"``, ``"util_kernel: -3%"``, ``"s_per_proof: off"``."""
-    m = _REGRESSION_RE.match(text)
+    m = _REGRESSION_RE.fullmatch(text.strip())
     if not m:
         raise ConfigError(
             f"cannot parse regression {text!r} (expected 'METRIC: LIMIT', "
@@ -589,7 +591,7 @@ def parse_regression_limit(metric: str, limit: Any, origin: Origin = Origin.CONF
         raise ConfigError(
             f'regression limit for {metric!r} must be a string such as "+5%", got {limit!r}'
         )
-    m = _LIMIT_RE.match(limit)
+    m = _LIMIT_RE.fullmatch(limit.strip())
     if not m:
         raise ConfigError(
             f"cannot parse regression limit {limit!r} for {metric!r} "

@@ -123,7 +123,9 @@ _TRACING_RE = re.compile(
 _SPAN_RE = re.compile(r"([A-Za-z_][\w]*)(?:\{(.*?)\})?:(?=[\w{ ])")
 _TARGET_RE = re.compile(r"([A-Za-z_][\w]*(?:::[A-Za-z_][\w]*)*): ")
 _FIELD_SPLIT_RE = re.compile(r" (?=[A-Za-z_][\w.]*=)")
-_DURATION_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|µs|us|ms|s)\b")
+# Patterns that are searched start only where their digit run starts (the lookbehind) and never
+# give digits back (possessive): a long run of digits costs linear time, not quadratic.
+_DURATION_RE = re.compile(r"(?<![0-9])([0-9]++(?:\.[0-9]++)?)(ns|µs|us|ms|s)\b")
 _DURATION_MS = {"ns": 1e-6, "µs": 1e-3, "us": 1e-3, "ms": 1.0, "s": 1000.0}
 
 #: Message prefix -> event kind, for the diagnosis-relevant messages of reference section 4.2.
@@ -173,8 +175,8 @@ for _prefix, _kind in TRACING_KINDS:
 _BENCH_PROOF_RE = re.compile(
     r"\s*\[(\d+)/(\d+)\] ([A-Z]+) \u2014 ([0-9.]+)s \(prove=(\d+) ms, queue=(\d+) ms\)\s*$"
 )
-_BENCH_STAT_RE = re.compile(r"avg=([0-9.]+)s min=([0-9.]+)s max=([0-9.]+)s")
-_BENCH_THROUGHPUT_RE = re.compile(r"([0-9.]+) proofs/min \(([0-9.]+)s/proof\)")
+_BENCH_STAT_RE = re.compile(r"avg=([0-9.]++)s min=([0-9.]++)s max=([0-9.]++)s")
+_BENCH_THROUGHPUT_RE = re.compile(r"(?<![0-9.])([0-9.]++) proofs/min \(([0-9.]++)s/proof\)")
 _BENCH_HEADERS = {
     "=== Batch Benchmark ===": "bench_header",
     "=== Batch Summary ===": "bench_summary_header",
@@ -928,7 +930,7 @@ def parse_text(text: str, *, full: bool = True) -> tuple[list[Event], Accounting
 
 
 def apply_source_stats(acc: Accounting, stats: Any) -> None:
-    """Add what cleaning found in one input to the accounting."""
+    """Add one input's cleaning counts (sources.SourceStats) to the accounting."""
     acc.ansi_lines += stats.ansi_lines
     acc.journald_lines += stats.journald_lines
     acc.journald_sources.update(stats.journald_hosts)
@@ -936,6 +938,7 @@ def apply_source_stats(acc: Accounting, stats: Any) -> None:
     acc.oversized_lines += stats.oversized_lines
     if stats.truncated:
         acc.truncated_inputs[stats.name] = stats.truncated
+    acc.stray_cr_lines += stats.stray_cr_lines
 
 
 def iter_events(

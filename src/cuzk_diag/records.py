@@ -113,6 +113,7 @@ class Accounting:
     journald_sources: Counter[str] = field(default_factory=Counter)  # "host unit[pid]" -> lines
     decode_errors: int = 0  # lines with bytes that were not UTF-8 (replaced)
     oversized_lines: int = 0  # lines longer than the reader's limit (truncated)
+    stray_cr_lines: int = 0  # lines with a CR inside: read from after their last CR
     unattributed: int = 0  # timing lines the assembler could not place (set by assembly)
     unattributed_examples: list[int] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
@@ -146,6 +147,7 @@ class Accounting:
             "journald_sources": dict(self.journald_sources),
             "decode_errors": self.decode_errors,
             "oversized_lines": self.oversized_lines,
+            "stray_cr_lines": self.stray_cr_lines,
             "unattributed": self.unattributed,
             "unattributed_examples": list(self.unattributed_examples),
             "truncated_inputs": dict(self.truncated_inputs),

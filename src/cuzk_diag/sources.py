@@ -1,7 +1,10 @@
 """Open inputs (path, ``-``, .gz, .zst) and yield clean text chunks that end on a line boundary.
 
-Cleaning happens chunk-wide in C-implemented code (``bytes.replace``, ``re.sub``): CRLF and lone CR
-become LF, invalid UTF-8 is replaced, ANSI colour escapes and journald/syslog prefixes are removed
+Cleaning happens chunk-wide in C-implemented code (``bytes.replace``, ``re.sub``): only LF ends a
+line, as for ``sed`` and ``wc -l``, so line numbers match the file. The CRs before an LF are
+dropped (CRLF); a CR inside a line (a progress bar's return, a stray byte) returns the carriage as
+on a terminal: the line reads as the text after its last CR, and is counted (``stray_cr_lines``).
+Invalid UTF-8 is replaced, ANSI colour escapes and journald/syslog prefixes are removed
 and counted. Memory stays bounded by the chunk size whatever the number of lines.
 """
 
@@ -27,7 +30,9 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _PARQUET_MAGIC = b"PAR1"
 
-ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")
+#: CSI sequences (colours, cursor) and OSC sequences ended by BEL or ST. An OSC body stops at the
+#: next ESC, so a line of unterminated OSC openers costs linear time, not quadratic.
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*+[A-Za-z]|\x1b\][^\x07\n\x1b]*+(?:\x07|\x1b\\)")
 #: `Nov 29 10:00:00 host cuzk[4242]: ` as journalctl (short format) or syslog writes it.
 JOURNALD_RE = re.compile(
     r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? (\S+) ([^\s\[:]+)(?:\[(\d+)\])?: ",
@@ -46,6 +51,7 @@ class SourceStats:
     journald_hosts: dict[str, int] = field(default_factory=dict)  # "host ident[pid]" -> lines
     decode_errors: int = 0
     oversized_lines: int = 0
+    stray_cr_lines: int = 0  # lines with a CR inside: only the text after the last CR is read
     missing_final_newline: bool = False
     truncated: str | None = None  # why the input ended early (a truncated .gz/.zst), if it did
 
@@ -361,8 +367,6 @@ def read_chunks(
         buf = carry + block if carry else block
         cut = buf.rfind(b"\n") + 1
         if not cut:
-            cut = _lone_cr_cut(buf)
-        if not cut:
             if len(buf) > MAX_LINE:
                 # One enormous line: keep its head, skip until its end, count it.
                 stats.oversized_lines += 1
@@ -401,12 +405,6 @@ def zstd_error() -> type[Exception]:
         return OSError
 
 
-def _lone_cr_cut(buf: bytes) -> int:
-    """Files with lone CR line ends (no LF at all): cut after the last CR not at the very end."""
-    pos = buf.rfind(b"\r", 0, len(buf) - 1)
-    return pos + 1 if pos >= 0 else 0
-
-
 def _skip_to_newline(
     reader: Callable[[int], bytes], head: bytes, stats: SourceStats, chunk_size: int
 ) -> tuple[bytes, bytes]:
@@ -426,7 +424,11 @@ def _skip_to_newline(
 def clean_text(data: bytes, stats: SourceStats) -> str:
     """Normalise line ends, decode, strip ANSI and journald prefixes, chunk-wide."""
     if b"\r" in data:
-        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        data = data.replace(b"\r\n", b"\n")
+        if b"\r" in data:
+            data = _CR_END_RE.sub(b"\n", data)
+            data, n = _CR_RETURN_RE.subn(b"", data)
+            stats.stray_cr_lines += n
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -443,6 +445,10 @@ def clean_text(data: bytes, stats: SourceStats) -> str:
 
 
 _ANSI_LINE_RE = re.compile(r"^[^\n\x1b]*\x1b", re.MULTILINE)
+#: A run of CRs ending a line (``\r\r\n``); the lookbehind starts it at the run's first CR.
+_CR_END_RE = re.compile(rb"(?<!\r)\r++\n")
+#: A line's text up to its last CR (a carriage return inside the line): one match per line.
+_CR_RETURN_RE = re.compile(rb"^(?:[^\n\r]*+\r)++", re.MULTILINE)
 
 
 def _journald_anywhere(text: str) -> bool:

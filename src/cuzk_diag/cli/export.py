@@ -11,6 +11,7 @@ from cuzk_diag.cli import UsageError, cli
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.pipeline import DifferentRunsError
 from cuzk_diag.records import Accounting
+from cuzk_diag.sanitize import neutralise_value
 
 
 @cli.command("export")
@@ -131,13 +132,14 @@ def accounting_summary(acc: Accounting, rows: int, what: str, output: str) -> st
         ("unattributed", "unattributed"),
         ("decode_errors", "with invalid UTF-8"),
         ("oversized_lines", "oversized"),
+        ("stray_cr_lines", "with a stray CR"),
         ("ansi_lines", "with ANSI colour"),
         ("journald_lines", "with journald prefix"),
     ):
         if d[key]:
             issues.append(f"{d[key]} {label}")
     if d["unknown_keys"]:
-        issues.append("unknown keys: " + json.dumps(d["unknown_keys"]))
+        issues.append("unknown keys: " + json.dumps(neutralise_value(d["unknown_keys"])))
     for name, why in d["truncated_inputs"].items():
         issues.append(f"{name} ends early: {why}")
     if issues:

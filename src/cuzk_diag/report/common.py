@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from cuzk_diag.records import Accounting
+from cuzk_diag.sanitize import neutralise
 
 if TYPE_CHECKING:
     from cuzk_diag.analysis import Analysis
@@ -153,7 +154,7 @@ def facts_rows(a: Analysis) -> list[tuple[str, str]]:
             f" and {num(f.lock_wait_ms_high, ' ms')})"
         )
     rows.append(("Lock wait", method))
-    return rows
+    return [(k, neutralise(v)) for k, v in rows]  # values quote the log
 
 
 #: Short names of the fields behind the lock-held and kernel views, for the report header.
@@ -218,11 +219,12 @@ def accounting_rows(acc: Accounting) -> list[tuple[str, str]]:
         "decode errors": acc.decode_errors,
         "oversized": acc.oversized_lines,
         "inputs ending early": len(acc.truncated_inputs),
+        "stray CR": acc.stray_cr_lines,
     }
     rows.append(("Issues", ", ".join(f"{k} {v:,}" for k, v in issues.items() if v) or "none"))
     if acc.sources:
         rows.append(("Sources", ", ".join(acc.sources)))
-    return rows
+    return [(k, neutralise(v)) for k, v in rows]  # values quote the log
 
 
 def bar(start: float, dur: float, total: float, width: int, measured: bool = True) -> str:

@@ -17,6 +17,7 @@ from cuzk_diag.compare import (
 )
 from cuzk_diag.gate import CheckResult, GateStatus, RunShape
 from cuzk_diag.report.console import make_console, print_table
+from cuzk_diag.sanitize import neutralise
 
 
 def _delta_text(v: float | None, significant: bool) -> Text:
@@ -32,9 +33,9 @@ def render_compare(cmp: Comparison, stream: TextIO, color: str = "auto") -> None
     console.print(
         Text.assemble(
             ("cuzk-diag compare ", "bold"),
-            (cmp.base_label, "cyan"),
+            (neutralise(cmp.base_label), "cyan"),
             " → ",
-            (cmp.cand_label, "cyan"),
+            (neutralise(cmp.cand_label), "cyan"),
         )
     )
     if cmp.shape_differences:
@@ -119,10 +120,10 @@ _STATUS_STYLE = {
 def render_check(result: CheckResult, stream: TextIO, color: str = "auto") -> None:
     """One line per gate with its verdict and numbers, then the overall verdict."""
     console = make_console(stream, color)
-    head = Text.assemble(("cuzk-diag check ", "bold"), (result.candidate, "cyan"))
+    head = Text.assemble(("cuzk-diag check ", "bold"), (neutralise(result.candidate), "cyan"))
     if result.baseline:
         head.append(" against ")
-        head.append(result.baseline, style="cyan")
+        head.append(neutralise(result.baseline), style="cyan")
     console.print(head)
     table = Table(show_edge=False, show_header=False, pad_edge=False, box=None)
     table.add_column("status")
@@ -130,7 +131,9 @@ def render_check(result: CheckResult, stream: TextIO, color: str = "auto") -> No
     table.add_column("result", overflow="fold")
     for gate in result.results:
         label, style = _STATUS_STYLE[gate.status]
-        table.add_row(Text(label, style=style), gate.name, gate.message)
+        table.add_row(
+            Text(label, style=style), Text(neutralise(gate.name)), Text(neutralise(gate.message))
+        )
     if result.results:
         console.print(table)
     else:

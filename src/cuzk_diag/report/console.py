@@ -17,6 +17,7 @@ from rich.text import Text
 
 from cuzk_diag.records import Severity
 from cuzk_diag.report import common
+from cuzk_diag.sanitize import neutralise
 
 if TYPE_CHECKING:
     from cuzk_diag.analysis import Analysis
@@ -135,7 +136,7 @@ def _facts_panel(a: Analysis) -> Panel:
     title = ", ".join(a.inputs) if a.inputs else "run"
     return Panel(
         _grid(common.facts_rows(a)),
-        title=Text(f"cuzk-diag: {title}"),
+        title=Text(neutralise(f"cuzk-diag: {title}")),
         title_align="left",
         box=box.ROUNDED,
     )

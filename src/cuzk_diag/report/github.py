@@ -9,12 +9,14 @@ end the command early.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from cuzk_diag.gate import CheckResult, GateKind, GateResult, GateStatus
 from cuzk_diag.records import Finding, Severity
+from cuzk_diag.sanitize import md_code, md_text, neutralise
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
@@ -45,8 +47,14 @@ _ICON = {
 }
 
 
+_LINE_BREAK_RE = re.compile(r"(\r|\n)")
+
+
 def escape_data(text: str) -> str:
-    """Escape a workflow-command message (the part after ``::``)."""
+    """Escape a workflow-command message (the part after ``::``): each line neutralised (no
+    controls, no ``::`` or ``##[``), then ``%``, CR and LF escaped."""
+    parts = _LINE_BREAK_RE.split(text)  # line breaks at odd indices
+    text = "".join(p if i % 2 else neutralise(p) for i, p in enumerate(parts))
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
@@ -107,7 +115,9 @@ def render_github(result: CheckResult) -> str:
     out = workflow_commands(result)
     out.append(_verdict_line(result))
     for gate in result.results:
-        out.append(f"  {gate.status.value.upper():5}  {gate.name}: {gate.message}")
+        out.append(
+            f"  {gate.status.value.upper():5}  {neutralise(gate.name)}: {neutralise(gate.message)}"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -117,14 +127,10 @@ def _verdict_line(result: CheckResult) -> str:
     if result.errored:
         verdict = "could not be evaluated"
     base = f" against {result.baseline}" if result.baseline else ""
-    return (
+    return neutralise(
         f"cuzk-diag check {verdict}: {result.candidate}{base}: "
         f"{c['pass']} passed, {c['fail']} failed, {c['error']} not evaluated, {c['skip']} skipped"
     )
-
-
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _fmt_metric(name: str, value: float) -> str:
@@ -141,20 +147,20 @@ def markdown_summary(result: CheckResult) -> str:
     if result.errored:
         head = "⛔ could not be evaluated"
     lines = [f"## cuzk-diag check {head}", ""]
-    target = f"`{result.candidate}`"
+    target = md_code(result.candidate)
     if result.baseline:
-        target += f" against baseline `{result.baseline}`"
+        target += f" against baseline {md_code(result.baseline)}"
     lines += [f"Run: {target}", ""]
     lines += ["| | gate | result |", "|---|---|---|"]
     for gate in result.results:
         lines.append(
-            f"| {_ICON[gate.status]} | `{_md_cell(gate.name)}` | {_md_cell(gate.message)} |"
+            f"| {_ICON[gate.status]} | {md_code(gate.name, cell=True)} | {md_text(gate.message)} |"
         )
     if not result.results:
         lines.append("| | (no gates) | |")
     if result.notes:
         lines.append("")
-        lines += [f"> {_md_cell(n)}" for n in result.notes]
+        lines += [f"> {md_text(n)}" for n in result.notes]
     regs = [r for r in result.results if r.kind is GateKind.REGRESSION and "change" in r.evidence]
     if regs:
         lines += ["", regression_table(regs).rstrip()]
@@ -166,9 +172,7 @@ def markdown_summary(result: CheckResult) -> str:
     if findings:
         lines += ["", "### Findings", ""]
         for f in findings[:50]:
-            lines.append(
-                f"- **{f.code}** ({f.severity}) {_md_cell(f.title)}: {_md_cell(f.message)}"
-            )
+            lines.append(f"- **{f.code}** ({f.severity}) {md_text(f.title)}: {md_text(f.message)}")
         if len(findings) > 50:
             lines.append(f"- … and {len(findings) - 50} more")
     return "\n".join(lines) + "\n"
@@ -186,9 +190,10 @@ def regression_table(results: list[GateResult]) -> str:
         eff = e.get("rank_biserial")
         change = e.get("change")
         metric = str(e.get("metric"))
+        shown = md_code(metric, cell=True)
         b, c = e.get("baseline"), e.get("candidate")
         rows.append(
-            f"| `{metric}` | {'–' if b is None else _fmt_metric(metric, b)} "
+            f"| {shown} | {'–' if b is None else _fmt_metric(metric, b)} "
             f"| {'–' if c is None else _fmt_metric(metric, c)} "
             f"| {'' if change is None else f'{change * 100:+.1f}%'} "
             f"| {'limit only' if p is None else f'{p:.3g}'} "
@@ -220,7 +225,7 @@ def render(analysis: Any, stream: IO[str], *, color: str = "auto") -> None:
         stream.write(command(level, f"{f.message}{where}{advice}", title=f"{f.code} {f.title}"))
         stream.write("\n")
     counts = ", ".join(f"{n} {k}" for k, n in analysis.counts().items())
-    stream.write(f"cuzk-diag: {len(analysis.findings)} findings ({counts})\n")
+    stream.write(neutralise(f"cuzk-diag: {len(analysis.findings)} findings ({counts})") + "\n")
 
 
 def render_check(result: CheckResult, stream: IO[str], *, color: str = "auto") -> None:

@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 from typing import IO, TYPE_CHECKING, Any
 
+from cuzk_diag.sanitize import neutralise_value
+
 if TYPE_CHECKING:
     from cuzk_diag.analysis import Analysis
 
 
 def render(analysis: Analysis, stream: IO[str], *, color: str = "auto") -> None:
     """Write the report as one JSON document (``color`` is ignored)."""
-    json.dump(analysis.to_dict(), stream, indent=2, ensure_ascii=False, allow_nan=False)
+    # run info and accounting quote the log (failure messages, job ids, unknown keys)
+    report = neutralise_value(analysis.to_dict())
+    json.dump(report, stream, indent=2, ensure_ascii=False, allow_nan=False)
     stream.write("\n")
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from cuzk_diag.gate import CheckResult, GateResult, GateStatus
+from cuzk_diag.sanitize import neutralise
 
 if TYPE_CHECKING:
     from cuzk_diag.analysis import Analysis
@@ -29,7 +30,10 @@ _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def _x(text: Any) -> str:
-    return _ILLEGAL_XML.sub("\ufffd", str(text))
+    """Text for an XML attribute or element: each line neutralised, XML-illegal characters
+    replaced (ElementTree escapes the markup characters)."""
+    lines = str(text).split("\n")
+    return _ILLEGAL_XML.sub("\ufffd", "\n".join(neutralise(ln) for ln in lines))
 
 
 def _evidence_text(result: GateResult) -> str:

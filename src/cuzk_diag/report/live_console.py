@@ -17,6 +17,7 @@ from rich.text import Text
 
 from cuzk_diag.report import common
 from cuzk_diag.report.console import SEVERITY_STYLE, make_console
+from cuzk_diag.sanitize import neutralise
 from cuzk_diag.sinks import Sink, StreamEnd
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def _headline(s: LiveSnapshot) -> Panel:
     hours, mins = divmod(mins, 60)
     return Panel(
         Group(grid, Text(note, style="dim")),
-        title=Text(f"cuzk-diag live: {title}  {hours:d}:{mins:02d}:{secs:02d}"),
+        title=Text(neutralise(f"cuzk-diag live: {title}  {hours:d}:{mins:02d}:{secs:02d}")),
         title_align="left",
         box=box.ROUNDED,
     )
@@ -141,7 +142,7 @@ def _findings(s: LiveSnapshot) -> Table | Text:
             Text(f" {str(f.severity).upper()} ", style=SEVERITY_STYLE[f.severity]),
             f.code,
             f.name,
-            f.message,
+            Text(f.message),  # quotes the log: never read as rich markup
         )
     if len(s.findings) > FINDING_ROWS:
         t.add_row("", "", "", Text(f"… {len(s.findings) - FINDING_ROWS} more", style="dim"))

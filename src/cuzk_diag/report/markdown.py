@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import IO, TYPE_CHECKING, Any
 
 from cuzk_diag.report import common
+from cuzk_diag.sanitize import md_code, md_text
 
 if TYPE_CHECKING:
     from cuzk_diag.analysis import Analysis
@@ -12,32 +13,29 @@ if TYPE_CHECKING:
 WATERFALL_WIDTH = 60
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def render(analysis: Analysis, stream: IO[str], *, color: str = "auto") -> None:
     """Write the report as GitHub-flavoured Markdown (``color`` is ignored)."""
     a = analysis
     w = stream.write
-    title = ", ".join(f"`{i}`" for i in a.inputs) if a.inputs else "run"
+    # Every text that can quote the log or a path goes through md_text / md_code.
+    title = ", ".join(md_code(i) for i in a.inputs) if a.inputs else "run"
     w(f"# cuzk-diag: {title}\n\n")
     w("| | |\n|---|---|\n")
     for k, v in common.facts_rows(a):
-        w(f"| {k} | {_cell(v)} |\n")
+        w(f"| {k} | {md_text(v)} |\n")
     counts = common.counts_text(a.counts())
     w(f"\n## Findings ({counts})\n\n")
     if not a.findings:
         w("No findings: nothing above the thresholds.\n")
     for f in a.findings:
-        w(f"### {str(f.severity).upper()} {f.code} `{f.name}`: {f.title}\n\n")
-        w(f"{f.message}\n\n")
+        w(f"### {str(f.severity).upper()} {f.code} `{f.name}`: {md_text(f.title)}\n\n")
+        w(f"{md_text(f.message)}\n\n")
         for k, v in common.evidence_items(f.evidence):
-            w(f"- **{k}**: {v}\n")
+            w(f"- **{md_text(k)}**: {md_text(v)}\n")
         if f.lines:
             w(f"- **lines**: {', '.join(map(str, f.lines))}\n")
         if f.advice:
-            w(f"\n> {f.advice}\n")
+            w(f"\n> {md_text(f.advice)}\n")
         w("\n")
     wf = a.facts.waterfall
     if wf is not None and wf.segments:
@@ -60,7 +58,7 @@ def render(analysis: Analysis, stream: IO[str], *, color: str = "auto") -> None:
         w("\n")
     w("## Accounting\n\n")
     for k, v in common.accounting_rows(a.accounting):
-        w(f"- **{k}**: {v}\n")
+        w(f"- **{k}**: {md_text(v)}\n")
 
 
 def render_comparison(cmp: Any, stream: IO[str], *, color: str = "auto") -> None:

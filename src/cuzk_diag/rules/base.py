@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pandas as pd
 
 from cuzk_diag.records import Accounting, Finding, RunInfo, Severity
+from cuzk_diag.sanitize import neutralise, neutralise_value
 
 if TYPE_CHECKING:
     from cuzk_diag.config import Config
@@ -127,10 +128,11 @@ class Rule:
             name=self.name,
             severity=severity,
             title=self.title,
-            message=message,
-            evidence={k: clean_value(v) for k, v in evidence.items()},
+            # messages, evidence and advice quote the log: neutralised once, here
+            message=neutralise(message),
+            evidence={k: neutralise_value(clean_value(v)) for k, v in evidence.items()},
             lines=tuple(uniq[:MAX_LINES]),
-            advice=advice,
+            advice=neutralise(advice),
             calls=tuple(calls),
         )
 

@@ -1,0 +1,78 @@
+"""Log text is untrusted: neutralise it before it reaches a report.
+
+A log line can hold anything a process printed, including text aimed at whatever displays the
+report: GitHub Actions executes a stdout line that starts with ``::`` (``::error::``,
+``::add-mask::``, ...) or holds ``##[``, terminals obey control characters, Markdown renders HTML
+and links. Two layers keep reports safe:
+
+- :func:`neutralise`, applied where log text enters a report model (a finding's message,
+  evidence and advice; the fact and accounting rows; the JSON report). It makes control
+  characters visible (``\\x07``), and puts a zero-width space into every ``::`` and ``##[`` so
+  that no way of wrapping the text can start a line with ``::`` and no line contains ``##[``.
+  It is idempotent.
+- Escaping for the format at the edge: :func:`md_text` and :func:`md_code` for Markdown (the
+  ``--format markdown`` report, the job summary, ``compare``'s table); the GitHub reporter's
+  ``%``-escaping of command data; XML escaping in JUnit.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: Zero-width space: breaks ``::`` and ``##[`` without changing how the text reads.
+ZWSP = "\u200b"
+
+#: C0 and C1 controls, DEL, line/paragraph separators and bidirectional embedding, override
+#: and isolate marks (which can make text read differently from what it is).
+_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: A colon followed by a colon; a ``#`` that starts ``##[``.
+_COMMAND_RE = re.compile(r":(?=:)|#(?=#\[)")
+#: Characters with a meaning in (GitHub-flavoured) Markdown or HTML, escaped with a backslash.
+_MD_SPECIAL_RE = re.compile(r"[\\`*_\[\](){}<>!|#~&@+\-=]")
+_BACKTICKS_RE = re.compile(r"`+")
+
+_SPACES = {"\t": " ", "\n": " "}
+
+
+def _control(m: re.Match[str]) -> str:
+    c = m.group()
+    if c in _SPACES:
+        return _SPACES[c]
+    code = ord(c)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def neutralise(text: str) -> str:
+    """``text`` with controls made visible and workflow-command markers broken."""
+    if text.isprintable() and "::" not in text and "##[" not in text:
+        return text  # the common case: nothing to do
+    text = _CONTROL_RE.sub(_control, text)
+    return _COMMAND_RE.sub(lambda m: m.group() + ZWSP, text)
+
+
+def neutralise_value(value: Any) -> Any:
+    """:func:`neutralise` every string in a JSON-like value (dict keys included)."""
+    if isinstance(value, str):
+        return neutralise(value)
+    if isinstance(value, dict):
+        return {neutralise_value(k): neutralise_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [neutralise_value(v) for v in value]
+    return value
+
+
+def md_text(text: str) -> str:
+    """Neutralised text escaped for inline Markdown (also safe in a table cell)."""
+    return _MD_SPECIAL_RE.sub(lambda m: "\\" + m.group(), neutralise(text))
+
+
+def md_code(text: str, *, cell: bool = False) -> str:
+    """Neutralised text as an inline code span; ``cell``: inside a table cell."""
+    text = neutralise(text)
+    if cell:
+        text = text.replace("|", "\\|")
+    longest = max((len(run) for run in _BACKTICKS_RE.findall(text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or longest else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

@@ -1,0 +1,250 @@
+"""Log text cannot act on what displays a report: no GitHub workflow command, no control
+character, no HTML or link in Markdown, whatever the output format and the terminal width.
+
+The hostile text sits in realistic lines of a real capture: an ERROR tracing line of a failed
+partition (its message and its job id), and a CUZK_TIMING line with keys no code version prints.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from cuzk_diag import cli as cli_mod
+from cuzk_diag.analysis import analyze
+from cuzk_diag.report import render
+from cuzk_diag.sanitize import ZWSP, md_code, md_text, neutralise
+
+ROOT = Path(__file__).resolve().parent.parent
+INCIDENT = ROOT / "fixtures" / "sim" / "incident.log"
+
+#: Within the 200 characters the failures rule quotes.
+PAYLOAD = (
+    "`code` @octo/t \x07bell \x08bs \x9b31mcsi \u202eevil | ::error::owned1 ::warning::owned2 "
+    "##[error]owned3 <script>alert(1)</script> </details> ![x](//e.vil/x) [c](javascript:x) "
+    "::add-mask::owned4"
+)
+ERROR_LINE = (
+    "2026-03-13T20:45:02.118034Z ERROR cuzk_core::engine: partition GPU proving failed "
+    f"{PAYLOAD} error=CUDA error: out of memory ::error::owned5 "
+    "job_id=::error::owned6-##[group]job partition=4"
+)
+UNKNOWN_KEYS = "CUZK_TIMING: gpu_tid=0 ::error::owned7=1 ##[group]x=3 <img_src=x"
+#: Every word of the payload that would act if printed raw.
+#: (A narrow terminal cuts long words short; the visible BEL escape still shows.)
+MARKERS = [f"owned{i}" for i in range(1, 8)] + ["\\x07bell"]
+
+
+@pytest.fixture(scope="module")
+def hostile_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    lines = INCIDENT.read_text(encoding="utf-8").split("\n")
+    mid = len(lines) // 2
+    lines[mid:mid] = [ERROR_LINE, UNKNOWN_KEYS]
+    path = tmp_path_factory.mktemp("hostile") / "daemon.log"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def analysis(hostile_log: Path):
+    return analyze([str(hostile_log)])
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _cli(args: list[str], env: dict[str, str] | None = None) -> str:
+    from click.testing import CliRunner
+
+    env = {"GITHUB_STEP_SUMMARY": "", "NO_COLOR": "1", **(env or {})}
+    return CliRunner().invoke(cli_mod.cli, args, env=env, catch_exceptions=False).stdout
+
+
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def assert_inert(text: str, *, commands_allowed: bool = False) -> None:
+    """No line a runner would execute, no ``##[``, no control character."""
+    assert "##[" not in text
+    assert not _CONTROLS.search(text), repr(_CONTROLS.search(text))
+    for line in text.split("\n"):
+        if line.lstrip().startswith("::"):
+            # only our own annotations, and the log text inside them holds no ``::``
+            assert commands_allowed, line
+            m = re.match(r"::(error|warning|notice) title=[^:]*::(.*)", line)
+            assert m and "::" not in m.group(2), line
+
+
+def assert_payload_shown(text: str) -> None:
+    """The hostile text is neutralised, not dropped: the reader still sees it (across the line
+    breaks and borders of a narrow terminal)."""
+    joined = re.sub(r"[\s│]+", "", text)
+    assert any(marker in joined for marker in MARKERS)
+
+
+@pytest.mark.parametrize("width", [24, 30, 40, 55, 60, 80, 100, 160])
+def test_console_at_every_width(analysis, monkeypatch, width):
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.setenv("NO_COLOR", "1")
+    out = _Terminal()
+    render("console", analysis, out)
+    text = out.getvalue()
+    assert len(text.split("\n")[0]) == width  # the facts panel spans the terminal
+    assert_inert(text)
+    assert_payload_shown(text)
+
+
+def test_markdown_report(analysis):
+    out = io.StringIO()
+    render("markdown", analysis, out)
+    text = out.getvalue()
+    assert_inert(text)
+    assert_payload_shown(text)
+    assert_markdown_inert(text)
+
+
+def assert_markdown_inert(text: str) -> None:
+    # HTML, images, links and code spans of the log come out as escaped text
+    for raw in (r"<script", r"</details", r"<img", r"!\[x\]", r"\]\(//", r"`code`"):
+        assert not re.search(r"(?<!\\)" + raw, text), raw
+    assert "\\<script\\>" in text and "\\[c\\]\\(javascript" in text
+    assert "\\`code\\`" in text and "\\@octo/t" in text
+
+
+def test_json_report(analysis):
+    out = io.StringIO()
+    render("json", analysis, out)
+    text = out.getvalue()
+    assert_inert(text)
+    assert_payload_shown(text)
+    data = json.loads(text)
+    failure = data["info"]["failures"][0]
+    assert "##[" not in failure["job_id"] and "owned6" in failure["job_id"]
+    assert "\\x07bell" in failure["message"]  # a BEL is shown, not rung
+
+
+def test_github_annotations_of_an_analysis(analysis):
+    from cuzk_diag.report import github
+
+    out = io.StringIO()
+    github.render(analysis, out)
+    text = out.getvalue()
+    assert_inert(text, commands_allowed=True)
+    assert_payload_shown(text)
+
+
+def test_check_github_junit_and_step_summary(hostile_log, tmp_path):
+    summary = tmp_path / "summary.md"
+    junit = tmp_path / "junit.xml"
+    text = _cli(
+        ["check", str(hostile_log), "--format", "github", "--junit", str(junit)],
+        env={"GITHUB_STEP_SUMMARY": str(summary)},
+    )
+    assert_inert(text, commands_allowed=True)
+    assert_payload_shown(text)
+    # an annotation's data is one line: newlines and % of the text are escaped
+    assert any(line.startswith("::error title=CZ601") for line in text.split("\n"))
+    md = summary.read_text(encoding="utf-8")
+    assert_inert(md)
+    assert_payload_shown(md)
+    assert_markdown_inert(md)
+    xml = junit.read_text(encoding="utf-8")
+    assert_inert(xml)
+    assert "&lt;script&gt;" in xml or "owned" in xml
+
+
+@pytest.mark.parametrize("fmt", ["console", "markdown", "json"])
+def test_check_other_formats(hostile_log, fmt):
+    text = _cli(["check", str(hostile_log), "--format", fmt])
+    assert_inert(text)
+    if fmt != "console":  # the console lists gates only
+        assert_payload_shown(text)
+
+
+@pytest.mark.parametrize("fmt", ["console", "markdown", "json"])
+def test_compare_formats(hostile_log, fmt):
+    text = _cli(["compare", str(INCIDENT), str(hostile_log), "--format", fmt])
+    assert_inert(text)
+
+
+# -- the functions ---------------------------------------------------------------------------
+
+
+def test_neutralise_breaks_commands_and_shows_controls():
+    out = neutralise("::error::x ##[group] a\x07b\x9bc\u202ed\te")
+    assert "::" not in out and "##[" not in out
+    assert out == f":{ZWSP}:error:{ZWSP}:x #{ZWSP}#[group] a\\x07b\\x9bc\\u202ed e"
+    assert neutralise(out) == out  # idempotent
+    assert neutralise("cuzk ran 10 partitions") == "cuzk ran 10 partitions"
+    # runs of colons or hashes: no two adjacent colons, no ``##[`` left
+    assert "::" not in neutralise(":::::") and "##[" not in neutralise("####[")
+
+
+def test_markdown_helpers():
+    assert md_text("<b>x</b> [a](b) `c` | d") == r"\<b\>x\</b\> \[a\]\(b\) \`c\` \| d"
+    assert md_code("a`b") == "`` a`b ``"
+    assert md_code("a|b", cell=True) == r"`a\|b`"
+    assert md_code("plain") == "`plain`"
+
+
+def test_live_dashboard_shows_log_text_as_text(analysis):
+    # rich markup in a finding's message is text, not markup (``[/]`` would raise, ``[link=``
+    # would make a link)
+    from rich.console import Console
+
+    from cuzk_diag.live import LiveSnapshot
+    from cuzk_diag.report.live_console import render_snapshot
+
+    finding = analysis.findings[0]
+    hostile = type(finding)(**{**finding.to_dict(), "severity": finding.severity})
+    # as a rule makes it: neutralised where it enters the finding
+    message = neutralise("[/] [link=javascript:x]click[/link] " + PAYLOAD)
+    object.__setattr__(hostile, "message", message)
+    snap = LiveSnapshot(
+        inputs=["::error::owned8.log"],
+        elapsed_s=1.0,
+        lines=10,
+        bytes_read=100,
+        malformed=0,
+        unattributed=0,
+        era="main",
+        partitions=1,
+        partitions_failed=0,
+        partitions_in_flight=0,
+        revised=0,
+        proofs_done=0,
+        proofs_failed=0,
+        proofs_open=1,
+        window_partitions=1,
+        s_per_proof=None,
+        s_per_proof_source=None,
+        gpu_util=None,
+        kernel_util=None,
+        stages=[],
+        findings=[hostile],
+        records_kept=1,
+        records_dropped=0,
+    )
+    out = io.StringIO()
+    Console(file=out, width=200, color_system=None).print(render_snapshot(snap))
+    text = out.getvalue()
+    assert "[/] [link=javascript:x]click[/link]" in text
+    assert "owned8" in text
+    assert_inert(text)
+
+
+def test_export_summary_on_stderr(hostile_log, tmp_path):
+    from click.testing import CliRunner
+
+    out = tmp_path / "x.parquet"
+    res = CliRunner().invoke(
+        cli_mod.cli, ["export", str(hostile_log), "-o", str(out)], catch_exceptions=False
+    )
+    assert "unknown keys" in res.stderr and "owned7" in res.stderr
+    assert_inert(res.stderr)

@@ -374,3 +374,19 @@ def test_run_boundaries_found_in_compressed_files_and_a_last_line_without_newlin
         fh.write(data)
     n = data.count(b"\n")
     assert start_lines(str(tmp_path / "d.log.gz")) == [2, n + 1]
+
+
+def test_hostile_host_names_are_neutralised_in_every_format(tmp_path: Path) -> None:
+    """Host names come from the logs (journald prefixes) and the paths: data, not commands."""
+    logs = tmp_path / "logs"
+    write_fleet(logs, [HostSpec("a"), HostSpec("b")], base={**BASE, "proofs": 1}, runs=1)
+    evil = logs / "::error::pwned|<script>"
+    evil.mkdir()
+    write_log(SimConfig(**{**BASE, "proofs": 1, "seed": 9}), str(evil / "d.log"), truth=False)
+    build_fleet([str(logs)], tmp_path / "ds")
+    for fmt in ("console", "markdown", "json"):
+        res = CliRunner().invoke(cli, ["fleet-report", str(tmp_path / "ds"), "--format", fmt])
+        assert res.exit_code == 0, res.output
+        for line in res.output.splitlines():
+            assert not line.lstrip(" │|-*").startswith("::"), line
+        assert "<script>" not in res.output

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from cuzk_diag.report import common
 from cuzk_diag.report.console import SEVERITY_STYLE, make_console
+from cuzk_diag.sanitize import md_text, neutralise, neutralise_value
 
 if TYPE_CHECKING:
     from cuzk_diag.fleet.report import FleetReport
@@ -31,7 +32,8 @@ NUMERIC = {"runs", "GPUs", "gw", "s/proof", "busy", "kernel ms"}
 
 
 def _host_cells(h: dict[str, Any]) -> list[str]:
-    return [
+    """A host's row; every text from the logs neutralised (host names come from them)."""
+    cells = [
         str(h["host"]),
         str(h["runs"]),
         str(h["era"] or "?"),
@@ -43,6 +45,7 @@ def _host_cells(h: dict[str, Any]) -> list[str]:
         (h["last_ts"] or "n/a")[:10],
         " ".join(h["findings"]) or "-",
     ]
+    return [neutralise(c) for c in cells]
 
 
 def _setting_text(s: dict[str, Any]) -> str:
@@ -55,14 +58,16 @@ def render_console(report: FleetReport, stream: IO[str], *, color: str = "auto")
     console = make_console(stream, color)
     console.print(
         Text(
-            f"cuzk-diag fleet: {report.dataset} · {len(report.hosts)} hosts · {report.runs} runs "
+            f"cuzk-diag fleet: {neutralise(report.dataset)} · {len(report.hosts)} hosts · "
+            f"{report.runs} runs "
             f"· {report.partitions:,} GPU calls",
             style="bold",
         )
     )
     console.print()
     if report.attention:
-        console.print(Text("Hosts needing attention: " + ", ".join(report.attention), style="bold"))
+        names = neutralise(", ".join(report.attention))
+        console.print(Text("Hosts needing attention: " + names, style="bold"))
     else:
         console.print(Text("No host needs attention: no errors and no fleet findings."))
     console.print()
@@ -113,35 +118,25 @@ def render_console(report: FleetReport, stream: IO[str], *, color: str = "auto")
 
 
 def _short_list(items: list[str], n: int = 8) -> str:
-    return ", ".join(items[:n]) + (f", … (+{len(items) - n})" if len(items) > n else "")
-
-
-def _md(text: str) -> str:
-    """A table cell or inline text: no pipes, no newlines, no HTML."""
-    return (
-        text.replace("\\", "\\\\")
-        .replace("|", "\\|")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-        .replace("\n", " ")
-    )
+    text = ", ".join(items[:n]) + (f", … (+{len(items) - n})" if len(items) > n else "")
+    return neutralise(text)
 
 
 def render_markdown(report: FleetReport, stream: IO[str], *, color: str = "auto") -> None:
     w = stream.write
-    w(f"# cuzk-diag fleet: {_md(report.dataset)}\n\n")
+    w(f"# cuzk-diag fleet: {md_text(report.dataset)}\n\n")
     w(f"{len(report.hosts)} hosts, {report.runs} runs, {report.partitions:,} GPU calls.\n\n")
     w("**Hosts needing attention:** ")
-    w((", ".join(_md(h) for h in report.attention) or "none") + "\n\n")
+    w((", ".join(md_text(h) for h in report.attention) or "none") + "\n\n")
     if report.findings:
         w("## Fleet findings\n\n")
         for f in report.findings:
-            w(f"- **{str(f.severity).upper()} {f.code} `{f.name}`**: {_md(f.message)}\n")
+            w(f"- **{str(f.severity).upper()} {f.code} `{f.name}`**: {md_text(f.message)}\n")
         w("\n")
     w("## Hosts (latest run)\n\n| " + " | ".join(HOST_HEAD) + " |\n")
     w("|" + "---|" * len(HOST_HEAD) + "\n")
     for h in report.hosts:
-        w("| " + " | ".join(_md(c) for c in _host_cells(h)) + " |\n")
+        w("| " + " | ".join(md_text(c) for c in _host_cells(h)) + " |\n")
     if report.by_code:
         w("\n## Findings across hosts (latest runs)\n\n")
         w("| code | rule | severity | hosts | which |\n")
@@ -149,12 +144,14 @@ def render_markdown(report: FleetReport, stream: IO[str], *, color: str = "auto"
         for c in report.by_code:
             w(
                 f"| {c['code']} | `{c['name']}` | {c['severity']} | {c['n_hosts']} of "
-                f"{c['of_hosts']} | {_md(_short_list(c['hosts']))} |\n"
+                f"{c['of_hosts']} | {md_text(_short_list(c['hosts']))} |\n"
             )
     w("\n## Configurations (latest runs)\n\n| settings | hosts | which |\n|---|---|---|\n")
     for s in report.settings:
-        w(f"| {_md(_setting_text(s))} | {s['n_hosts']} | {_md(_short_list(s['hosts']))} |\n")
+        hosts = md_text(_short_list(s["hosts"]))
+        w(f"| {md_text(_setting_text(s))} | {s['n_hosts']} | {hosts} |\n")
 
 
 def render_json(report: FleetReport, stream: IO[str], *, color: str = "auto") -> None:
-    stream.write(json.dumps(report.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
+    doc = neutralise_value(report.to_dict())
+    stream.write(json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n")

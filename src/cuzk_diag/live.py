@@ -39,7 +39,7 @@ from cuzk_diag.facts import OFFSET_COLUMNS
 from cuzk_diag.follow import FollowFile
 from cuzk_diag.frame import records_to_table, table_to_frame
 from cuzk_diag.lines import LineParser, apply_source_stats
-from cuzk_diag.pipeline import Run, finish_table, with_wall_clock
+from cuzk_diag.pipeline import Run, finish_table, with_wall_clock_text
 from cuzk_diag.records import (
     PARTITION_COLUMNS,
     PARTITION_SCHEMA,
@@ -59,7 +59,6 @@ from cuzk_diag.sources import (
     read_chunks,
     sniff,
 )
-from cuzk_diag.writers import timestamps_as_text
 
 #: Duration columns a sketch is kept for (``*_ms`` fields that are not TIMELINE offsets).
 SKETCH_FIELDS: tuple[str, ...] = tuple(
@@ -498,10 +497,7 @@ class LiveAnalyzer:
 
     def _shown(self, rec: dict[str, Any]) -> dict[str, Any]:
         """The record as a ``partition`` event shows it: with its wall clock, as the export has."""
-        if not self.info.clocks:
-            return rec
-        table = with_wall_clock(records_to_table([rec]), self.info).select(["start_ts", "end_ts"])
-        return {**rec, **timestamps_as_text(table).to_pylist()[0]}
+        return with_wall_clock_text([rec], self.info)[0]
 
     def _record(self, rec: dict[str, Any]) -> None:
         """A final record from the assembler: kept, counted, shown (unless shown already)."""

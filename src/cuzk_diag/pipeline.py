@@ -305,6 +305,18 @@ def with_wall_clock(table: pa.Table, info: RunInfo) -> pa.Table:
     return table
 
 
+def with_wall_clock_text(records: list[dict[str, Any]], info: RunInfo) -> list[dict[str, Any]]:
+    """Records as a stream shows them: ``start_ts``/``end_ts`` as ISO 8601 UTC text, as the
+    CSV and JSON Lines exports hold them (records as they complete do not carry them yet)."""
+    if not records or not info.clocks:
+        return records
+    from cuzk_diag.writers import timestamps_as_text
+
+    table = with_wall_clock(records_to_table(records), info).select(["start_ts", "end_ts"])
+    stamps = timestamps_as_text(table).to_pylist()
+    return [{**r, **t} for r, t in zip(records, stamps, strict=True)]
+
+
 def complete_table(table: pa.Table, info: RunInfo) -> pa.Table:
     """Columns known only from the whole run so far: the final era and the wall clock."""
     return with_wall_clock(with_final_era(table, info), info)

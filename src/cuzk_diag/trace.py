@@ -35,6 +35,7 @@ import pandas as pd
 
 from cuzk_diag import __version__
 from cuzk_diag.facts import barrier_estimate, estimate_lock_wait, gpu_of_rows
+from cuzk_diag.pipeline import with_wall_clock_text
 from cuzk_diag.records import Finding, RunInfo
 from cuzk_diag.sinks import Sink, StreamEnd
 
@@ -198,6 +199,7 @@ class TraceWriter(Sink):
         recs, self._pending = self._pending, []
         if not recs:
             return
+        recs = with_wall_clock_text(recs, self.info)
         df = pd.DataFrame.from_records(recs)
         lock = estimate_lock_wait(df)
         barrier, _, bmethod = barrier_estimate(df, lock)

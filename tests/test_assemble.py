@@ -246,3 +246,150 @@ def test_damaged_logs_never_break_assembly(data) -> None:  # noqa: ANN001
     assert sum(acc.by_family.values()) == acc.lines_total
     assert len(run.partitions) >= 0
     assert acc.unattributed <= acc.by_family["timing"] + acc.by_family["ntt_h"]
+
+
+# -- damaged captures: a damaged or missing line never creates or splits a call -----------------
+
+EXAMPLE = ROOT / "fixtures" / "example.log"
+#: fixtures/example.log shows 60 GPU calls on its TIMELINE (6 proofs x 10 partitions).
+EXAMPLE_CALLS = 60
+
+
+def _example_lines() -> list[bytes]:
+    return EXAMPLE.read_bytes().split(b"\n")
+
+
+def _example_truth() -> list[dict]:
+    from gen_fixtures import EXAMPLE as EXAMPLE_CONFIG
+
+    return simulate(SimConfig(**EXAMPLE_CONFIG)).truth
+
+
+def _analyze_bytes(data: bytes, tmp_path: Path, name: str = "damaged.log"):  # noqa: ANN202
+    from cuzk_diag.analysis import analyze
+
+    path = tmp_path / name
+    path.write_bytes(data)
+    return analyze([str(path)])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_deleted_gpu_lines_leave_one_record_per_call(seed: int, tmp_path: Path) -> None:
+    import random
+
+    lines = _example_lines()
+    gpu = [i for i, ln in enumerate(lines) if b"gpu_tid=" in ln]
+    drop = set(random.Random(seed).sample(gpu, 5))
+    data = b"\n".join(ln for i, ln in enumerate(lines) if i not in drop)
+    res = _analyze_bytes(data, tmp_path)
+    df = res.partitions
+    assert len(df) == EXAMPLE_CALLS
+    assert set(df["attr_ids"]) == {"exact"}  # no id-less fragment became a record
+    # Each call that lost a GPU-region line is one record that says so; the others are ok.
+    hit = {
+        (t["job_id"], t["partition"])
+        for t in _example_truth()
+        if drop & {n - 1 for n in t["_gpu_lines"]}
+    }
+    bad = df[df["status"] != "ok"]
+    incomplete = set(zip(bad["job_id"], bad["partition"], strict=True))
+    assert set(bad["status"]) <= {"incomplete"}
+    # (Where two GPUs' regions overlap, a lost line can leave a neighbour's line in the
+    # wrong block: the count of records that say so still matches the calls hit.)
+    assert 1 <= len(incomplete) <= len(hit) <= 5
+    assert len(incomplete & hit) >= len(hit) - 2
+    # Calls that ended but lost a line still count: every proof completed.
+    assert res.facts.proofs_completed == 6
+    assert (df["status"] == "ok").sum() == EXAMPLE_CALLS - len(incomplete)
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [b"CUZK_TIMING: prep_msm_ms=", b"CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=abc"],
+)
+def test_malformed_lines_never_open_a_block_or_become_a_record(
+    garbage: bytes, tmp_path: Path
+) -> None:
+    import random
+
+    lines = _example_lines()
+    rng = random.Random(7)
+    out: list[bytes] = []
+    added: list[int] = []
+    for ln in lines:
+        out.append(ln)
+        if ln.startswith(b"CUZK_") and rng.random() < 0.04:
+            out.append(garbage)
+            added.append(len(out))  # 1-based line number of the garbage line
+    assert len(added) >= 5
+    clean = load_run([str(EXAMPLE)]).partitions
+    res = _analyze_bytes(b"\n".join(out), tmp_path)
+    df = res.partitions
+    assert len(df) == EXAMPLE_CALLS
+    assert set(df["status"]) == {"ok"}
+    assert set(df["attr_ids"]) == {"exact"}
+    # The calls it fell into keep their fields (values and stage order untouched).
+    cols = ["job_id", "partition", "gpu_total_ms", "ntt_msm_h_ms", "prep_msm_ms", "b_g2_msm_ms"]
+    key = ["job_id", "partition"]
+    got = df[cols].sort_values(key).reset_index(drop=True)
+    want = clean[cols].sort_values(key).reset_index(drop=True)
+    assert got.equals(want)
+    # Counted as malformed, with their line numbers, in the accounting and in log-coverage.
+    acc = res.accounting
+    assert acc.malformed == len(added)
+    assert acc.malformed_examples == added[: acc.MAX_EXAMPLES]
+    cov = next(f for f in res.findings if f.name == "log-coverage")
+    assert set(added[:5]) <= set(cov.lines)
+    assert cov.evidence["malformed"] == len(added)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_nul_bytes_inside_lines_never_create_calls(seed: int, tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    damaged = []
+    for no, ln in enumerate(_example_lines(), 1):
+        if ln and rng.random() < 0.02:
+            p = rng.randrange(1, len(ln))
+            if ln.startswith((b"CUZK_", b"TIMELINE,", b"2026-")):
+                damaged.append(no)  # lines the analysis reads (bench output stays "other")
+            ln = ln[:p] + b"\x00" + ln[p:]
+        out.append(ln)
+    res = _analyze_bytes(b"\n".join(out), tmp_path)
+    df = res.partitions
+    assert len(df) == EXAMPLE_CALLS
+    assert set(df["attr_ids"]) == {"exact"}
+    # Every damaged line is counted, with its number.
+    acc = res.accounting
+    assert acc.malformed == len(damaged)
+    assert acc.malformed_examples == damaged[: acc.MAX_EXAMPLES]
+    assert sum(acc.by_family.values()) == acc.lines_total
+
+
+def test_nul_run_before_a_whole_line_is_a_hole_not_damage(tmp_path: Path) -> None:
+    # copytruncate leaves a run of NUL bytes where the file was cut; the writer's next line
+    # follows the run whole.
+    lines = _example_lines()
+    i = next(k for k, ln in enumerate(lines) if ln.startswith(b"CUZK_TIMING: gpu_tid=0 tail"))
+    lines[i] = b"\x00" * 4096 + lines[i]
+    res = _analyze_bytes(b"\n".join(lines), tmp_path)
+    assert len(res.partitions) == EXAMPLE_CALLS
+    assert set(res.partitions["status"]) == {"ok"}
+    assert res.accounting.malformed == 0
+
+
+def test_cpp_only_capture_with_malformed_lines_keeps_well_formed_calls(tmp_path: Path) -> None:
+    # No TIMELINE: records come from the C++ lines alone; a garbage line adds none.
+    sim = simulate(
+        SimConfig(era="main", gw=1, n_gpus=1, proofs=2, concurrency=1, seed=3, streams="cpp")
+    )
+    assert sim.data is not None
+    lines = sim.data.split(b"\n")
+    k = next(i for i, ln in enumerate(lines) if b"batch_add_ms" in ln)
+    lines.insert(k, b"CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=abc")
+    lines.insert(3, b"CUZK_TIMING: prep_msm_ms=")
+    df = _run_of(b"\n".join(lines)).partitions
+    assert len(df) == len(sim.truth)
+    assert [int(v) for v in df["gpu_total_ms"]] == [t["gpu_total_ms"] for t in sim.truth]

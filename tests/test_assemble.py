@@ -22,8 +22,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 from accuracy import compare_run  # noqa: E402
 
 INDEX = json.loads((SIM / "index.json").read_text())
-#: Fixtures on which not every GPU-region field can be recovered (none at present).
-PARTIAL: dict[str, float] = {}
+#: Fixtures on which not every field can be recovered: lines are lost or damaged, so a
+#: neighbour's line can land in the wrong call (those records say so: attr ambiguous).
+PARTIAL: dict[str, float] = {"damaged": 0.5}
 
 
 @pytest.mark.parametrize("name", sorted(INDEX))
@@ -36,7 +37,30 @@ def test_fixture_partitions_match_truth(name: str, tmp_path: Path) -> None:
     need = PARTIAL.get(name, 1.0)
     assert res["gpu_ok"] >= need * res["truth"], res["diffs"]
     assert res["id_ok"] == res["truth"], res["diffs"]
-    assert res["cpu_ok"] >= 0.98 * res["truth"], res["diffs"]
+    assert res["cpu_ok"] >= min(need, 0.98) * res["truth"], res["diffs"]
+    # Whatever the damage, a field labelled exact or inferred is right.
+    wrong = {k: n for k, n in res["calib"].items() if k[1] in ("exact", "inferred") and not k[2]}
+    assert not wrong, res["diffs"]
+
+
+def test_damaged_capture_gives_one_record_per_call() -> None:
+    # Malformed C++ lines of no call, lost GPU-region lines and NUL-damaged lines (2 GPUs).
+    exp = INDEX["damaged"]["expected"]
+    assert exp["garbage_lines"] and exp["dropped_lines"] and exp["nul_lines"]
+    truth = json.loads((SIM / "damaged.truth.json").read_text())
+    run = load_run([str(SIM / "damaged.log")])
+    df = run.partitions
+    assert len(df) == exp["calls"] == len(truth) == 12
+    assert set(df["attr_ids"]) == {"exact"}
+    assert {(t["job_id"], t["partition"]) for t in truth} == set(
+        zip(df["job_id"], df["partition"], strict=True)
+    )
+    # Calls that lost a line say so. (Which ones is not always clear: with two GPUs a call
+    # that lost its first lines can leave its later ones to the other GPU's open block.)
+    assert set(df["status"]) == {"ok", "incomplete"}
+    lost = sum(t["status"] == "incomplete" for t in truth)
+    assert 1 <= (df["status"] == "incomplete").sum() <= 2 * lost
+    assert run.accounting.malformed == exp["malformed"]
 
 
 @pytest.mark.parametrize("name", sorted(INDEX))

@@ -302,8 +302,8 @@ class Block:
         need = ["ntt_msm_h", "batch_add", "tail_msm"]
         if ntt_era:
             need.insert(0, "ntt_h")
-        if self.has_t17:
-            need += ["barrier_wait", "mutex_held"]
+        if self.has_t17 or "mutex_held" in self.seen or "barrier_wait" in self.seen:
+            need += ["mutex_wait", "barrier_wait", "mutex_held"]  # main code (V11)
         return [k for k in need if k not in self.seen]
 
     def skipped(self, kind: str, tid: int, ntt_era: bool) -> int:
@@ -556,14 +556,19 @@ class Assembler:
                 self._tracing(ev)
         elif fam is Family.BENCH:
             self._bench(ev)
+        elif ev.malformed and ev.kind == "damaged":
+            # A line damaged beyond reading (NUL bytes): whatever it was, the placements it
+            # could have changed are ambiguous.
+            self._doubt("ntt_h")
+            for c in self.calls:
+                c.cpu_weak = True
         return self._take_out()
 
     def _doubt(self, kind: str) -> None:
         """A line of ``kind`` is lost: placements it could have changed are ambiguous."""
         if kind in _STAGE:
             for b in self.blocks:
-                if kind not in b.seen:
-                    b.doubt = True
+                b.doubt = True
         elif kind in _CPU_KINDS or kind == "epilogue":
             for c in self.calls:
                 if kind not in c.kinds:
@@ -695,7 +700,7 @@ class Assembler:
                 out.append(c)
             if not out and k == "b_g2_msm":
                 # No call waits for its T3 after a T2: a T2 line was lost or damaged.
-                out = [c for c in self._lost_t2_calls() if "prep_msm" not in t]
+                out = [c for c in self._lost_t2_calls() if not temp.get(c.seq)]
             return out
 
         def predict(ev: Event, c: Call) -> float | None:
@@ -1079,11 +1084,10 @@ class Assembler:
             # A line of the block's own kinds was lost (or the log starts mid-call): the line
             # goes to a block that can take it after a gap, never into a block of its own.
             cands = [b for b in self.blocks if b.accepts(kind, tid, ntt_era, lenient=True)]
+            self._doubt(kind)
             if not cands:
                 self._note_unattributed(ev)
                 return
-            for b in cands:
-                b.doubt = True
             if len(cands) > 1:
                 self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
                 self._extend_beam(ev, kind, tid, lo, hi, ntt_era)
@@ -1140,8 +1144,7 @@ class Assembler:
             lenient = not cands and may_skip
             if lenient:
                 cands = [b for b in mine if b.accepts(kind, tid, ntt_era, lenient=True)]
-                for b in cands:
-                    b.doubt = True
+                self._doubt(kind)
             for b in cands:
                 keep = b.snapshot()
                 c = self.GAP_COST * b.skipped(kind, tid, ntt_era) if lenient else 0.0
@@ -1162,6 +1165,7 @@ class Assembler:
             # (a line that cannot start one was lost from its block: unattributed).
             self._commit_beam()
             if may_skip:
+                self._doubt(kind)
                 self._note_unattributed(ev)
                 return True
             return False
@@ -1266,6 +1270,9 @@ class Assembler:
         if blk in self.blocks:
             self.blocks.remove(blk)
         blk.gaps = blk.missing_stages("ntt_h" in self.era.markers)
+        if blk.gaps and blk.call is not None and blk.call.status != "failed":
+            # Its lost lines' neighbours may sit in the blocks open beside it.
+            self._doubt(blk.gaps[0])
         if blk.has_t10 and "prestage_setup" not in blk.fields:
             blk.fields["prestage_setup"] = "silent"
         if not blk.has_t17 and not blk.confirmed:

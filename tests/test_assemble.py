@@ -155,12 +155,7 @@ TWO_GPU_FLOOR = {
 def test_two_gpu_sweep(era: str, gw: int) -> None:
     t = _sweep(era, gw, 2, range(8))
     assert t["missing"] == 0
-    # Without identity lines a block whose call cannot be told may stay a record of its own.
-    assert (
-        t["truth"]
-        <= t["records"]
-        <= (1.05 if era in ("phase12", "pool-cache") else 1.0) * t["truth"]
-    ), t
+    assert t["records"] == t["truth"], t  # one record per call, whatever the era
     assert t["id_ok"] == t["truth"]
     assert t["gpu_ok"] >= TWO_GPU_FLOOR[era] * t["truth"], t
     assert t["cpu_ok"] >= 0.7 * t["truth"], t
@@ -193,8 +188,9 @@ def test_attribution_columns_say_how() -> None:
     run = load_run([str(SIM / "era-main.log")])
     df = run.partitions
     assert set(df["attr_ids"]) == {"exact"}
-    assert set(df["attr_gpu"]) <= {"exact", "inferred"}
-    assert "exact" in set(df["attr_gpu"])  # confirmed by GPU_TIMING prove_start
+    # Two GPUs: a block whose lines another placement explained nearly as well says so.
+    assert set(df["attr_gpu"]) <= {"exact", "inferred", "ambiguous"}
+    assert (df["attr_gpu"] == "exact").mean() >= 0.5  # confirmed by GPU_TIMING prove_start
     assert set(df["attr_cpu"]) <= {"inferred", "ambiguous"}
 
 
@@ -417,3 +413,26 @@ def test_cpp_only_capture_with_malformed_lines_keeps_well_formed_calls(tmp_path:
     df = _run_of(b"\n".join(lines)).partitions
     assert len(df) == len(sim.truth)
     assert [int(v) for v in df["gpu_total_ms"]] == [t["gpu_total_ms"] for t in sim.truth]
+
+
+# -- calibrated attribution labels -----------------------------------------------------------------
+
+
+def test_attribution_labels_are_calibrated() -> None:
+    # Over a reduced accuracy sweep (every era, gw 1-3, 1-2 GPUs, concurrent proofs; 4 seeds):
+    # fields labelled exact are all right, fields labelled inferred at least 99.5% right, per
+    # era and GPU count.
+    from accuracy import calibration_failures, calibration_rows, run_sweep
+
+    cells, calib = run_sweep(range(4))
+    assert all(c["records"] == c["truth"] and not c["missing"] for c in cells), cells
+    rows = calibration_rows(calib)
+    assert not calibration_failures(rows), calibration_failures(rows)
+    # The labels are not all "ambiguous": most fields are labelled exact or inferred.
+    sure = sum(r["right"] + r["wrong"] for r in rows if r["label"] in ("exact", "inferred"))
+    unsure = sum(r["right"] + r["wrong"] for r in rows if r["label"] == "ambiguous")
+    assert sure > 5 * unsure
+    # Phase 12 and pool-cache code on 2 GPUs: a GPU-region field is right or says ambiguous.
+    for era in ("phase12", "pool-cache"):
+        wrong = {k: n for k, n in calib[(era, 2)].items() if k[0] == "gpu" and k[1] != "ambiguous"}
+        assert not {k: n for k, n in wrong.items() if not k[2]}, (era, wrong)

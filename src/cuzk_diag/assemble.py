@@ -1120,6 +1120,8 @@ class Assembler:
 
     BEAM_WIDTH = 8
     GAP_COST = 1000.0  # per stage a hypothesis must take as lost (lines are rarely lost)
+    CONTEST_MARGIN = 50.0  # a hypothesis this close to the best leaves its blocks ambiguous
+    CPU_MARGIN = 30.0  # a CPU-side line whose runner-up call fits this close is ambiguous
 
     def _extend_beam(
         self, ev: Event, kind: str, tid: int, lo: float | None, hi: float | None, ntt_era: bool
@@ -1185,10 +1187,21 @@ class Assembler:
         """Adopt the best hypothesis as the state of the open blocks."""
         if self.beam is None:
             return
-        snaps = self.beam[0][2]
+        best_cost, _, snaps = self.beam[0]
+        # Blocks whose lines another hypothesis placed differently at nearly the same cost:
+        # the arithmetic and the clock did not decide between them.
+        contested: set[int] = set()
+        for cost, _, alt in self.beam[1:]:
+            if cost - best_cost >= self.CONTEST_MARGIN:
+                continue
+            for seq, snap in alt.items():
+                if seq in snaps and snap[2] != snaps[seq][2]:
+                    contested.add(seq)
         for b in self.blocks:
             if b.seq in snaps:
                 b.restore(snaps[b.seq])
+                if b.seq in contested:
+                    b.doubt = True
         self.beam = None
         deferred, self.deferred = self.deferred, []
         for call in deferred:
@@ -1277,6 +1290,8 @@ class Assembler:
             blk.fields["prestage_setup"] = "silent"
         if not blk.has_t17 and not blk.confirmed:
             self._bind_by_lock_time(blk)
+            if blk.call is not None and not blk.confirmed and self._other_gpu_fits(blk):
+                blk.doubt = True
         call = blk.call
         if (
             self.pending_t9
@@ -1342,6 +1357,29 @@ class Assembler:
         e_lo, e_hi = max(ready, free_lo), max(ready, free_hi)
         return max(0.0, blk.lock_lo - TOL_MS - e_hi, e_lo - blk.lock_hi - TOL_MS)
 
+    def _other_gpu_fits(self, blk: Block) -> bool:
+        """Could a call of another GPU have held this block's lock as well as its own call?
+
+        (Calls of one GPU queue on its mutex first in, first out; between GPUs only the clock
+        tells, and when it does not the block's call is a guess.)
+        """
+        cur = blk.call
+        if cur is None or cur.gpu is None:
+            return False
+        if blk.lock_lo <= -1e17 or blk.lock_hi >= 1e17:
+            return False
+        mine = self._lock_miss(blk, cur)
+        for c in self.calls:
+            if c is cur or c.gpu is None or c.start is None or c.closed_out:
+                continue
+            if c.gpu == cur.gpu and len(self.gpus_seen) < 2:
+                continue  # one GPU: its calls take the lock first in, first out
+            if c.block is not None and (c.block.confirmed or c.block is blk):
+                continue
+            if self._lock_miss(blk, c) - mine < self.CONTEST_MARGIN:
+                return True
+        return False
+
     def _bind_by_lock_time(self, blk: Block) -> None:
         """Code without identity lines: re-bind a closed block to the call whose start (or its
         GPU's previous release) matches the block's lock time, found from its own values.
@@ -1372,6 +1410,7 @@ class Assembler:
         if best is not None:
             self._rebind(blk, best[2])
             blk.confirmed = False
+            blk.doubt = True  # FIFO said otherwise: the clock alone moved it
 
     def _bind_block(
         self, blk: Block, ev: Event, kind: str, lo: float | None, hi: float | None
@@ -1420,8 +1459,10 @@ class Assembler:
         predict: Callable[[Call], float],
         lo: float | None,
         hi: float | None,
+        slack: float = 1e-9,
     ) -> list[Call]:
-        """The calls whose predicted print time fits the line's clock bracket best.
+        """The calls whose predicted print time fits the line's clock bracket best (within
+        ``slack`` ms of the best).
 
         Ordered by predicted time: lines print in time order, so of several calls that fit,
         the one due first is the one printing now.
@@ -1439,7 +1480,7 @@ class Assembler:
                 cost += p - hi - TOL_MS
             scored.append((cost, p, c))
         best = min(s for s, _, _ in scored)
-        fit = [(p, c.seq, c) for s, p, c in scored if s <= best + 1e-9]
+        fit = [(p, c.seq, c) for s, p, c in scored if s <= best + slack]
         fit.sort(key=lambda t: (t[0], t[1]))
         return [c for _, _, c in fit]
 
@@ -1680,15 +1721,19 @@ class Assembler:
             self._note_unattributed(ev)
             return
         strong = len(cands) == 1
+        unsure = kind == "async_dealloc" and any(
+            not isinstance((c.tl or {}).get("end_ms"), int) for c in cands
+        )  # a call without its GPU_END yet has no reliable finish time to predict from
         if not strong and pred is not None and (lo is not None or hi is not None):
             timed = [c for c in cands if c.start is not None]
             if timed:
                 fit = self._by_clock(timed, pred, lo, hi)
-                strong = len(fit) == 1
+                # One call fits clearly better than any other (not just by a few ms).
+                strong = len(self._by_clock(timed, pred, lo, hi, self.CPU_MARGIN)) == 1
                 cands = fit[:1]
         call = min(cands, key=lambda c: c.seq)
         self._put_cpu(call, ev, kind)
-        if not strong:
+        if not strong or unsure:
             call.cpu_weak = True
 
     def _lost_t2_calls(self) -> list[Call]:
@@ -1860,6 +1905,16 @@ class Assembler:
         rec["extra"] = json.dumps(extra, sort_keys=True) if extra else None
         if call.job_id is None and blk is None and not call.fields:
             return
+        if call.job_id is None and self.timeline_calls and blk is not None:
+            owner = self._blockless_call(blk)
+            if owner is not None:
+                # A GPU region no call took while a call that started before it has none:
+                # most likely that call's (its binding was lost to damage or a swap).
+                self._rebind(blk, owner)
+                blk.confirmed = False
+                blk.doubt = True
+                self._maybe_emit(owner)
+                return
         if call.job_id is None and self.timeline_calls and blk is not None and self.pickups:
             # A GPU region no call took, and a call picked up whose GPU_START line is lost.
             self._claim_pickup(call, rec)
@@ -1879,6 +1934,22 @@ class Assembler:
                 del self.tl[key]
         if blk is not None and blk in self.closed_blocks:
             self.closed_blocks.remove(blk)
+
+    def _blockless_call(self, blk: Block) -> Call | None:
+        """The oldest TIMELINE call without a GPU region that started before ``blk``'s lock."""
+        named = blk.fields.get("d_a_cache_gpu", blk.fields.get("pool_threshold_gpu"))
+        fits = [
+            c
+            for c in self.calls
+            if c.job_id is not None
+            and c.block is None
+            and not c.emitted
+            and c.status != "failed"
+            and c.start is not None
+            and c.start <= blk.lock_hi + TOL_MS
+            and (not isinstance(named, int) or c.gpu in (None, named))
+        ]
+        return min(fits, key=lambda c: c.seq) if fits else None
 
     def _claim_pickup(self, call: Call, rec: dict[str, Any]) -> None:
         """Give a GPU region without a call the identity of the oldest picked-up call whose

@@ -163,6 +163,8 @@ def calibration_rows(cells: dict[tuple[str, int], Counter]) -> list[dict[str, An
         for label in ("exact", "inferred", "ambiguous", "none"):
             right = sum(n for (g, lab, ok), n in calib.items() if lab == label and ok)
             wrong = sum(n for (g, lab, ok), n in calib.items() if lab == label and not ok)
+            if label == "none" and not right + wrong:
+                continue
             rows.append({"era": era, "gpus": gpus, "label": label, "right": right, "wrong": wrong})
     return rows
 
@@ -195,6 +197,8 @@ def print_calibration(rows: list[dict[str, Any]]) -> None:
         t[0] += row["right"]
         t[1] += row["wrong"]
     for label, (right, wrong) in totals.items():
+        if label == "none" and not right + wrong:
+            continue
         n = right + wrong
         print(
             f"{'all':11s} {'':4s}  {label:10s} {right:9d} {wrong:6d} "

@@ -1377,6 +1377,8 @@ class Assembler:
             if c.block is not None and (c.block.confirmed or c.block is blk):
                 continue
             if self._lock_miss(blk, c) - mine < self.CONTEST_MARGIN:
+                if c.block is not None:
+                    c.block.doubt = True  # the two could be swapped either way
                 return True
         return False
 
@@ -1408,9 +1410,12 @@ class Assembler:
             if gain > 50 and (best is None or gain > best[0]):
                 best = (gain, c.seq, c)
         if best is not None:
+            other = best[2].block
             self._rebind(blk, best[2])
             blk.confirmed = False
             blk.doubt = True  # FIFO said otherwise: the clock alone moved it
+            if other is not None:
+                other.doubt = True  # (and the block it swapped with)
 
     def _bind_block(
         self, blk: Block, ev: Event, kind: str, lo: float | None, hi: float | None

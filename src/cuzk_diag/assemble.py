@@ -58,6 +58,7 @@ _TID_KINDS = frozenset({"ntt_h", "ntt_msm_h", "barrier_wait", "batch_add", "tail
 _TID_PRED = {"barrier_wait": "ntt_msm_h", "batch_add": "ntt_msm_h", "tail_msm": "batch_add"}
 _JOINT_KINDS = frozenset({"prep_msm", "b_g2_msm"})
 _CPU_KINDS = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc", "host_register"})
+_CPU_EVERY = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc"})  # T1-T3, T8
 
 #: Field renames from event keys to record columns.
 _RENAME = {
@@ -717,10 +718,13 @@ class Assembler:
             if budget[0] <= 0:
                 return
             budget[0] -= 1
-            if best[0] is not None and cost > best[0] + 1e-9:
+            if best[0] is not None and cost > best[0] + self.CPU_MARGIN:
                 return
             if i == n:
                 key = tuple(c.seq if c is not None else 1 << 60 for c in choice)
+                ends.append((cost, key))
+                if best[0] is not None and cost > best[0] + 1e-9:
+                    return
                 if best[0] is None or cost < best[0] - 1e-9:
                     best[0], best[1], best[2] = cost, (key, list(choice)), 1
                 elif key < best[1][0]:
@@ -757,12 +761,16 @@ class Assembler:
                 choice.pop()
                 del temp[c.seq][ev.kind]
 
+        ends: list[tuple[float, tuple[int, ...]]] = []  # every complete assignment's cost
         dfs(0, 0.0, -1e18)
         if best[0] is None:
             for ev in lines:
                 self._cpu_line(ev, ev.kind, lo, hi)
             return
-        ambiguous = best[2] > 1
+        # Another assignment fitting the clock nearly as well leaves the choice a guess.
+        ambiguous = best[2] > 1 or any(
+            c <= best[0] + self.CPU_MARGIN and k != best[1][0] for c, k in ends
+        )
         for ev, call in zip(lines, best[1][1], strict=True):
             if call is None:
                 self._note_unattributed(ev)
@@ -1726,9 +1734,12 @@ class Assembler:
             self._note_unattributed(ev)
             return
         strong = len(cands) == 1
-        unsure = kind == "async_dealloc" and any(
-            not isinstance((c.tl or {}).get("end_ms"), int) for c in cands
-        )  # a call without its GPU_END yet has no reliable finish time to predict from
+        unsure = kind == "async_dealloc" and (
+            # A call without its GPU_END yet has no reliable finish time to predict from, and a
+            # call that ended but whose region is not (yet) its own could be the owner too.
+            any(not isinstance((c.tl or {}).get("end_ms"), int) for c in cands)
+            or any(c.closed_out and kind not in c.kinds and c not in cands for c in self.calls)
+        )
         if not strong and pred is not None and (lo is not None or hi is not None):
             timed = [c for c in cands if c.start is not None]
             if timed:
@@ -1903,7 +1914,11 @@ class Assembler:
         if call.attr_cpu is Attribution.NONE:
             rec["attr_cpu"] = str(Attribution.NONE)
         else:
-            rec["attr_cpu"] = str(Attribution.AMBIGUOUS if call.cpu_weak else Attribution.INFERRED)
+            # A call that ended well without one of the CPU-side lines every version prints:
+            # another call took it, so its placements around there are a guess.
+            short = call.status == "ok" and not _CPU_EVERY <= call.kinds
+            weak = call.cpu_weak or short
+            rec["attr_cpu"] = str(Attribution.AMBIGUOUS if weak else Attribution.INFERRED)
         lines = call.lines + (blk.lines if blk is not None else [])
         rec["first_line"] = min(lines) if lines else None
         rec["last_line"] = max(lines) if lines else None

@@ -24,10 +24,13 @@ from accuracy import compare_run  # noqa: E402
 INDEX = json.loads((SIM / "index.json").read_text())
 #: Fixtures on which not every field can be recovered: name -> (share of calls with every
 #: GPU-region field right, share with every CPU-side field right) at least. Phase 12 code on
-#: two GPUs prints no line that names the GPU of a block.
+#: two GPUs prints no line that names the GPU of a block; in the damaged capture lines are lost
+#: or damaged, so a neighbour's line can land in the wrong call. Those records say so: their
+#: fields are labelled ambiguous (checked below).
 PARTIAL: dict[str, tuple[float, float]] = {
     "phase12-2gpu-gw2": (0.56, 0.81),
     "pool-cache-2gpu-gw2": (1.0, 0.93),
+    "damaged": (0.5, 0.5),
 }
 
 
@@ -42,6 +45,29 @@ def test_fixture_partitions_match_truth(name: str, tmp_path: Path) -> None:
     assert res["gpu_ok"] >= gpu_need * res["truth"], res["diffs"]
     assert res["id_ok"] == res["truth"], res["diffs"]
     assert res["cpu_ok"] >= cpu_need * res["truth"], res["diffs"]
+    # Whatever the damage, a field labelled exact or inferred is right.
+    wrong = {k: n for k, n in res["calib"].items() if k[1] in ("exact", "inferred") and not k[2]}
+    assert not wrong, res["diffs"]
+
+
+def test_damaged_capture_gives_one_record_per_call() -> None:
+    # Malformed C++ lines of no call, lost GPU-region lines and NUL-damaged lines (2 GPUs).
+    exp = INDEX["damaged"]["expected"]
+    assert exp["garbage_lines"] and exp["dropped_lines"] and exp["nul_lines"]
+    truth = json.loads((SIM / "damaged.truth.json").read_text())
+    run = load_run([str(SIM / "damaged.log")])
+    df = run.partitions
+    assert len(df) == exp["calls"] == len(truth) == 12
+    assert set(df["attr_ids"]) == {"exact"}
+    assert {(t["job_id"], t["partition"]) for t in truth} == set(
+        zip(df["job_id"], df["partition"], strict=True)
+    )
+    # Calls that lost a line say so. (Which ones is not always clear: with two GPUs a call
+    # that lost its first lines can leave its later ones to the other GPU's open block.)
+    assert set(df["status"]) == {"ok", "incomplete"}
+    lost = sum(t["status"] == "incomplete" for t in truth)
+    assert 1 <= (df["status"] == "incomplete").sum() <= 2 * lost
+    assert run.accounting.malformed == exp["malformed"]
 
 
 @pytest.mark.parametrize("name", sorted(INDEX))
@@ -136,12 +162,7 @@ TWO_GPU_FLOOR = {
 def test_two_gpu_sweep(era: str, gw: int) -> None:
     t = _sweep(era, gw, 2, range(8))
     assert t["missing"] == 0
-    # Without identity lines a block whose call cannot be told may stay a record of its own.
-    assert (
-        t["truth"]
-        <= t["records"]
-        <= (1.05 if era in ("phase12", "pool-cache") else 1.0) * t["truth"]
-    ), t
+    assert t["records"] == t["truth"], t  # one record per call, whatever the era
     assert t["id_ok"] == t["truth"]
     assert t["gpu_ok"] >= TWO_GPU_FLOOR[era] * t["truth"], t
     assert t["cpu_ok"] >= 0.7 * t["truth"], t
@@ -174,8 +195,9 @@ def test_attribution_columns_say_how() -> None:
     run = load_run([str(SIM / "era-main.log")])
     df = run.partitions
     assert set(df["attr_ids"]) == {"exact"}
-    assert set(df["attr_gpu"]) <= {"exact", "inferred"}
-    assert "exact" in set(df["attr_gpu"])  # confirmed by GPU_TIMING prove_start
+    # Two GPUs: a block whose lines another placement explained nearly as well says so.
+    assert set(df["attr_gpu"]) <= {"exact", "inferred", "ambiguous"}
+    assert (df["attr_gpu"] == "exact").mean() >= 0.5  # confirmed by GPU_TIMING prove_start
     assert set(df["attr_cpu"]) <= {"inferred", "ambiguous"}
 
 
@@ -257,3 +279,173 @@ def test_damaged_logs_never_break_assembly(data) -> None:  # noqa: ANN001
     assert sum(acc.by_family.values()) == acc.lines_total
     assert len(run.partitions) >= 0
     assert acc.unattributed <= acc.by_family["timing"] + acc.by_family["ntt_h"]
+
+
+# -- damaged captures: a damaged or missing line never creates or splits a call -----------------
+
+EXAMPLE = ROOT / "fixtures" / "example.log"
+#: fixtures/example.log shows 60 GPU calls on its TIMELINE (6 proofs x 10 partitions).
+EXAMPLE_CALLS = 60
+
+
+def _example_lines() -> list[bytes]:
+    return EXAMPLE.read_bytes().split(b"\n")
+
+
+def _example_truth() -> list[dict]:
+    from gen_fixtures import EXAMPLE as EXAMPLE_CONFIG
+
+    return simulate(SimConfig(**EXAMPLE_CONFIG)).truth
+
+
+def _analyze_bytes(data: bytes, tmp_path: Path, name: str = "damaged.log"):  # noqa: ANN202
+    from cuzk_diag.analysis import analyze
+
+    path = tmp_path / name
+    path.write_bytes(data)
+    return analyze([str(path)])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_deleted_gpu_lines_leave_one_record_per_call(seed: int, tmp_path: Path) -> None:
+    import random
+
+    lines = _example_lines()
+    gpu = [i for i, ln in enumerate(lines) if b"gpu_tid=" in ln]
+    drop = set(random.Random(seed).sample(gpu, 5))
+    data = b"\n".join(ln for i, ln in enumerate(lines) if i not in drop)
+    res = _analyze_bytes(data, tmp_path)
+    df = res.partitions
+    assert len(df) == EXAMPLE_CALLS
+    assert set(df["attr_ids"]) == {"exact"}  # no id-less fragment became a record
+    # Each call that lost a GPU-region line is one record that says so; the others are ok.
+    hit = {
+        (t["job_id"], t["partition"])
+        for t in _example_truth()
+        if drop & {n - 1 for n in t["_gpu_lines"]}
+    }
+    bad = df[df["status"] != "ok"]
+    incomplete = set(zip(bad["job_id"], bad["partition"], strict=True))
+    assert set(bad["status"]) <= {"incomplete"}
+    # (Where two GPUs' regions overlap, a lost line can leave a neighbour's line in the
+    # wrong block: the count of records that say so still matches the calls hit.)
+    assert 1 <= len(incomplete) <= len(hit) <= 5
+    assert len(incomplete & hit) >= len(hit) - 2
+    # Calls that ended but lost a line still count: every proof completed.
+    assert res.facts.proofs_completed == 6
+    assert (df["status"] == "ok").sum() == EXAMPLE_CALLS - len(incomplete)
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [b"CUZK_TIMING: prep_msm_ms=", b"CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=abc"],
+)
+def test_malformed_lines_never_open_a_block_or_become_a_record(
+    garbage: bytes, tmp_path: Path
+) -> None:
+    import random
+
+    lines = _example_lines()
+    rng = random.Random(7)
+    out: list[bytes] = []
+    added: list[int] = []
+    for ln in lines:
+        out.append(ln)
+        if ln.startswith(b"CUZK_") and rng.random() < 0.04:
+            out.append(garbage)
+            added.append(len(out))  # 1-based line number of the garbage line
+    assert len(added) >= 5
+    clean = load_run([str(EXAMPLE)]).partitions
+    res = _analyze_bytes(b"\n".join(out), tmp_path)
+    df = res.partitions
+    assert len(df) == EXAMPLE_CALLS
+    assert set(df["status"]) == {"ok"}
+    assert set(df["attr_ids"]) == {"exact"}
+    # The calls it fell into keep their fields (values and stage order untouched).
+    cols = ["job_id", "partition", "gpu_total_ms", "ntt_msm_h_ms", "prep_msm_ms", "b_g2_msm_ms"]
+    key = ["job_id", "partition"]
+    got = df[cols].sort_values(key).reset_index(drop=True)
+    want = clean[cols].sort_values(key).reset_index(drop=True)
+    assert got.equals(want)
+    # Counted as malformed, with their line numbers, in the accounting and in log-coverage.
+    acc = res.accounting
+    assert acc.malformed == len(added)
+    assert acc.malformed_examples == added[: acc.MAX_EXAMPLES]
+    cov = next(f for f in res.findings if f.name == "log-coverage")
+    assert set(added[:5]) <= set(cov.lines)
+    assert cov.evidence["malformed"] == len(added)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_nul_bytes_inside_lines_never_create_calls(seed: int, tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    damaged = []
+    for no, ln in enumerate(_example_lines(), 1):
+        if ln and rng.random() < 0.02:
+            p = rng.randrange(1, len(ln))
+            if ln.startswith((b"CUZK_", b"TIMELINE,", b"2026-")):
+                damaged.append(no)  # lines the analysis reads (bench output stays "other")
+            ln = ln[:p] + b"\x00" + ln[p:]
+        out.append(ln)
+    res = _analyze_bytes(b"\n".join(out), tmp_path)
+    df = res.partitions
+    assert len(df) == EXAMPLE_CALLS
+    assert set(df["attr_ids"]) == {"exact"}
+    # Every damaged line is counted, with its number.
+    acc = res.accounting
+    assert acc.malformed == len(damaged)
+    assert acc.malformed_examples == damaged[: acc.MAX_EXAMPLES]
+    assert sum(acc.by_family.values()) == acc.lines_total
+
+
+def test_nul_run_before_a_whole_line_is_a_hole_not_damage(tmp_path: Path) -> None:
+    # copytruncate leaves a run of NUL bytes where the file was cut; the writer's next line
+    # follows the run whole.
+    lines = _example_lines()
+    i = next(k for k, ln in enumerate(lines) if ln.startswith(b"CUZK_TIMING: gpu_tid=0 tail"))
+    lines[i] = b"\x00" * 4096 + lines[i]
+    res = _analyze_bytes(b"\n".join(lines), tmp_path)
+    assert len(res.partitions) == EXAMPLE_CALLS
+    assert set(res.partitions["status"]) == {"ok"}
+    assert res.accounting.malformed == 0
+
+
+def test_cpp_only_capture_with_malformed_lines_keeps_well_formed_calls(tmp_path: Path) -> None:
+    # No TIMELINE: records come from the C++ lines alone; a garbage line adds none.
+    sim = simulate(
+        SimConfig(era="main", gw=1, n_gpus=1, proofs=2, concurrency=1, seed=3, streams="cpp")
+    )
+    assert sim.data is not None
+    lines = sim.data.split(b"\n")
+    k = next(i for i, ln in enumerate(lines) if b"batch_add_ms" in ln)
+    lines.insert(k, b"CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=abc")
+    lines.insert(3, b"CUZK_TIMING: prep_msm_ms=")
+    df = _run_of(b"\n".join(lines)).partitions
+    assert len(df) == len(sim.truth)
+    assert [int(v) for v in df["gpu_total_ms"]] == [t["gpu_total_ms"] for t in sim.truth]
+
+
+# -- calibrated attribution labels -----------------------------------------------------------------
+
+
+def test_attribution_labels_are_calibrated() -> None:
+    # Over a reduced accuracy sweep (every era, gw 1-3, 1-2 GPUs, concurrent proofs; 4 seeds):
+    # fields labelled exact are all right, fields labelled inferred at least 99.5% right, per
+    # era and GPU count.
+    from accuracy import calibration_failures, calibration_rows, run_sweep
+
+    cells, calib = run_sweep(range(4))
+    assert all(c["records"] == c["truth"] and not c["missing"] for c in cells), cells
+    rows = calibration_rows(calib)
+    assert not calibration_failures(rows), calibration_failures(rows)
+    # The labels are not all "ambiguous": most fields are labelled exact or inferred.
+    sure = sum(r["right"] + r["wrong"] for r in rows if r["label"] in ("exact", "inferred"))
+    unsure = sum(r["right"] + r["wrong"] for r in rows if r["label"] == "ambiguous")
+    assert sure > 5 * unsure
+    # Phase 12 and pool-cache code on 2 GPUs: a GPU-region field is right or says ambiguous.
+    for era in ("phase12", "pool-cache"):
+        wrong = {k: n for k, n in calib[(era, 2)].items() if k[0] == "gpu" and k[1] != "ambiguous"}
+        assert not {k: n for k, n in wrong.items() if not k[2]}, (era, wrong)

@@ -58,6 +58,8 @@ def clean(line: str) -> str:
 def family(line: str) -> str:
     if not line:
         return "blank"
+    if "\x00" in line:
+        return "other"  # damaged by a NUL byte: no longer a line of its family
     if line.startswith("CUZK_TIMING: "):
         return "timing"
     if line.startswith("CUZK_NTT_H: "):
@@ -520,6 +522,9 @@ def test_messy_features() -> None:
                 "torn_rate": 0.3,
                 "malformed_rate": 1.0,
                 "unknown_key_rate": 1.0,
+                "garbage_rate": 0.0,
+                "drop_rate": 0.0,
+                "nul_rate": 0.0,
             },
         )
     )
@@ -541,6 +546,34 @@ def test_messy_features() -> None:
         assert r["_malformed"][0] in ("prep_msm_ms", "ntt_msm_h_ms")
         assert r[r["_malformed"][0]] is None
         assert len(json.loads(r["extra"])) == 1
+
+
+def test_damage_features() -> None:
+    # Malformed lines of no call, lost GPU-region lines, NUL-damaged lines: counted, and the
+    # truth no longer holds the values the log lost.
+    cfg = dict(era="main", n_gpus=2, gw=2, proofs=2, concurrency=2, partitions_per_proof=4)
+    clean_run = simulate(SimConfig(**cfg, seed=5))
+    res = simulate(SimConfig(**cfg, seed=5, garbage_rate=0.1, drop_rate=0.1, nul_rate=0.1))
+    exp = res.expected
+    lines = physical_lines(res)
+    assert exp["garbage_lines"] > 0 and exp["dropped_lines"] > 0 and exp["nul_lines"] > 0
+    garbage = [ln for ln in lines if ln.endswith(("prep_msm_ms=", "ntt_msm_h_ms=abc"))]
+    assert len(garbage) == exp["garbage_lines"]
+    assert sum("\x00" in ln for ln in lines) == exp["nul_lines"]
+    assert exp["malformed"] == exp["garbage_lines"] + exp["nul_lines"]
+    # The same run, damaged only in its output: every line is still there or lost.
+    kept = [ln for ln in lines if ln not in garbage]
+    assert len(kept) == len(physical_lines(clean_run)) - exp["dropped_lines"]
+    lost = [t for r in res.truth for t in r.get("_lost", [])]
+    assert len(lost) == exp["dropped_lines"] + exp["nul_lines"]
+    for r, c in zip(res.truth, clean_run.truth, strict=True):
+        gone = {k for k in c if k not in r}
+        if not r.get("_lost"):
+            assert not gone and r["status"] == c["status"]
+        else:
+            assert gone and gone <= set(c)
+            if any("gpu_tid=" in t or "NTT_H" in t for t in r["_lost"]):
+                assert r["status"] == "incomplete"
 
 
 def test_torn_line_shape() -> None:
@@ -571,7 +604,9 @@ def test_determinism() -> None:
     assert a.data != c.data
     # messy knobs never change the simulated run itself
     plain = run("main", 11, 4)
-    assert [r["gpu_total_ms"] for r in plain.truth] == [r["gpu_total_ms"] for r in a.truth]
+    assert [r["_t_lock_ms"] for r in plain.truth] == [r["_t_lock_ms"] for r in a.truth]
+    for p, m in zip(plain.truth, a.truth, strict=True):
+        assert m.get("gpu_total_ms", p["gpu_total_ms"]) == p["gpu_total_ms"]  # unless lost
 
 
 def test_bench_output() -> None:

@@ -2,15 +2,20 @@
 
 `python tools/accuracy.py fixtures/sim/*.log` prints, per log, how many calls were found and the
 share of calls whose GPU-region, CPU-side and identity fields all equal the truth;
-`python tools/accuracy.py --sweep 8` does the same over simulated runs (``SWEEP_CONFIGS``: every
-era, 1-3 workers per GPU and 1-2 GPUs; Phase 12 and pool-cache code on 2 GPUs x gw=2 with 4 of 8
-proofs in flight), 8 seeds each.
+`python tools/accuracy.py --sweep 8` does the same over simulated runs of every era, 1-3 workers
+per GPU and 1-2 GPUs, and of Phase 12 and pool-cache code on 2 GPUs x gw=2 with 4 of 8 proofs in
+flight (``EXTRA_CELLS``), 8 seeds each, and then prints the calibration table: for every attribution
+label (``attr_gpu``, ``attr_cpu``, ``attr_ids`` = exact / inferred / ambiguous), how many of the
+fields it covers were right and how many wrong, per era and GPU count. A field counts when the
+truth or the record holds a value for it; the fields of a record that matches no true call count
+as wrong under their labels.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +72,9 @@ CPU_FIELDS = [
     "host_register_err",
 ]
 ID_FIELDS = ["job_id", "partition", "worker", "gpu"]
+GROUPS = (("gpu", GPU_FIELDS), ("cpu", CPU_FIELDS), ("id", ID_FIELDS))
+#: Calibration targets: share of fields right under each label.
+TARGET = {"exact": 1.0, "inferred": 0.995}
 
 
 def _norm(v: Any) -> Any:
@@ -98,7 +106,7 @@ def compare_run(run: Any, truth: list[dict[str, Any]]) -> dict[str, Any]:
     else:
         # No ids in the log: compare in lock order.
         pairs = list(zip(truth, recs + [None] * (len(truth) - len(recs)), strict=False))
-    res = {
+    res: dict[str, Any] = {
         "truth": len(truth),
         "records": len(recs),
         "missing": 0,
@@ -106,56 +114,158 @@ def compare_run(run: Any, truth: list[dict[str, Any]]) -> dict[str, Any]:
         "cpu_ok": 0,
         "id_ok": 0,
         "diffs": [],
+        # (group, label, right) -> number of fields
+        "calib": Counter(),
     }
+    calib = res["calib"]
+    matched: set[int] = set()
     for t, r in pairs:
         if r is None:
             res["missing"] += 1
             continue
-        for group, fields in (("gpu", GPU_FIELDS), ("cpu", CPU_FIELDS), ("id", ID_FIELDS)):
-            bad = [
-                (f, t.get(f), r.get(f))
-                for f in fields
-                if _norm(t.get(f)) != _norm(r.get(f)) and not (group == "id" and not have_ids)
-            ]
+        matched.add(id(r))
+        for group, fields in GROUPS:
+            if group == "id" and not have_ids:
+                res["id_ok"] += 1  # no ids in the log: records are compared in lock order
+                continue
+            label = r.get(f"attr_{'ids' if group == 'id' else group}") or "none"
+            bad = []
+            for f in fields:
+                tv, rv = _norm(t.get(f)), _norm(r.get(f))
+                if tv is None and rv is None:
+                    continue
+                calib[(group, label, tv == rv)] += 1
+                if tv != rv:
+                    bad.append((f, t.get(f), r.get(f)))
             if not bad:
                 res[f"{group}_ok"] += 1
             elif len(res["diffs"]) < 12:
                 res["diffs"].append(
                     (group, t.get("record"), t.get("job_id"), t.get("partition"), bad)
                 )
+    for r in recs:
+        if id(r) in matched:
+            continue
+        # A record of no true call: every value it holds is wrong.
+        for group, fields in GROUPS:
+            if group == "id" and not have_ids:
+                continue
+            label = r.get(f"attr_{'ids' if group == 'id' else group}") or "none"
+            n = sum(1 for f in fields if _norm(r.get(f)) is not None)
+            if n:
+                calib[(group, label, False)] += n
     return res
 
 
-#: The ``--sweep`` cells, SimConfig arguments without the seed: every era with 1-3 workers per
-#: GPU on 1-2 GPUs and 3 proofs (2 in flight) of 6 partitions; then Phase 12 and pool-cache code
-#: on 2 GPUs x gw=2 with 8 proofs of 10 partitions, 4 in flight, and synthesis fast enough
-#: (20 concurrent) that the workers of a GPU queue on its mutex.
-SWEEP_CONFIGS: list[dict[str, Any]] = [
-    *(
-        dict(era=era, gw=gw, n_gpus=gpus, proofs=3, concurrency=2, partitions_per_proof=6)
-        for era in ("phase4-8", "phase9-11", "phase12", "pool-cache", "main")
-        for gw in (1, 2, 3)
-        for gpus in (1, 2)
-    ),
-    *(
-        dict(era=era, gw=2, n_gpus=2, proofs=8, concurrency=4, pw=20, partitions_per_proof=10)
-        for era in ("phase12", "pool-cache")
-    ),
-]
+def calibration_rows(cells: dict[tuple[str, int], Counter]) -> list[dict[str, Any]]:
+    """One row per (era, GPU count, label): fields right and wrong over all groups."""
+    rows = []
+    for (era, gpus), calib in cells.items():
+        for label in ("exact", "inferred", "ambiguous", "none"):
+            right = sum(n for (g, lab, ok), n in calib.items() if lab == label and ok)
+            wrong = sum(n for (g, lab, ok), n in calib.items() if lab == label and not ok)
+            if label == "none" and not right + wrong:
+                continue
+            rows.append({"era": era, "gpus": gpus, "label": label, "right": right, "wrong": wrong})
+    return rows
 
 
-def sweep(seeds: int) -> None:
-    """Simulate every cell of ``SWEEP_CONFIGS`` for ``seeds`` seeds; print the shares per cell."""
+def calibration_failures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows whose label claims more than the fields bear out (see ``TARGET``)."""
+    out = []
+    for row in rows:
+        need = TARGET.get(row["label"])
+        n = row["right"] + row["wrong"]
+        if need is not None and n and row["right"] < need * n:
+            out.append(row)
+    return out
+
+
+def print_calibration(rows: list[dict[str, Any]]) -> None:
+    print()
+    print("calibration (fields right / wrong under each label)")
+    print("era         gpus  label          right  wrong   right%")
+    for row in rows:
+        n = row["right"] + row["wrong"]
+        share = f"{row['right'] / n:8.2%}" if n else "       -"
+        print(
+            f"{row['era']:11s} {row['gpus']:4d}  {row['label']:10s} {row['right']:9d} "
+            f"{row['wrong']:6d} {share}"
+        )
+    totals: dict[str, list[int]] = {}
+    for row in rows:
+        t = totals.setdefault(row["label"], [0, 0])
+        t[0] += row["right"]
+        t[1] += row["wrong"]
+    for label, (right, wrong) in totals.items():
+        if label == "none" and not right + wrong:
+            continue
+        n = right + wrong
+        print(
+            f"{'all':11s} {'':4s}  {label:10s} {right:9d} {wrong:6d} "
+            + (f"{right / n:8.2%}" if n else "       -")
+        )
+
+
+ERAS = ("phase4-8", "phase9-11", "phase12", "pool-cache", "main")
+
+
+def sweep_config(era: str, gw: int, gpus: int, seed: int) -> Any:
+    """One run of the sweep: even seeds 3 proofs x 6 partitions with 2 in flight, odd seeds
+    4 proofs x 4 partitions all in flight (more calls queue on each mutex)."""
+    from cuzk_diag.model.daemon import SimConfig
+
+    if seed % 2:
+        return SimConfig(
+            era=era, gw=gw, n_gpus=gpus, proofs=4, concurrency=4, partitions_per_proof=4, seed=seed
+        )
+    return SimConfig(
+        era=era, gw=gw, n_gpus=gpus, proofs=3, concurrency=2, partitions_per_proof=6, seed=seed
+    )
+
+
+#: Cells beyond the grid, SimConfig arguments without the seed: Phase 12 and pool-cache code on
+#: 2 GPUs x gw=2 with 8 proofs of 10 partitions, 4 in flight, and synthesis fast enough (20
+#: concurrent) that the workers of a GPU queue on its mutex.
+EXTRA_CELLS: tuple[dict[str, Any], ...] = tuple(
+    dict(era=era, gw=2, n_gpus=2, proofs=8, concurrency=4, pw=20, partitions_per_proof=10)
+    for era in ("phase12", "pool-cache")
+)
+
+
+def run_sweep(
+    seeds: range,
+    eras: tuple[str, ...] = ERAS,
+    gws: tuple[int, ...] = (1, 2, 3),
+    gpus: tuple[int, ...] = (1, 2),
+    extra: tuple[dict[str, Any], ...] = (),
+) -> tuple[list[dict[str, Any]], dict[tuple[str, int], Counter]]:
+    """Simulate every (era, gw, GPU count) for ``seeds``, then each ``extra`` cell: per-cell
+    totals and calibration."""
     import os
     import tempfile
 
     from cuzk_diag.model.daemon import SimConfig, simulate
 
-    print("era         gw gpus  c/j  calls  gpu-region  cpu-side  ids")
-    for kw in SWEEP_CONFIGS:
-        tot = {"truth": 0, "gpu_ok": 0, "cpu_ok": 0, "id_ok": 0, "missing": 0}
-        for seed in range(seeds):
-            sim = simulate(SimConfig(**kw, seed=seed))
+    runs = [
+        ((era, gw, n_gpus), [sweep_config(era, gw, n_gpus, seed) for seed in seeds])
+        for era in eras
+        for gw in gws
+        for n_gpus in gpus
+    ]
+    runs += [
+        ((kw["era"], kw["gw"], kw["n_gpus"]), [SimConfig(**kw, seed=seed) for seed in seeds])
+        for kw in extra
+    ]
+    cells: list[dict[str, Any]] = []
+    calib: dict[tuple[str, int], Counter] = {}
+    for (era, gw, n_gpus), configs in runs:
+        tot: dict[str, Any] = {"era": era, "gw": gw, "gpus": n_gpus}
+        tot.update(truth=0, records=0, gpu_ok=0, cpu_ok=0, id_ok=0, missing=0)
+        cal = calib.setdefault((era, n_gpus), Counter())
+        for cfg in configs:
+            sim = simulate(cfg)
+            assert sim.data is not None
             fd, path = tempfile.mkstemp(suffix=".log")
             os.write(fd, sim.data)
             os.close(fd)
@@ -163,14 +273,31 @@ def sweep(seeds: int) -> None:
                 res = compare_run(load_run([path]), sim.truth)
             finally:
                 os.unlink(path)
-            for k in tot:
+            for k in ("truth", "records", "gpu_ok", "cpu_ok", "id_ok", "missing"):
                 tot[k] += res[k]
-        n = tot["truth"]
-        shape = f"{kw['proofs']}/{kw['concurrency']}"
+            cal.update(res["calib"])
+        cells.append(tot)
+    return cells, calib
+
+
+def sweep(seeds: int) -> None:
+    """Simulate every era x gw 1-3 x 1-2 GPUs and the ``EXTRA_CELLS`` for ``seeds`` seeds;
+    print the shares per cell and the calibration table."""
+    cells, calib = run_sweep(range(seeds), extra=EXTRA_CELLS)
+    print("era         gw gpus  calls records  gpu-region  cpu-side  ids")
+    for c in cells:
+        n = c["truth"]
         print(
-            f"{kw['era']:11s} {kw['gw']:2d} {kw['n_gpus']:4d} {shape:>4s} {n:6d}  "
-            f"{tot['gpu_ok'] / n:10.1%} {tot['cpu_ok'] / n:9.1%} {tot['id_ok'] / n:5.1%}"
+            f"{c['era']:11s} {c['gw']:2d} {c['gpus']:4d} {n:6d} {c['records']:7d} "
+            f"{c['gpu_ok'] / n:10.1%} {c['cpu_ok'] / n:9.1%} {c['id_ok'] / n:5.1%}"
         )
+    rows = calibration_rows(calib)
+    print_calibration(rows)
+    bad = calibration_failures(rows)
+    if bad:
+        print()
+        for row in bad:
+            print(f"below target: {row}")
 
 
 def main(paths: list[str]) -> int:

@@ -129,6 +129,18 @@ FIXTURES: dict[str, dict[str, Any]] = {
         seed=61,
         **{**MESSY, "journald": True, "torn_rate": 0.08},
     ),
+    # a damaged 2-GPU capture: malformed C++ lines of no call, lost GPU-region lines and
+    # NUL-damaged lines on top of the messy preset; every call is still one record
+    "damaged": dict(
+        era="main",
+        n_gpus=2,
+        gw=2,
+        proofs=3,
+        concurrency=2,
+        partitions_per_proof=4,
+        seed=84,
+        **{**MESSY, "journald": True, "garbage_rate": 0.05, "drop_rate": 0.05, "nul_rate": 0.05},
+    ),
     "failures": dict(
         era="main",
         n_gpus=2,

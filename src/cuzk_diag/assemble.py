@@ -58,6 +58,7 @@ _TID_KINDS = frozenset({"ntt_h", "ntt_msm_h", "barrier_wait", "batch_add", "tail
 _TID_PRED = {"barrier_wait": "ntt_msm_h", "batch_add": "ntt_msm_h", "tail_msm": "batch_add"}
 _JOINT_KINDS = frozenset({"prep_msm", "b_g2_msm"})
 _CPU_KINDS = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc", "host_register"})
+_CPU_EVERY = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc"})  # T1-T3, T8
 
 #: Field renames from event keys to record columns.
 _RENAME = {
@@ -127,9 +128,13 @@ class Block:
         "lock_lo",
         "lock_hi",
         "per_tid",
+        "gaps",
+        "doubt",
     )
 
     def __init__(self, seq: int, line: int) -> None:
+        self.gaps: list[str] = []  # stages found missing when the block closed
+        self.doubt = False  # took a line after a gap, or a line it may have needed was lost
         self.seen: set[str] = set()
         self.tid_seen: set[tuple[str, int]] = set()
         self.multi_circuit = False
@@ -149,11 +154,21 @@ class Block:
         self.confirmed = False
         self.extra: dict[str, Value] = {}
 
-    def accepts(self, kind: str, tid: int, ntt_era: bool) -> bool:
-        """Can this block take a line of ``kind`` next? (per-thread order of reference 1.4)"""
+    def accepts(self, kind: str, tid: int, ntt_era: bool, lenient: bool = False) -> bool:
+        """Can this block take a line of ``kind`` next? (per-thread order of reference 1.4)
+
+        ``lenient``: the line may follow a gap (a stage whose line is missing from the log), as
+        long as the stage order holds; used only when no block can take the line strictly.
+        """
         if self.closed:
             return False
         seen = self.seen
+        if lenient:
+            if tid:
+                return kind in _TID_KINDS and (kind, tid) not in self.tid_seen
+            if kind == "ntt_h":
+                return self.stage < _STAGE["ntt_h"]
+            return kind not in seen and _STAGE[kind] > self.stage
         if tid:
             # Further GPU threads of a multi-GPU call print T16/T4-T6 with gpu_tid > 0.
             return (
@@ -282,6 +297,23 @@ class Block:
         self.seen = set(seen)
         self.tid_seen = set(tid_seen)
         self.extra = dict(extra)
+
+    def missing_stages(self, ntt_era: bool) -> list[str]:
+        """Stages every complete GPU region of this code prints but this block lacks."""
+        need = ["ntt_msm_h", "batch_add", "tail_msm"]
+        if ntt_era:
+            need.insert(0, "ntt_h")
+        if self.has_t17 or "mutex_held" in self.seen or "barrier_wait" in self.seen:
+            need += ["mutex_wait", "barrier_wait", "mutex_held"]  # main code (V11)
+        return [k for k in need if k not in self.seen]
+
+    def skipped(self, kind: str, tid: int, ntt_era: bool) -> int:
+        """How many stages this block would take as lost if it took ``kind`` next."""
+        if tid:
+            pred = _TID_PRED.get(kind)
+            return 0 if pred is None or (pred, tid) in self.tid_seen else 1
+        st = _STAGE[kind]
+        return max(1, sum(1 for k in self.missing_stages(ntt_era) if self.stage < _STAGE[k] < st))
 
     def closes_with(self, kind: str, tid: int) -> bool:
         """Would this line (already applied) end the block? T19 on main, else the last T6."""
@@ -466,6 +498,9 @@ class Assembler:
         self.seq = 0
         self.block_seq = 0
         self.segment = 0
+        self.timeline_calls = 0  # GPU_START lines seen in this segment
+        # GPU_PICKUPs not (yet) followed by their GPU_START: (job, partition) -> worker
+        self.pickups: dict[tuple[str, int | None], int] = {}
         self.clock: float | None = None  # latest TIMELINE-clock reading (ms)
         self.epoch_ms: float | None = None  # wall clock of offset 0 (engine start line)
         self.pending: list[Event] = []  # C++ events waiting for the next clock reading
@@ -481,6 +516,13 @@ class Assembler:
     def feed(self, ev: Event) -> list[dict[str, Any]]:
         fam = ev.family
         if fam is Family.TIMING or fam is Family.NTT_H:
+            if ev.malformed:
+                # Counted (with its line number) as malformed by the parser. Its values cannot
+                # be trusted, so it neither opens a block, nor moves the stage order of the
+                # block it falls into, nor marks the era, nor becomes a record. If it was a
+                # real line, the lines of its kind that follow may go to the wrong open call.
+                self._doubt(ev.kind if fam is Family.TIMING else "ntt_h")
+                return self._take_out()
             if ev.kind not in self._kinds_seen:
                 # Era markers are first occurrences of line kinds.
                 self._kinds_seen.add(ev.kind)
@@ -511,6 +553,25 @@ class Assembler:
                 self._tracing(ev)
         elif fam is Family.BENCH:
             self._bench(ev)
+        elif ev.malformed and ev.kind == "damaged":
+            # A line damaged beyond reading (NUL bytes): whatever it was, the placements it
+            # could have changed are ambiguous.
+            self._doubt("ntt_h")
+            for c in self.calls:
+                c.cpu_weak = True
+        return self._take_out()
+
+    def _doubt(self, kind: str) -> None:
+        """A line of ``kind`` is lost: placements it could have changed are ambiguous."""
+        if kind in _STAGE:
+            for b in self.blocks:
+                b.doubt = True
+        elif kind in _CPU_KINDS or kind == "epilogue":
+            for c in self.calls:
+                if kind not in c.kinds:
+                    c.cpu_weak = True
+
+    def _take_out(self) -> list[dict[str, Any]]:
         if self.out:
             out, self.out = self.out, []
             return out
@@ -634,6 +695,9 @@ class Assembler:
                 elif "prep_msm" not in c.kinds and "prep_msm" not in t or "epilogue" in c.kinds:
                     continue
                 out.append(c)
+            if not out and k == "b_g2_msm":
+                # No call waits for its T3 after a T2: a T2 line was lost or damaged.
+                out = [c for c in self._lost_t2_calls() if not temp.get(c.seq)]
             return out
 
         def predict(ev: Event, c: Call) -> float | None:
@@ -650,10 +714,13 @@ class Assembler:
             if budget[0] <= 0:
                 return
             budget[0] -= 1
-            if best[0] is not None and cost > best[0] + 1e-9:
+            if best[0] is not None and cost > best[0] + self.CPU_MARGIN:
                 return
             if i == n:
                 key = tuple(c.seq if c is not None else 1 << 60 for c in choice)
+                ends.append((cost, key))
+                if best[0] is not None and cost > best[0] + 1e-9:
+                    return
                 if best[0] is None or cost < best[0] - 1e-9:
                     best[0], best[1], best[2] = cost, (key, list(choice)), 1
                 elif key < best[1][0]:
@@ -690,12 +757,16 @@ class Assembler:
                 choice.pop()
                 del temp[c.seq][ev.kind]
 
+        ends: list[tuple[float, tuple[int, ...]]] = []  # every complete assignment's cost
         dfs(0, 0.0, -1e18)
         if best[0] is None:
             for ev in lines:
                 self._cpu_line(ev, ev.kind, lo, hi)
             return
-        ambiguous = best[2] > 1
+        # Another assignment fitting the clock nearly as well leaves the choice a guess.
+        ambiguous = best[2] > 1 or any(
+            c <= best[0] + self.CPU_MARGIN and k != best[1][0] for c, k in ends
+        )
         for ev, call in zip(lines, best[1][1], strict=True):
             if call is None:
                 self._note_unattributed(ev)
@@ -709,7 +780,9 @@ class Assembler:
         flushed = self.flush()  # (flush replaces self.out: take its result first)
         self.out.extend(flushed)
         self.tl.clear()
+        self.pickups.clear()
         self.clock = None
+        self.timeline_calls = 0
         self.segment += 1
 
     # -- TIMELINE -------------------------------------------------------------------------------
@@ -739,8 +812,12 @@ class Assembler:
             tl["queue_ms"] = off
         elif kind == "GPU_PICKUP":
             tl["pickup_ms"] = off
+            worker = f.get("worker")
+            if isinstance(worker, int):
+                self.pickups[key] = worker
         elif kind == "GPU_START":
             tl["start_ms"] = off
+            self.pickups.pop(key, None)
             worker = f.get("worker")
             worker = worker if isinstance(worker, int) else None
             self._start_call(job, part, worker, float(off) if isinstance(off, int) else None, ev)
@@ -755,6 +832,7 @@ class Assembler:
         self, job: str, part: int | None, worker: int | None, start: float | None, ev: Event
     ) -> None:
         self.seq += 1
+        self.timeline_calls += 1
         call = Call(self.seq, job, part, worker, start, self.segment, ev.source)
         call.lines.append(ev.line)
         if worker is not None:
@@ -778,7 +856,9 @@ class Assembler:
         gpu_ms = f.get("gpu_ms")
         call = self._find_call(job, part, worker if isinstance(worker, int) else None)
         if call is None:
-            return
+            call = self._call_without_start(job, part, f, ev)
+            if call is None:
+                return
         self._drain(None)
         if "b_g2_msm" not in call.kinds and "prep_msm" in call.kinds:
             # Its T3 always precedes GPU_END: if a tie gave it to another open call, take it back.
@@ -791,6 +871,32 @@ class Assembler:
         if isinstance(gpu_ms, int):
             self._confirm_by_t7(call, gpu_ms)
         self._maybe_emit(call)
+
+    def _call_without_start(
+        self, job: str, part: int | None, f: dict[str, Value], ev: Event
+    ) -> Call | None:
+        """A GPU_END whose GPU_START line is lost (damaged): the call still happened.
+
+        It takes the oldest GPU region that no TIMELINE call took (its lines would otherwise be
+        a fragment). Its start is not known (``start_ms`` stays empty).
+        """
+        worker = f.get("worker")
+        if not isinstance(worker, int) or self.pickups.pop((job, part), None) is None:
+            return None  # (no pickup either, or a GPU region already took it)
+        tl = self.tl[(job, part)]
+        self._drain(None)
+        self.seq += 1
+        self.timeline_calls += 1
+        call = Call(self.seq, job, part, worker, None, self.segment, ev.source)
+        call.gpu = self._gpu_of(worker)
+        call.tl = tl
+        self.calls.append(call)
+        for c in self.calls:
+            if c.job_id is None and c.block is not None:
+                self._rebind(c.block, call)
+                call.block.confirmed = False  # type: ignore[union-attr]
+                break
+        return call
 
     def _find_call(self, job: str, part: int | None, worker: int | None) -> Call | None:
         for call in reversed(self.calls):
@@ -984,6 +1090,18 @@ class Assembler:
             if self._extend_beam(ev, kind, tid, lo, hi, ntt_era):
                 return
         cands = [b for b in self.blocks if b.accepts(kind, tid, ntt_era)]
+        if not cands and not (self._starts_block(kind) and not tid):
+            # A line of the block's own kinds was lost (or the log starts mid-call): the line
+            # goes to a block that can take it after a gap, never into a block of its own.
+            cands = [b for b in self.blocks if b.accepts(kind, tid, ntt_era, lenient=True)]
+            self._doubt(kind)
+            if not cands:
+                self._note_unattributed(ev)
+                return
+            if len(cands) > 1:
+                self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
+                self._extend_beam(ev, kind, tid, lo, hi, ntt_era)
+                return
         blk: Block | None
         if not cands:
             blk = self._open_block(ev, kind, lo, hi)
@@ -1011,12 +1129,20 @@ class Assembler:
         self._put_gpu(blk, ev, kind, tid, off)
 
     BEAM_WIDTH = 8
+    GAP_COST = 1000.0  # per stage a hypothesis must take as lost (lines are rarely lost)
+    CONTEST_MARGIN = 50.0  # a hypothesis this close to the best leaves its blocks ambiguous
+    CPU_MARGIN = 30.0  # a CPU-side line whose runner-up call fits this close is ambiguous
 
     def _extend_beam(
         self, ev: Event, kind: str, tid: int, lo: float | None, hi: float | None, ntt_era: bool
     ) -> bool:
-        """Place a line in every hypothesis; False when it opens a block (beam committed)."""
+        """Place a line in every hypothesis; False when it opens a block (beam committed).
+
+        A hypothesis in which no block can take the line strictly may take it after a gap (a
+        lost line), at ``GAP_COST`` per stage skipped; one that cannot take it at all ends.
+        """
         assert self.beam is not None
+        may_skip = not (self._starts_block(kind) and not tid)
         open_blocks = {b.seq: b for b in self.blocks}
         new: list[tuple[float, int, dict[int, tuple[Any, ...]]]] = []
         closing: dict[int, int] = {}
@@ -1025,12 +1151,18 @@ class Assembler:
             for seq, snap in snaps.items():
                 if seq in open_blocks:
                     open_blocks[seq].restore(snap)
-            cands = [b for b in self.blocks if b.seq in snaps and b.accepts(kind, tid, ntt_era)]
+            mine = [b for b in self.blocks if b.seq in snaps]
+            cands = [b for b in mine if b.accepts(kind, tid, ntt_era)]
+            lenient = not cands and may_skip
+            if lenient:
+                cands = [b for b in mine if b.accepts(kind, tid, ntt_era, lenient=True)]
+                self._doubt(kind)
             for b in cands:
                 keep = b.snapshot()
-                c = 0.0
+                c = self.GAP_COST * b.skipped(kind, tid, ntt_era) if lenient else 0.0
                 if not tid:
-                    c, b.lock_lo, b.lock_hi = b.lock_cost(kind, ev.fields, lo, hi)
+                    lc, b.lock_lo, b.lock_hi = b.lock_cost(kind, ev.fields, lo, hi)
+                    c += lc
                 _apply_gpu(b, ev, kind, tid)
                 c += b.relation_cost(kind)
                 order += 1
@@ -1041,8 +1173,13 @@ class Assembler:
                     closing[order] = b.seq
                 b.restore(keep)
         if not new:
-            # No hypothesis can take the line: settle on the best and let it open a block.
+            # No hypothesis can take the line: settle on the best and let it open a block
+            # (a line that cannot start one was lost from its block: unattributed).
             self._commit_beam()
+            if may_skip:
+                self._doubt(kind)
+                self._note_unattributed(ev)
+                return True
             return False
         new.sort(key=lambda t: (t[0], t[1]))
         self.beam = new[: self.BEAM_WIDTH]
@@ -1060,10 +1197,21 @@ class Assembler:
         """Adopt the best hypothesis as the state of the open blocks."""
         if self.beam is None:
             return
-        snaps = self.beam[0][2]
+        best_cost, _, snaps = self.beam[0]
+        # Blocks whose lines another hypothesis placed differently at nearly the same cost:
+        # the arithmetic and the clock did not decide between them.
+        contested: set[int] = set()
+        for cost, _, alt in self.beam[1:]:
+            if cost - best_cost >= self.CONTEST_MARGIN:
+                continue
+            for seq, snap in alt.items():
+                if seq in snaps and snap[2] != snaps[seq][2]:
+                    contested.add(seq)
         for b in self.blocks:
             if b.seq in snaps:
                 b.restore(snaps[b.seq])
+                if b.seq in contested:
+                    b.doubt = True
         self.beam = None
         deferred, self.deferred = self.deferred, []
         for call in deferred:
@@ -1144,10 +1292,16 @@ class Assembler:
         blk.closed = True
         if blk in self.blocks:
             self.blocks.remove(blk)
+        blk.gaps = blk.missing_stages("ntt_h" in self.era.markers)
+        if blk.gaps and blk.call is not None and blk.call.status != "failed":
+            # Its lost lines' neighbours may sit in the blocks open beside it.
+            self._doubt(blk.gaps[0])
         if blk.has_t10 and "prestage_setup" not in blk.fields:
             blk.fields["prestage_setup"] = "silent"
         if not blk.has_t17 and not blk.confirmed:
             self._bind_by_lock_time(blk)
+            if blk.call is not None and not blk.confirmed and self._other_gpu_fits(blk):
+                blk.doubt = True
         call = blk.call
         if (
             self.pending_t9
@@ -1213,6 +1367,31 @@ class Assembler:
         e_lo, e_hi = max(ready, free_lo), max(ready, free_hi)
         return max(0.0, blk.lock_lo - TOL_MS - e_hi, e_lo - blk.lock_hi - TOL_MS)
 
+    def _other_gpu_fits(self, blk: Block) -> bool:
+        """Could a call of another GPU have held this block's lock as well as its own call?
+
+        (Calls of one GPU queue on its mutex first in, first out; between GPUs only the clock
+        tells, and when it does not the block's call is a guess.)
+        """
+        cur = blk.call
+        if cur is None or cur.gpu is None:
+            return False
+        if blk.lock_lo <= -1e17 or blk.lock_hi >= 1e17:
+            return False
+        mine = self._lock_miss(blk, cur)
+        for c in self.calls:
+            if c is cur or c.gpu is None or c.start is None or c.closed_out:
+                continue
+            if c.gpu == cur.gpu and len(self.gpus_seen) < 2:
+                continue  # one GPU: its calls take the lock first in, first out
+            if c.block is not None and (c.block.confirmed or c.block is blk):
+                continue
+            if self._lock_miss(blk, c) - mine < self.CONTEST_MARGIN:
+                if c.block is not None:
+                    c.block.doubt = True  # the two could be swapped either way
+                return True
+        return False
+
     def _bind_by_lock_time(self, blk: Block) -> None:
         """Code without identity lines: re-bind a closed block to the call whose start (or its
         GPU's previous release) matches the block's lock time, found from its own values.
@@ -1241,8 +1420,12 @@ class Assembler:
             if gain > 50 and (best is None or gain > best[0]):
                 best = (gain, c.seq, c)
         if best is not None:
+            other = best[2].block
             self._rebind(blk, best[2])
             blk.confirmed = False
+            blk.doubt = True  # FIFO said otherwise: the clock alone moved it
+            if other is not None:
+                other.doubt = True  # (and the block it swapped with)
 
     def _bind_block(
         self, blk: Block, ev: Event, kind: str, lo: float | None, hi: float | None
@@ -1291,8 +1474,10 @@ class Assembler:
         predict: Callable[[Call], float],
         lo: float | None,
         hi: float | None,
+        slack: float = 1e-9,
     ) -> list[Call]:
-        """The calls whose predicted print time fits the line's clock bracket best.
+        """The calls whose predicted print time fits the line's clock bracket best (within
+        ``slack`` ms of the best).
 
         Ordered by predicted time: lines print in time order, so of several calls that fit,
         the one due first is the one printing now.
@@ -1310,7 +1495,7 @@ class Assembler:
                 cost += p - hi - TOL_MS
             scored.append((cost, p, c))
         best = min(s for s, _, _ in scored)
-        fit = [(p, c.seq, c) for s, p, c in scored if s <= best + 1e-9]
+        fit = [(p, c.seq, c) for s, p, c in scored if s <= best + slack]
         fit.sort(key=lambda t: (t[0], t[1]))
         return [c for _, _, c in fit]
 
@@ -1519,6 +1704,8 @@ class Assembler:
                 and not c.closed_out
                 and "epilogue" not in c.kinds
             ]
+            if not cands:
+                cands = self._lost_t2_calls()  # a T2 line was lost or damaged
             v = f.get("b_g2_msm_ms")
             pred = None
             if isinstance(v, int):
@@ -1549,16 +1736,38 @@ class Assembler:
             self._note_unattributed(ev)
             return
         strong = len(cands) == 1
+        unsure = kind == "async_dealloc" and (
+            # A call without its GPU_END yet has no reliable finish time to predict from, and a
+            # call that ended but whose region is not (yet) its own could be the owner too.
+            any(not isinstance((c.tl or {}).get("end_ms"), int) for c in cands)
+            or any(c.closed_out and kind not in c.kinds and c not in cands for c in self.calls)
+        )
         if not strong and pred is not None and (lo is not None or hi is not None):
             timed = [c for c in cands if c.start is not None]
             if timed:
                 fit = self._by_clock(timed, pred, lo, hi)
-                strong = len(fit) == 1
+                # One call fits clearly better than any other (not just by a few ms).
+                strong = len(self._by_clock(timed, pred, lo, hi, self.CPU_MARGIN)) == 1
                 cands = fit[:1]
         call = min(cands, key=lambda c: c.seq)
         self._put_cpu(call, ev, kind)
-        if not strong:
+        if not strong or unsure:
             call.cpu_weak = True
+
+    def _lost_t2_calls(self) -> list[Call]:
+        """The call that most likely awaits a T3 although its T2 never came: the oldest that
+        entered (T1) without a T2 (its T2 was due first). Attributed as ambiguous."""
+        for c in self.calls:
+            if (
+                "split_vectors" in c.kinds
+                and "prep_msm" not in c.kinds
+                and "b_g2_msm" not in c.kinds
+                and "epilogue" not in c.kinds
+                and not c.closed_out
+            ):
+                c.cpu_weak = True
+                return [c]
+        return []
 
     def _anonymous_for_t1(self, ev: Event) -> Call:
         # stderr-only / C++-only logs: every call starts with T1.
@@ -1690,13 +1899,16 @@ class Assembler:
         if nc is None and call.partition is not None:
             nc = 1  # the partition path proves one circuit per call (T3 may be missing)
         rec["num_circuits"] = nc
-        if call.status == "ok" and (blk is None or not blk.closed):
+        if call.status == "ok" and (blk is None or not blk.closed or blk.gaps):
+            # Lines of the call are missing from the log (or it never ended).
             rec["status"] = "incomplete"
         else:
             rec["status"] = call.status if call.ended else "incomplete"
         rec["attr_ids"] = str(call.attr_ids)
         if blk is None:
             rec["attr_gpu"] = str(Attribution.NONE)
+        elif blk.doubt or blk.gaps:
+            rec["attr_gpu"] = str(Attribution.AMBIGUOUS)
         elif blk.confirmed or call.job_id is None:
             rec["attr_gpu"] = str(Attribution.EXACT)
         else:
@@ -1704,21 +1916,84 @@ class Assembler:
         if call.attr_cpu is Attribution.NONE:
             rec["attr_cpu"] = str(Attribution.NONE)
         else:
-            rec["attr_cpu"] = str(Attribution.AMBIGUOUS if call.cpu_weak else Attribution.INFERRED)
+            # A call that ended well without one of the CPU-side lines every version prints:
+            # another call took it, so its placements around there are a guess.
+            short = call.status == "ok" and not _CPU_EVERY <= call.kinds
+            weak = call.cpu_weak or short
+            rec["attr_cpu"] = str(Attribution.AMBIGUOUS if weak else Attribution.INFERRED)
         lines = call.lines + (blk.lines if blk is not None else [])
         rec["first_line"] = min(lines) if lines else None
         rec["last_line"] = max(lines) if lines else None
         rec["extra"] = json.dumps(extra, sort_keys=True) if extra else None
         if call.job_id is None and blk is None and not call.fields:
             return
+        if call.job_id is None and self.timeline_calls and blk is not None:
+            owner = self._blockless_call(blk)
+            if owner is not None:
+                # A GPU region no call took while a call that started before it has none:
+                # most likely that call's (its binding was lost to damage or a swap).
+                self._rebind(blk, owner)
+                blk.confirmed = False
+                blk.doubt = True
+                self._maybe_emit(owner)
+                return
+        if call.job_id is None and self.timeline_calls and blk is not None and self.pickups:
+            # A GPU region no call took, and a call picked up whose GPU_START line is lost.
+            self._claim_pickup(call, rec)
+        if call.job_id is None and self.timeline_calls:
+            # The TIMELINE shows this run's calls and none of them took these C++ lines: they
+            # are a fragment of a call whose other lines are lost, not a call of their own.
+            for line in sorted(lines):
+                self.acc.note_unattributed(line)
+            if blk is not None and blk in self.closed_blocks:
+                self.closed_blocks.remove(blk)
+            return
         self.out.append(rec)
         # The TIMELINE entry of an emitted call is done with (keeps memory flat on long logs).
         if call.job_id is not None:
             key = (call.job_id, call.partition)
-            if self.tl.get(key) is call.tl:
+            if call.tl is not None and self.tl.get(key) is call.tl:
                 del self.tl[key]
         if blk is not None and blk in self.closed_blocks:
             self.closed_blocks.remove(blk)
+
+    def _blockless_call(self, blk: Block) -> Call | None:
+        """The oldest TIMELINE call without a GPU region that started before ``blk``'s lock."""
+        named = blk.fields.get("d_a_cache_gpu", blk.fields.get("pool_threshold_gpu"))
+        fits = [
+            c
+            for c in self.calls
+            if c.job_id is not None
+            and c.block is None
+            and not c.emitted
+            and c.status != "failed"
+            and c.start is not None
+            and c.start <= blk.lock_hi + TOL_MS
+            and (not isinstance(named, int) or c.gpu in (None, named))
+        ]
+        return min(fits, key=lambda c: c.seq) if fits else None
+
+    def _claim_pickup(self, call: Call, rec: dict[str, Any]) -> None:
+        """Give a GPU region without a call the identity of the oldest picked-up call whose
+        GPU_START is lost (on its GPU when the region names one). The ids are the pickup's;
+        that the region is this call's is a guess (``attr_gpu`` ambiguous)."""
+        gpu = rec.get("gpu")
+        keys = list(self.pickups)
+        on_gpu = [k for k in keys if gpu is None or self._gpu_of(self.pickups[k]) in (gpu, None)]
+        key = (on_gpu or keys)[0]
+        worker = self.pickups.pop(key)
+        tl = self.tl.get(key, {})
+        call.tl = self.tl.get(key)
+        call.job_id, call.partition, call.worker = key[0], key[1], worker
+        rec.update(job_id=key[0], partition=key[1], worker=worker)
+        if rec.get("gpu") is None:
+            rec["gpu"] = self._gpu_of(worker)
+        for k in ("synth_start_ms", "synth_end_ms", "queue_ms", "pickup_ms", "synth_ms"):
+            rec[k] = tl.get(k)
+        rec["proof_kind"] = tl.get("proof_kind")
+        rec["attr_ids"] = str(Attribution.EXACT)
+        rec["attr_gpu"] = str(Attribution.AMBIGUOUS)
+        rec["status"] = "incomplete"
 
     def _only_gpu(self) -> int | None:
         """Without worker ids, the GPU is known only when the log shows a single one."""

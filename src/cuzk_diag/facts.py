@@ -793,7 +793,10 @@ def _job_status(df: pd.DataFrame, info: RunInfo) -> dict[str, str]:
     )
     by_job = frame.groupby("job", sort=False)["status"]
     any_failed = by_job.agg(lambda s: bool((s == "failed").any())).to_dict()
-    all_ok = by_job.agg(lambda s: bool((s == "ok").all())).to_dict()
+    # A call that ended (GPU_END) but lost some of its C++ lines is incomplete, yet done.
+    ended = num(df, "end_ms").notna().reindex(frame.index)
+    frame["done"] = (frame["status"] == "ok") | ((frame["status"] == "incomplete") & ended)
+    all_ok = frame.groupby("job", sort=False)["done"].all().to_dict()
     failed_jobs = {str(f.get("job_id")) for f in info.failures if f.get("job_id")}
     status: dict[str, str] = {}
     for job in [*any_failed, *(j for j in info.jobs if j not in any_failed)]:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from cuzk_diag.records import Accounting, Event, Family, RunInfo, Value
-from cuzk_diag.sources import MAX_LINE, Source
+from cuzk_diag.sources import DAMAGED, MAX_LINE, Source
 
 TIMING_PREFIX = "CUZK_TIMING: "
 NTT_H_PREFIX = "CUZK_NTT_H: "
@@ -333,6 +333,8 @@ class LineParser:
         relevant = pc.and_(tracing, pc.match_substring_regex(arr, _RELEVANT_RE2))
         bench = pc.and_not(pc.match_substring_regex(arr, _BENCH_HEAD_RE2), tracing)
         selected = pc.or_(pc.or_(timing, timeline), pc.or_(relevant, bench))
+        if DAMAGED in text:
+            selected = pc.or_(selected, pc.starts_with(arr, DAMAGED))
         # Tracing lines right before or after a C++ line carry the clock the assembler needs
         # to place it; they become cheap "clock" events (timestamp only).
         cpp = timing.to_numpy(zero_copy_only=False)
@@ -627,7 +629,10 @@ class LineParser:
         return Event(no, self.source, Family.TRACING, kind, fields)
 
     def _misc(self, ln: str, no: int) -> Event:
-        """Bench output, other text."""
+        """Bench output, other text, lines damaged by NUL bytes."""
+        if ln[:1] == DAMAGED:
+            self.acc.note_malformed(no)
+            return Event(no, self.source, Family.OTHER, "damaged", {"text": ln[1:201]}, True)
         s = ln.strip()
         head = _BENCH_HEADERS.get(s)
         if head is not None:

@@ -6,6 +6,12 @@ dropped (CRLF); a CR inside a line (a progress bar's return, a stray byte) retur
 on a terminal: the line reads as the text after its last CR, and is counted (``stray_cr_lines``).
 Invalid UTF-8 is replaced, ANSI colour escapes and journald/syslog prefixes are removed
 and counted. Memory stays bounded by the chunk size whatever the number of lines.
+
+NUL bytes never belong to a log line. A run of them before a whole line (the hole a
+``copytruncate`` rotation leaves) is removed. A line the parser would read (C++, TIMELINE or
+tracing) with a NUL byte anywhere else is damaged (its text before or after the NUL may be cut or
+belong to another line): it is handed on starting with ``DAMAGED`` so that the parser counts it as
+malformed and reads no value from it. Other lines with NUL bytes stay other lines.
 """
 
 from __future__ import annotations
@@ -29,6 +35,13 @@ MAX_LINE = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _PARQUET_MAGIC = b"PAR1"
+
+#: First character of a line the cleaning found damaged by NUL bytes (see the module doc).
+DAMAGED = "\x00"
+#: How the lines the parser reads begin (a NUL run ending right before one of these is a hole).
+_LINE_START_RE = re.compile(r"CUZK_TIMING: |CUZK_NTT_H: |TIMELINE,|\d{4}-\d\d-\d\dT\d\d:")
+_NUL_LINE_RE = re.compile(r"^[^\n\x00]*\x00[^\n]*", re.MULTILINE)
+
 
 #: CSI sequences (colours, cursor) and OSC sequences ended by BEL or ST. An OSC body stops at the
 #: next ESC, so a line of unterminated OSC openers costs linear time, not quadratic.
@@ -441,7 +454,20 @@ def clean_text(data: bytes, stats: SourceStats) -> str:
             text = text.replace("\x1b", "")
     if JOURNALD_RE.search(text, 0, 4096) is not None or _journald_anywhere(text):
         text = _strip_journald(text, stats)
+    if DAMAGED in text:
+        text = _NUL_LINE_RE.sub(_nul_line, text)
     return text
+
+
+def _nul_line(m: re.Match[str]) -> str:
+    ln = m.group(0)
+    rest = ln.lstrip(DAMAGED)
+    if len(rest) < len(ln) and DAMAGED not in rest and _LINE_START_RE.match(rest) is not None:
+        return rest  # a hole before a whole line
+    text = ln.replace(DAMAGED, "")
+    if _LINE_START_RE.match(text) is not None or "CUZK_" in text or "TIMELINE," in text:
+        return DAMAGED + text
+    return ln
 
 
 _ANSI_LINE_RE = re.compile(r"^[^\n\x1b]*\x1b", re.MULTILINE)

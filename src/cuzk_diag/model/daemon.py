@@ -26,6 +26,9 @@ Conventions of the ground truth (``SimResult.truth``):
   columns need ``all``); identity columns (``job_id``, ``partition``, ``worker``, ``gpu``) are
   always the simulated truth;
 - a value printed malformed (``prep_msm_ms=``) is ``None`` and listed in ``_malformed``;
+- a C++ line the messy mode lost (``drop_rate``) or damaged with a NUL byte (``nul_rate``) takes
+  its values out of the truth and is listed in ``_lost``; a call that lost (or printed
+  malformed) a GPU-region line has ``status`` ``incomplete``;
 - for calls with several GPU threads (monolithic batches fanned out over GPUs) the per-thread
   fields (``ntt_msm_h_ms``, ``batch_add_ms``, ``tail_msm_ms``, ``gpu_total_ms``,
   ``barrier_wait_ms``) hold the maximum over threads, ``_per_tid`` holds each thread's values,
@@ -118,6 +121,9 @@ MESSY: dict[str, Any] = {
     "unknown_key_rate": 0.15,
     "torn_rate": 0.03,
     "truncate_last": True,
+    "garbage_rate": 0.01,
+    "drop_rate": 0.02,
+    "nul_rate": 0.01,
 }
 
 # Line families, as counted in records.Accounting.by_family.
@@ -178,6 +184,9 @@ class SimConfig:
     torn_rate: float = 0.0  # per TIMELINE line: torn by the next C++/tracing line (ref. 3.4)
     truncate_last: bool = False  # end with a truncated line that has no newline
     lock_truth: bool = False  # add the simulated mutex wait and hold to the truth (private keys)
+    garbage_rate: float = 0.0  # per C++ line: a malformed C++ line of no call written after it
+    drop_rate: float = 0.0  # per GPU-region C++ line: the line is lost (never written)
+    nul_rate: float = 0.0  # per C++ line: a NUL byte inside it (the line is damaged)
 
     def resolved(self) -> SimConfig:
         """Return a copy with era defaults filled in; raises ValueError on bad values."""
@@ -558,7 +567,21 @@ class _Writer:
         self.invalid_utf8 = 0
         self.huge_lines = 0
         self.journald_lines = 0
-        self.messy = bool(self.torn_rate or self.junk_rate or self.huge or self.journald)
+        self.garbage_rate = cfg.garbage_rate
+        self.drop_rate = cfg.drop_rate
+        self.nul_rate = cfg.nul_rate
+        self.garbage = 0
+        self.dropped = 0
+        self.nul_lines = 0
+        self.messy = bool(
+            self.torn_rate
+            or self.junk_rate
+            or self.huge
+            or self.journald
+            or self.garbage_rate
+            or self.drop_rate
+            or self.nul_rate
+        )
 
     # -- low level --------------------------------------------------------------------------
 
@@ -633,6 +656,27 @@ class _Writer:
                 self._junk(t, huge=True)
             if self.junk_rate and self.mrng.random() < self.junk_rate:
                 self._junk(t)
+            if (self.drop_rate or self.nul_rate) and call is not None and _damageable(text, call):
+                rng = self.mrng
+                if self.drop_rate and region and rng.random() < self.drop_rate:
+                    # Lost from the capture: never written, its values are not in the log.
+                    self.dropped += 1
+                    _lose(call, text, region)
+                    return
+                if self.nul_rate and rng.random() < self.nul_rate:
+                    # A NUL byte inside the line: a damaged line, none of its values readable.
+                    self.nul_lines += 1
+                    _lose(call, text, region)
+                    p = rng.randrange(1, len(text))
+                    self.counts[_OTHER] += 1
+                    self._put(t, text[:p] + "\x00" + text[p:])
+                    return
+            if self.garbage_rate and fam in (_TIMING, _NTT):
+                if self.mrng.random() < self.garbage_rate:
+                    # A malformed C++ line that belongs to no call, before this one.
+                    self.garbage += 1
+                    self.counts[_TIMING] += 1
+                    self._put(t, self.mrng.choice(_GARBAGE))
             if self.pending is not None:
                 pt, prefix, suffix = self.pending
                 self.pending = None
@@ -689,6 +733,51 @@ class _Writer:
         self.lineno += 1
         self.bytes += len(data)
         self.sink.write(data)
+
+
+#: Malformed C++ lines the messy mode writes between real ones (reference 1.2 keys, bad values).
+_GARBAGE = ("CUZK_TIMING: prep_msm_ms=", "CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=abc")
+#: C++ lines whose loss the ground truth can state (plain ``key=value`` columns).
+_DAMAGEABLE = (
+    "CUZK_TIMING: split_vectors_ms=",
+    "CUZK_TIMING: prep_msm_ms=",
+    "CUZK_TIMING: b_g2_msm_ms=",
+    "CUZK_TIMING: gpu_tid=0 ",
+    "CUZK_TIMING: async_dealloc_ms=",
+    "CUZK_TIMING: epilogue_ms=",
+    "CUZK_TIMING: pre_lock_cpu_ms=",
+    "CUZK_TIMING: mutex_held_ms=",
+    "CUZK_NTT_H: ",
+)
+_NTT_KEYS = {"total": "ntt_h_total_ms"}
+
+
+def _damageable(text: str, call: _Call) -> bool:
+    return (
+        call.nc == 1
+        and text.startswith(_DAMAGEABLE)
+        and not text.endswith("=")
+        and "=abc" not in text
+    )
+
+
+def _lose(call: _Call, text: str, region: bool) -> None:
+    """The truth of a call one of whose C++ lines the log lost: its values are not there."""
+    tr = call.tr
+    if tr is None:
+        return
+    ntt = text.startswith("CUZK_NTT_H")
+    for tok in text.split(": ", 1)[1].split():
+        k = tok.partition("=")[0]
+        if ntt:
+            k = _NTT_KEYS.get(k, k + "_ms")
+        if k not in ("gpu_tid", "num_circuits"):
+            tr.pop(k, None)
+        if k == "gpu_total_ms":
+            tr.pop("extra", None)  # an unknown key on the same line
+    tr.setdefault("_lost", []).append(text)
+    if region and tr.get("status") == "ok":
+        tr["status"] = "incomplete"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1737,6 +1826,8 @@ class _Sim:
                 tr["ntt_msm_h_ms"] = None
             if call.malformed:
                 tr["_malformed"] = [call.malformed]
+            if call.malformed == "ntt_msm_h_ms" and tr.get("status") == "ok":
+                tr["status"] = "incomplete"  # a GPU-region value the log does not hold
             if ntids > 1:
                 tr["_per_tid"] = per_tid
             if self.ntth:
@@ -2275,7 +2366,10 @@ class _Sim:
             "bytes": w.bytes,
             "by_family": {FAMILY_NAMES[i]: counts[i] for i in range(7)},
             "torn": w.torn,
-            "malformed": self.malformed,
+            "malformed": self.malformed + w.garbage + w.nul_lines,
+            "garbage_lines": w.garbage,
+            "dropped_lines": w.dropped,
+            "nul_lines": w.nul_lines,
             "junk": w.junk,
             "invalid_utf8_lines": w.invalid_utf8,
             "huge_lines": w.huge_lines,

@@ -109,6 +109,17 @@ CASES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     "sources._ANSI_LINE_RE": ("findall", [fill("", "x"), fill("", "\x1b")]),
+    "sources._NUL_LINE_RE": (
+        "sub",
+        [fill("", "x"), fill("", "\x00"), fill("", "x\x00"), fill("", "x", "\x00")],
+    ),
+    "sources._LINE_START_RE": ("match", [fill("", "2026"), fill("CUZK_", "T"), fill("", "9")]),
+    # file names met while walking a fleet's directories
+    "fleet.discover.LOG_NAME_RE": ("search", [fill("", ".log"), fill("", ".log.1"), fill("", "x")]),
+    "fleet.discover._ROTATION_RE": (
+        "match",
+        [fill("", ".log", "x"), fill("", ".log.1"), fill("a.log.", "1", "x"), fill("", "x")],
+    ),
     "sources._CR_END_RE": ("bsub", [fill("", "\r", "x"), fill("", "x\r")]),
     "sources._CR_RETURN_RE": ("bsub", [fill("", "x", "\r"), fill("\r", "x"), fill("", "\r")]),
     # gate specs come from the config or the command line; the patterns see them stripped

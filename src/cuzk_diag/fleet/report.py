@@ -51,6 +51,8 @@ class FleetReport:
     partitions: int = 0
     # hosts whose latest run has an error finding, or that a fleet rule names
     attention: list[str] = field(default_factory=list)
+    # per host, the kernel time of each call of its latest run (for plots; not in the JSON)
+    kernel_samples: dict[str, list[float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -91,7 +93,13 @@ def fleet_report(root: str | Path, config: Config | None = None) -> FleetReport:
     by_code = _by_code(run_findings, len(hosts))
     attention = set(run_findings.loc[run_findings["severity"] == str(Severity.ERROR), "host"])
     attention |= {str(f.evidence["host"]) for f in fleet_findings if "host" in f.evidence}
+    latest_parts = ctx.partitions[ctx.partitions["run_id"].isin(set(latest["run_id"]))]
+    samples = {
+        str(host): [float(v) for v in g["kernel_ms"].dropna()]
+        for host, g in latest_parts.groupby("host", sort=True)
+    }
     return FleetReport(
+        kernel_samples=samples,
         dataset=str(root),
         hosts=hosts,
         by_code=by_code,

@@ -70,6 +70,7 @@ FLEET_REPORTERS: dict[str, str] = {
     "console": "cuzk_diag.report.fleet:render_console",
     "json": "cuzk_diag.report.fleet:render_json",
     "markdown": "cuzk_diag.report.fleet:render_markdown",
+    "html": "cuzk_diag.report.fleet:render_html",
 }
 
 #: stream formats: name -> ``Sink`` class.

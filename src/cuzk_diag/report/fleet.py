@@ -49,9 +49,12 @@ def _host_cells(h: dict[str, Any]) -> list[str]:
 
 
 def _setting_text(s: dict[str, Any]) -> str:
-    return ", ".join(
-        f"{k}={'?' if s[k] is None else s[k]}" for k in ("era", "n_gpus", "gw", "gpu_threads")
-    )
+    def shown(v: Any) -> str:
+        if v is None:
+            return "?"
+        return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+    return ", ".join(f"{k}={shown(s[k])}" for k in ("era", "n_gpus", "gw", "gpu_threads"))
 
 
 def render_console(report: FleetReport, stream: IO[str], *, color: str = "auto") -> None:
@@ -155,3 +158,76 @@ def render_markdown(report: FleetReport, stream: IO[str], *, color: str = "auto"
 def render_json(report: FleetReport, stream: IO[str], *, color: str = "auto") -> None:
     doc = neutralise_value(report.to_dict())
     stream.write(json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n")
+
+
+def render_html(report: FleetReport, stream: IO[str], *, color: str = "auto") -> None:
+    """One self-contained page: hosts needing attention, the fleet findings, each host's
+    kernel time per call as a box, the tables and the documentation of the rules that fired."""
+    from cuzk_diag.report import html_charts
+    from cuzk_diag.report.html import Page, _kv_table, _severity_badge, _table, esc, rule_docs
+
+    hosts = sorted(report.kernel_samples)
+    page = Page(
+        f"cuzk-diag fleet: {report.dataset}",
+        f"{len(report.hosts)} hosts · {report.runs} runs · {report.partitions:,} GPU calls",
+    )
+    page.section("attention", "Hosts needing attention")
+    page.add(_kv_table([("hosts", ", ".join(report.attention) or "none")]))
+    for f in report.findings:
+        page.add(
+            f'<article class="finding" data-code="{esc(f.code)}">{_severity_badge(f.severity)} '
+            f'<a href="#rule-{esc(f.code)}">{esc(f.code)} {esc(f.name)}</a>: '
+            f"{esc(f.message)}<br><em>{esc(f.advice)}</em></article>"
+        )
+    page.section("kernels", "Kernel time per call, latest run of each host")
+    rows = [
+        row
+        for host in hosts
+        for row in html_charts._box_rows(
+            "kernel_ms", "kernel ms per call", host, report.kernel_samples[host]
+        )
+    ]
+    flagged = set(report.attention)
+    colors = ["#d62728" if h in flagged else "#4c78a8" for h in hosts]
+    page.chart(
+        "chart-fleet-kernels",
+        html_charts.distributions(rows, ["kernel ms per call"], hosts, colors) if rows else None,
+        [
+            "Per host, ntt_msm_h_ms + batch_add_ms + tail_msm_ms of each call: boxes span the "
+            "quartiles, whiskers reach the furthest value within 1.5 × IQR. Hosts needing "
+            "attention are red."
+        ],
+    )
+    page.section("hosts", "Hosts (latest run)")
+    page.add(_table(HOST_HEAD, [_host_cells(h) for h in report.hosts]))
+    page.section("codes", "Findings across hosts (latest runs)")
+    page.add(
+        _table(
+            ("code", "rule", "severity", "hosts", "which"),
+            [
+                (
+                    c["code"],
+                    c["name"],
+                    c["severity"],
+                    f"{c['n_hosts']} of {c['of_hosts']}",
+                    _short_list(c["hosts"]),
+                )
+                for c in report.by_code
+            ],
+        )
+    )
+    page.section("settings", "Configurations (latest runs)")
+    page.add(
+        _table(
+            ("settings", "hosts", "which"),
+            [
+                (_setting_text(s), str(s["n_hosts"]), _short_list(s["hosts"]))
+                for s in report.settings
+            ],
+        )
+    )
+    codes = [f.code for f in report.findings] + [c["code"] for c in report.by_code]
+    if codes:
+        page.section("rules", "Rules")
+        page.add(rule_docs(codes))
+    stream.write(page.html())

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import IO, TYPE_CHECKING
 
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -16,6 +15,8 @@ from rich.progress import (
     TextColumn,
     TimeRemainingColumn,
 )
+
+from cuzk_diag.report.console import make_console
 
 if TYPE_CHECKING:
     from cuzk_diag.fleet.discover import Unit
@@ -40,7 +41,7 @@ class FleetProgress:
                 MofNCompleteColumn(),
                 DownloadColumn(),
                 TimeRemainingColumn(),
-                console=Console(file=self.stream),
+                console=make_console(self.stream),
                 transient=True,
             )
             self.progress.__enter__()

@@ -35,6 +35,28 @@ def _values(parts: pd.DataFrame, metric: str) -> list[float]:
     return [float(v) for v in pd.to_numeric(parts[metric], errors="coerce").dropna()]
 
 
+def _shift_options(between: str) -> tuple[Option, ...]:
+    """The options of a rule that finds a slower median: the field, the shift, the level."""
+    return (
+        Option("metric", "kernel_ms", f"per-partition field compared between {between}"),
+        Option("min_shift", 0.05, "smallest relative increase of the median that counts"),
+        Option("alpha", 0.05, "significance level after the Holm adjustment", maximum=1.0),
+    )
+
+
+def _slower(
+    ctx: FleetContext, p_adjusted: float, slow: list[float], reference: list[float]
+) -> tuple[float, float, float] | None:
+    """(median, reference median, ratio) when ``slow`` is significantly and materially slower
+    than ``reference`` under the rule's ``alpha`` and ``min_shift``; None otherwise."""
+    med, ref = _median(slow), _median(reference)
+    ratio = med / ref if ref else math.nan
+    o = ctx.options
+    if p_adjusted < float(o["alpha"]) and ratio >= 1 + float(o["min_shift"]):
+        return med, ref, ratio
+    return None
+
+
 def _median(values: list[float]) -> float:
     return float(pd.Series(values).median()) if values else math.nan
 
@@ -89,9 +111,7 @@ class HostOutlier(FleetRule):
     severity = Severity.WARNING
     title = "Host slower than its peers"
     options = (
-        Option("metric", "kernel_ms", "per-partition field compared between hosts"),
-        Option("min_shift", 0.05, "smallest relative increase of the median that counts"),
-        Option("alpha", 0.05, "significance level after the Holm adjustment", maximum=1.0),
+        *_shift_options("hosts"),
         Option("min_peers", 2, "fewest other hosts a host is compared with"),
         Option("min_calls", 10, "fewest calls a host needs to be tested"),
     )
@@ -147,10 +167,10 @@ class HostOutlier(FleetRule):
         adjusted = holm([t["res"].p_value for t in tests])
         out = []
         for t, p_adj in zip(tests, adjusted, strict=True):
-            med, peer_med = _median(t["mine"]), _median(t["peers"])
-            ratio = med / peer_med if peer_med else math.nan
-            if not (p_adj < float(o["alpha"]) and ratio >= 1 + float(o["min_shift"])):
+            found = _slower(ctx, p_adj, t["mine"], t["peers"])
+            if found is None:
                 continue
+            med, peer_med, ratio = found
             res = t["res"]
             out.append(
                 self.finding(
@@ -221,9 +241,7 @@ class HostTrend(FleetRule):
     severity = Severity.WARNING
     title = "Host got slower over time"
     options = (
-        Option("metric", "kernel_ms", "per-partition field compared between weeks"),
-        Option("min_shift", 0.05, "smallest relative increase of the median that counts"),
-        Option("alpha", 0.05, "significance level after the Holm adjustment", maximum=1.0),
+        *_shift_options("weeks"),
         Option("min_calls", 10, "fewest calls each week needs"),
     )
     evidence: ClassVar[dict[str, str]] = {
@@ -267,10 +285,10 @@ class HostTrend(FleetRule):
         adjusted = holm([t[5].p_value for t in tests])
         out = []
         for (host, w0, w1, first, last, res), p_adj in zip(tests, adjusted, strict=True):
-            m0, m1 = _median(first), _median(last)
-            ratio = m1 / m0 if m0 else math.nan
-            if not (p_adj < float(o["alpha"]) and ratio >= 1 + float(o["min_shift"])):
+            found = _slower(ctx, p_adj, last, first)
+            if found is None:
                 continue
+            m1, m0, ratio = found
             out.append(
                 self.finding(
                     Severity.WARNING,

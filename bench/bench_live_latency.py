@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,7 +37,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     a = ap.parse_args(argv)
     log = ensure_log(a.mb, a.out)
-    env, fp = snapshot_env(Path(tempfile.mkdtemp(prefix="live-latency.", dir=a.out)))
+    work = Path(tempfile.mkdtemp(prefix="live-latency.", dir=a.out))
+    try:
+        return measure(a, log, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(a: argparse.Namespace, log: Path, work: Path) -> int:
+    """Stream ``log`` into ``analyze -`` from a snapshot of the package in ``work``."""
+    env, fp = snapshot_env(work)
     env["PYTHONUNBUFFERED"] = "1"
     proc = subprocess.Popen(
         [*cuzk_diag_cmd(), "analyze", "-"],

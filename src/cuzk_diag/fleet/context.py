@@ -38,13 +38,10 @@ class FleetContext:
         return tuple(None if pd.isna(row[k]) else row[k] for k in PEER_KEYS)
 
 
-def iso_week(date: str) -> str | None:
-    """``2026-11-30`` -> ``2026-W49``; None for an unknown date."""
-    try:
-        d = pd.Timestamp(date)
-    except (ValueError, TypeError):
-        return None
-    if pd.isna(d):
-        return None
-    year, week, _ = d.isocalendar()
-    return f"{year}-W{week:02d}"
+def iso_weeks(dates: pd.Series) -> pd.Series:
+    """``2026-11-30`` -> ``2026-W49`` for a column of dates, vectorised; null where a date is
+    unknown (``unknown`` or unparseable)."""
+    when = pd.to_datetime(dates.astype(str), format="%Y-%m-%d", errors="coerce")
+    cal = when.dt.isocalendar()
+    text = cal["year"].astype(str) + "-W" + cal["week"].astype(str).str.zfill(2)
+    return text.where(when.notna())

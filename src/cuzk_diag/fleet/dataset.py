@@ -64,9 +64,10 @@ class Manifest:
                 )
             self.units = data.get("units", {})
 
-    def unchanged(self, unit: Unit) -> bool:
+    def unchanged(self, unit: Unit, key: Any) -> bool:
+        """Was ``unit`` built, without error, from files of this ``key``?"""
         entry = self.units.get(unit.group) or {}
-        return bool(entry) and entry.get("key") == _jsonable(unit.key()) and not entry.get("error")
+        return bool(entry) and entry.get("key") == key and not entry.get("error")
 
     def save(self) -> None:
         tmp = self.path.with_suffix(".tmp")
@@ -97,8 +98,10 @@ def build(
     manifest = Manifest(root)
     summary = BuildSummary()
     todo: list[Unit] = []
+    keys: dict[str, Any] = {}  # each file's key is computed once: it reads 2 MiB of the file
     for unit in units:
-        if manifest.unchanged(unit):
+        keys[unit.group] = _jsonable(unit.key())
+        if manifest.unchanged(unit, keys[unit.group]):
             summary.unchanged.append(unit.group)
             if on_unit:
                 on_unit(unit, None)
@@ -106,7 +109,7 @@ def build(
             todo.append(unit)
     for unit, result in runner(todo):
         _remove_outputs(root, manifest.units.get(unit.group, {}).get("outputs", []))
-        entry: dict[str, Any] = {"key": _jsonable(unit.key()), "files": unit.paths}
+        entry: dict[str, Any] = {"key": keys[unit.group], "files": unit.paths}
         if result.error is not None:
             entry["error"] = result.error
             summary.failed[unit.group] = result.error

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from cuzk_diag.fleet.context import PEER_KEYS, FleetContext, iso_week
+from cuzk_diag.fleet.context import PEER_KEYS, FleetContext, iso_weeks
 from cuzk_diag.records import Finding, Severity
 from cuzk_diag.rules.base import Option, Rule, pct, register
 from cuzk_diag.stats import holm, mann_whitney_u
@@ -269,7 +269,7 @@ class HostTrend(FleetRule):
             for host, g in ctx.runs.groupby("host")
             if len({tuple(r) for r in g[list(PEER_KEYS)].astype(str).itertuples(index=False)}) == 1
         }
-        weeks = parts["date"].astype(str).map(iso_week)
+        weeks = iso_weeks(parts["date"])
         tests = []
         for host, g in parts.assign(week=weeks).dropna(subset=["week"]).groupby("host"):
             if host not in stable:

@@ -275,8 +275,12 @@ LATER_COLUMNS = frozenset({"start_ts", "end_ts"})
 _WALL_CLOCK = pa.timestamp("ms", tz="UTC")
 
 
-def with_wall_clock(table: pa.Table, info: RunInfo) -> pa.Table:
-    """Fill ``start_ts``/``end_ts``: the TIMELINE offsets plus the wall clock of their engine start.
+def _wall_clock_columns(
+    info: RunInfo, column: Callable[[str], np.ndarray]
+) -> dict[str, pa.Array] | None:
+    """``start_ts``/``end_ts`` of calls given by ``column(name)`` (float arrays of ``source``,
+    ``first_line``, ``last_line``, ``start_ms``, ``end_ms``; NaN for null): the TIMELINE offsets
+    plus the wall clock of their engine start. None when the log has no engine-start clock.
 
     A call's engine start is the last one (``info.clocks``, in input order) before the call's
     last line, so rotated files continue the clock of the file that holds the start, and a
@@ -284,37 +288,55 @@ def with_wall_clock(table: pa.Table, info: RunInfo) -> pa.Table:
     """
     clocks = [(c["source"], c["line"], _ts_ms(c["ts"])) for c in info.clocks if c.get("ts")]
     clocks = [(s, ln, ms) for s, ln, ms in clocks if ms is not None]
-    if not table.num_rows or not clocks:
-        return table
-
-    def ints(name: str) -> np.ndarray:
-        return table.column(name).to_numpy(zero_copy_only=False).astype("float64")
-
+    if not clocks:
+        return None
     shift = 2.0**40  # (source, line) as one sortable number
     keys = np.array([s * shift + ln for s, ln, _ in clocks])
     epochs = np.array([round(ms) for _, _, ms in clocks], dtype="float64")
-    line = ints("last_line")
-    line = np.where(np.isnan(line), ints("first_line"), line)
-    idx = np.searchsorted(keys, ints("source") * shift + line, side="right") - 1
+    line = column("last_line")
+    line = np.where(np.isnan(line), column("first_line"), line)
+    idx = np.searchsorted(keys, column("source") * shift + line, side="right") - 1
     epoch = np.where((idx >= 0) & ~np.isnan(line), epochs[np.clip(idx, 0, None)], np.nan)
+    out = {}
     for name, offset in (("start_ts", "start_ms"), ("end_ts", "end_ms")):
-        ts = epoch + ints(offset)
+        ts = epoch + column(offset)
         col = pa.array(np.nan_to_num(ts).astype("int64"), pa.int64(), mask=np.isnan(ts))
-        i = table.schema.get_field_index(name)
-        table = table.set_column(i, name, col.cast(_WALL_CLOCK))
+        out[name] = col.cast(_WALL_CLOCK)
+    return out
+
+
+def with_wall_clock(table: pa.Table, info: RunInfo) -> pa.Table:
+    """Fill ``start_ts``/``end_ts`` of a table of records (see ``_wall_clock_columns``)."""
+    if not table.num_rows:
+        return table
+
+    def column(name: str) -> np.ndarray:
+        return table.column(name).to_numpy(zero_copy_only=False).astype("float64")
+
+    stamps = _wall_clock_columns(info, column)
+    for name, col in (stamps or {}).items():
+        table = table.set_column(table.schema.get_field_index(name), name, col)
     return table
 
 
 def with_wall_clock_text(records: list[dict[str, Any]], info: RunInfo) -> list[dict[str, Any]]:
     """Records as a stream shows them: ``start_ts``/``end_ts`` as ISO 8601 UTC text, as the
-    CSV and JSON Lines exports hold them (records as they complete do not carry them yet)."""
+    CSV and JSON Lines exports hold them (records as they complete do not carry them yet).
+
+    Reads only the five columns it needs from the dicts: live mode calls it per record."""
     if not records or not info.clocks:
         return records
     from cuzk_diag.writers import timestamps_as_text
 
-    table = with_wall_clock(records_to_table(records), info).select(["start_ts", "end_ts"])
-    stamps = timestamps_as_text(table).to_pylist()
-    return [{**r, **t} for r, t in zip(records, stamps, strict=True)]
+    def column(name: str) -> np.ndarray:
+        vals = [r.get(name) for r in records]
+        return np.array([v if isinstance(v, int) else np.nan for v in vals], dtype="float64")
+
+    stamps = _wall_clock_columns(info, column)
+    if stamps is None:
+        return records
+    text = timestamps_as_text(pa.table(stamps)).to_pylist()
+    return [{**r, **t} for r, t in zip(records, text, strict=True)]
 
 
 def complete_table(table: pa.Table, info: RunInfo) -> pa.Table:

@@ -55,9 +55,9 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 def stage_split(path: str) -> list[tuple[str, float, str]]:
     """(stage, seconds, detail) for each stage of ``load_run`` on ``path``."""
     from cuzk_diag import pipeline
-    from cuzk_diag.assemble import Assembler
     from cuzk_diag.frame import records_to_table, table_to_frame
-    from cuzk_diag.lines import iter_events
+    from cuzk_diag.ingest.assemble import Assembler
+    from cuzk_diag.ingest.parse import iter_events
     from cuzk_diag.records import Accounting, RunInfo
     from cuzk_diag.sources import iter_input
 

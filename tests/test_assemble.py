@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuzk_diag.lines import iter_events
+from cuzk_diag.ingest.parse import iter_events
 from cuzk_diag.model.daemon import SimConfig, simulate
 from cuzk_diag.pipeline import load_run
 from cuzk_diag.records import Accounting

@@ -10,7 +10,13 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuzk_diag.lines import EraDetector, LineParser, iter_events, parse_duration_ms, parse_text
+from cuzk_diag.ingest.parse import (
+    EraDetector,
+    LineParser,
+    iter_events,
+    parse_duration_ms,
+    parse_text,
+)
 from cuzk_diag.records import Accounting, Family
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "lines"

@@ -23,11 +23,11 @@ import pytest
 from click.testing import CliRunner
 
 from cuzk_diag.analysis import analyze
-from cuzk_diag.assemble import Assembler
 from cuzk_diag.cli import cli
 from cuzk_diag.config import Config
 from cuzk_diag.exit_codes import ExitCode
-from cuzk_diag.lines import parse_text
+from cuzk_diag.ingest.assemble import Assembler
+from cuzk_diag.ingest.parse import parse_text
 from cuzk_diag.live import (
     JsonLinesSink,
     LiveAnalyzer,

@@ -23,7 +23,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cuzk_diag
-from cuzk_diag import gate, lines, sanitize, sources
+from cuzk_diag import gate, sanitize, sources
+from cuzk_diag.ingest import parse as lines
+from cuzk_diag.ingest.parse import bench as _bench
+from cuzk_diag.ingest.parse import tracing as _tracing
 
 MIB = 1 << 20
 #: An adversarial line may cost this many times a one-pass scan of a plain line.
@@ -55,7 +58,7 @@ TRACE = f"{TS}  INFO cuzk_core::engine: "
 #: pattern name -> (how the package applies it, adversarial lines). Lines are what the pattern
 #: sees at its call site: a log line, a tracing body, a bench value, a gate spec from the config.
 CASES: dict[str, tuple[str, list[str]]] = {
-    "lines._DURATION_RE": (
+    "ingest.parse.tracing._DURATION_RE": (
         "search",
         [
             fill("GPU prove time: ", "7"),  # a digit run without a unit
@@ -64,37 +67,46 @@ CASES: dict[str, tuple[str, list[str]]] = {
             fill("", "5m"),
         ],
     ),
-    "lines._BENCH_THROUGHPUT_RE": (
+    "ingest.parse.bench._BENCH_THROUGHPUT_RE": (
         "search",
         [fill("", "7"), fill("", "1."), fill("1.5 proofs/min (", "9"), fill("", ". ")],
     ),
-    "lines._BENCH_STAT_RE": (
+    "ingest.parse.bench._BENCH_STAT_RE": (
         "search",
         [fill("avg=", "1"), fill("avg=1.2s min=", "."), fill("", "avg=1s min=1s max=")],
     ),
-    "lines._BENCH_PROOF_RE": (
+    "ingest.parse.bench._BENCH_PROOF_RE": (
         "match",
         [fill("[1/2] OK \u2014 ", "1"), fill("[", "1"), fill("[1/2] OK \u2014 1.0s (prove=", "4")],
     ),
-    "lines._POOL_RE": (
+    "ingest.parse.timing._POOL_RE": (
         "match",
         [
             fill("set pool release threshold to MAX on gpu ", "1", "x"),
             fill("set pool release threshold to MAX on gpu 1", " ", "x"),
         ],
     ),
-    "lines._DA_CACHE_RE": (
+    "ingest.parse.timing._DA_CACHE_RE": (
         "match",
         [
             fill("d_a_cache allocated ", "1", "x"),
             fill("d_a_cache allocated 5 MiB on gpu 0", " ", "."),
         ],
     ),
-    "lines._TRACING_RE": ("match", [fill(TS, " ", "x"), fill("2026-03-13T20:41:09.", "1", "x")]),
-    "lines._SPAN_RE": ("match", [fill("", "a"), fill("prove{", "}:"), fill("prove{job=", "}")]),
-    "lines._TARGET_RE": ("match", [fill("", "cuzk::"), fill("", "a", ":x")]),
-    "lines._FIELD_SPLIT_RE": ("split", [fill("msg", " a"), fill("msg ", "a"), fill("msg", " a.")]),
-    "lines._INTRUDER_RE": (
+    "ingest.parse.tracing._TRACING_RE": (
+        "match",
+        [fill(TS, " ", "x"), fill("2026-03-13T20:41:09.", "1", "x")],
+    ),
+    "ingest.parse.tracing._SPAN_RE": (
+        "match",
+        [fill("", "a"), fill("prove{", "}:"), fill("prove{job=", "}")],
+    ),
+    "ingest.parse.tracing._TARGET_RE": ("match", [fill("", "cuzk::"), fill("", "a", ":x")]),
+    "ingest.parse.tracing._FIELD_SPLIT_RE": (
+        "split",
+        [fill("msg", " a"), fill("msg ", "a"), fill("msg", " a.")],
+    ),
+    "ingest.parse.timeline._INTRUDER_RE": (
         "search",
         [fill("TIMELINE,", "2026-03-13T20:4"), fill("", "CUZK_TIMING:")],
     ),
@@ -272,7 +284,7 @@ def _text(alphabet: str) -> st.SearchStrategy[str]:
 @settings(max_examples=500, deadline=None)
 @given(_text("0123456789.mnsuµx :") | st.from_regex(r"[0-9.]{0,8}(ns|µs|us|ms|s)?\w?"))
 def test_duration_pattern_agrees_with_its_earlier_form(text):
-    assert _groups(lines._DURATION_RE.search(text)) == _groups(_OLD_DURATION.search(text))
+    assert _groups(_tracing._DURATION_RE.search(text)) == _groups(_OLD_DURATION.search(text))
 
 
 @settings(max_examples=500, deadline=None)
@@ -281,14 +293,14 @@ def test_duration_pattern_agrees_with_its_earlier_form(text):
     | st.from_regex(r"[0-9.]{0,6} proofs/min \([0-9.]{0,6}s/proof\)", fullmatch=True)
 )
 def test_throughput_pattern_agrees_with_its_earlier_form(text):
-    new = _groups(lines._BENCH_THROUGHPUT_RE.search(text))
+    new = _groups(_bench._BENCH_THROUGHPUT_RE.search(text))
     assert new == _groups(_OLD_THROUGHPUT.search(text))
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.from_regex(r"avg=[0-9.]{0,5}s? min=[0-9.]{0,5}s? max=[0-9.]{0,5}s?.?", fullmatch=True))
 def test_bench_stat_pattern_agrees_with_its_earlier_form(text):
-    assert _groups(lines._BENCH_STAT_RE.search(text)) == _groups(_OLD_STAT.search(text))
+    assert _groups(_bench._BENCH_STAT_RE.search(text)) == _groups(_OLD_STAT.search(text))
 
 
 @settings(max_examples=500, deadline=None)

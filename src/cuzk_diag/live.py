@@ -32,19 +32,17 @@ from typing import IO, Any
 import pyarrow as pa
 
 from cuzk_diag.analysis import Analysis, analyze_run, jsonable
-from cuzk_diag.assemble import Assembler
 from cuzk_diag.config import Config
 from cuzk_diag.errors import InputError
 from cuzk_diag.facts import OFFSET_COLUMNS
 from cuzk_diag.follow import FollowFile
 from cuzk_diag.frame import records_to_table, table_to_frame
-from cuzk_diag.lines import LineParser, apply_source_stats
+from cuzk_diag.ingest.stream import Ingest, SegmentEnd
 from cuzk_diag.pipeline import Run, finish_table, with_wall_clock_text
 from cuzk_diag.records import (
     PARTITION_COLUMNS,
     PARTITION_SCHEMA,
     Accounting,
-    Event,
     Finding,
     RunInfo,
 )
@@ -406,8 +404,10 @@ class LiveAnalyzer:
         self.clock = clock
         self.acc = Accounting()
         self.info = RunInfo()
-        self.asm = Assembler(self.acc, self.info)
-        self.parser: LineParser | None = None
+        # Rotations of a followed file are one run by construction: no guard between them.
+        self.ingest = Ingest(self.inputs, self.acc, self.info, guard=False)
+        self.asm = self.ingest.asm
+        self.reading = False
         self.source = -1
         self.stats: SourceStats | None = None
         self._closed_stats: list[SourceStats] = []
@@ -445,36 +445,32 @@ class LiveAnalyzer:
         self._close_source()
         self.source = index
         self.stats = stats
-        self.parser = LineParser(index, self.acc, full=False)
+        self.ingest.begin(index)
+        self.reading = True
 
     def feed(self, text: str) -> None:
         """Whole cleaned lines of the current input (``sources.read_chunks`` output)."""
-        if self.parser is None:
+        if not self.reading:
             raise RuntimeError("feed before begin_source")
-        self._events(self.parser.feed(text))
+        self._records(self.ingest.feed(text))
 
     def end_source(self) -> None:
         """The current input ended: count its cleaning statistics as ``analyze`` does."""
         self._close_source()
 
     def _close_source(self) -> None:
-        if self.parser is not None:
-            self._events(self.parser.close())
-            self.parser = None
+        if not self.reading and self.stats is None:
+            return
+        self.reading = False
+        self._records(self.ingest.end(self.stats))
         if self.stats is not None:
-            st = self.stats
-            apply_source_stats(self.acc, st)
-            self.acc.sources.append(st.name)
-            self._closed_stats.append(st)
+            self._closed_stats.append(self.stats)
             self.stats = None
 
-    def _events(self, events: list[Event]) -> None:
-        feed = self.asm.feed
-        for ev in events:
-            out = feed(ev)
-            if out:
-                for rec in out:
-                    self._record(rec)
+    def _records(self, out: list[Any]) -> None:
+        for rec in out:
+            if type(rec) is not SegmentEnd:
+                self._record(rec)
         self._bound_assembler()
 
     def _bound_assembler(self) -> None:
@@ -766,7 +762,7 @@ class LiveAnalyzer:
     def finish(self) -> Analysis:
         """End of input: flush the assembler and analyse every kept record, as ``analyze`` does."""
         self._close_source()
-        for rec in self.asm.finish():
+        for rec in self.ingest.finish():
             self._record(rec)
         self._complete_jobs()
         if self._dirty:

@@ -12,10 +12,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cuzk_diag.assemble import Assembler, _ts_ms
 from cuzk_diag.errors import InputError
 from cuzk_diag.frame import records_to_table, table_to_frame
-from cuzk_diag.lines import iter_events
+from cuzk_diag.ingest.assemble.calls import _ts_ms
+from cuzk_diag.ingest.stream import stream
 from cuzk_diag.records import PARTITION_SCHEMA, Accounting, Event, Family, RunInfo
 from cuzk_diag.sinks import Sink, StreamEnd
 from cuzk_diag.sources import PARQUET, Source, open_source
@@ -199,22 +199,11 @@ def iter_records(
     progress: Callable[[int], None] | None = None,
     on_segment: Callable[[int], None] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Partition records (dicts of ``PARTITION_SCHEMA`` columns) one by one, as they complete.
-
-    Inputs of different runs are refused (``RunGuard``). ``on_segment(n)`` is called once the
-    records of a clock segment are out and TIMELINE offsets restart (the engine restarted).
-    """
-    asm = Assembler(acc, info)
-    guard = RunGuard(inputs, acc)
-    for ev in iter_events(inputs, acc, full=False, progress=progress):
-        guard.feed(ev)
-        segment = asm.segment
-        out = asm.feed(ev)
-        yield from out
-        if on_segment is not None and asm.segment != segment:
-            on_segment(asm.segment)
-    guard.finish()
-    yield from asm.finish()
+    """Partition records (dicts of ``PARTITION_SCHEMA`` columns) one by one, as they complete
+    (``ingest.stream``). Inputs of different runs are refused (``RunGuard``). ``on_segment(n)``
+    is called once the records of a clock segment are out and TIMELINE offsets restart (the
+    engine restarted)."""
+    return stream(inputs, acc, info, progress=progress, on_segment=on_segment)
 
 
 def iter_record_batches(

@@ -81,7 +81,7 @@ def export_cmd(
             w.add_metadata(run_metadata_of(run.info, acc))
         rows = w.rows
     elif line_table:
-        from cuzk_diag.lines import iter_events
+        from cuzk_diag.ingest import iter_events
         from cuzk_diag.linetable import LINE_SCHEMA, iter_line_batches
 
         acc = Accounting()

@@ -75,7 +75,7 @@ def evidence_items(evidence: dict[str, Any]) -> list[tuple[str, str]]:
 
 def facts_rows(a: Analysis) -> list[tuple[str, str]]:
     """Label/value pairs describing the run."""
-    from cuzk_diag.lines import ERA_LABELS
+    from cuzk_diag.ingest.parse import ERA_LABELS
 
     f: RunFacts = a.facts
     rows = [

@@ -1,0 +1,363 @@
+"""Events -> one record per GPU call, attributing the C++ prover's id-less lines.
+
+The C++ lines carry no job, partition, worker, GPU or timestamp (reference section 1.6). The
+assembler rebuilds each call from the anchors the code guarantees:
+
+* **GPU-region blocks.** Lines printed while a GPU's mutex is held (T17, T10-T16, T4-T6, T18, T19)
+  never interleave with another block *of the same GPU*; a block's stages come in a fixed order.
+  A line goes to the open block that can take its stage; when blocks of several GPUs are open at
+  once, the arithmetic relations of reference section 1.5 and the TIMELINE clock decide.
+* **Identity.** A block is bound to a call started by TIMELINE ``GPU_START``. The binding is
+  confirmed (or corrected) by same-thread evidence: ``T19`` -> ``GPU_TIMING spawn_blocking
+  prove_start`` (``prove_start_ms >= total_start_fn_ms``) on main, ``T7`` -> ``GPU_END``
+  (``gpu_ms >= pre_destructor_ms``) in Phases 4-11. Otherwise it stays FIFO-inferred.
+* **CPU-side lines** (T1, T2, T3, T8, T9) go to the open call that fits the TIMELINE clock best
+  (every C++ line lies between the offsets of the timestamped lines around it), FIFO on ties.
+
+Each record says how each group of fields was attributed (``records.Attribution``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from typing import Any
+
+from cuzk_diag.ingest.assemble.blocks import (
+    _CPU_KINDS,
+    _JOINT_KINDS,
+    _STAGE,
+    TOL_MS,
+    Block,
+)
+from cuzk_diag.ingest.assemble.calls import (
+    Call,
+    _int0,
+    _ts_ms,
+)
+from cuzk_diag.ingest.assemble.cpu import CpuSide
+from cuzk_diag.ingest.assemble.emit import Emission
+from cuzk_diag.ingest.assemble.gpu import GpuRegion
+from cuzk_diag.ingest.assemble.identity import Identity
+from cuzk_diag.ingest.assemble.timeline import EngineEvents
+from cuzk_diag.ingest.parse.era import EraDetector
+from cuzk_diag.records import (
+    Accounting,
+    Event,
+    Family,
+    RunInfo,
+    Value,
+)
+
+__all__ = ["Assembler", "Block", "Call", "TOL_MS"]
+
+
+class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
+    """Incremental: ``feed(event)`` returns the records it completed; ``finish()`` the rest."""
+
+    def __init__(self, accounting: Accounting | None = None, info: RunInfo | None = None) -> None:
+        self.acc = accounting if accounting is not None else Accounting()
+        self.info = info if info is not None else RunInfo()
+        self.era = EraDetector()
+        self.calls: list[Call] = []  # open (not yet emitted) calls, start order
+        self.blocks: list[Block] = []  # open blocks (GPU region in progress)
+        self.closed_blocks: deque[Block] = deque()  # closed, identity not yet confirmed
+        self.awaiting_t7: deque[Block] = deque(maxlen=64)
+        self.pending_t9: deque[Event] = deque()  # host_register lines awaiting their block
+        self._kinds_seen: set[str] = set()
+        self.deferred: list[Call] = []  # calls to emit once the beam has decided
+        self.recent_blocks: deque[Block] = deque(
+            maxlen=64
+        )  # for when each GPU was released  # closed blocks (Phases 4-11: T7 due)
+        self.tl: dict[tuple[str, int | None], dict[str, Value]] = {}
+        self.seq = 0
+        self.block_seq = 0
+        self.segment = 0
+        self.timeline_calls = 0  # GPU_START lines seen in this segment
+        # GPU_PICKUPs not (yet) followed by their GPU_START: (job, partition) -> worker
+        self.pickups: dict[tuple[str, int | None], int] = {}
+        self.clock: float | None = None  # latest TIMELINE-clock reading (ms)
+        self.epoch_ms: float | None = None  # wall clock of offset 0 (engine start line)
+        self.pending: list[Event] = []  # C++ events waiting for the next clock reading
+        self.out: list[dict[str, Any]] = []
+        self.unattributed: list[Event] = []
+        self.gpus_seen: set[int] = set()  # GPU ids named by one-time lines (T14, T15)
+        self._anchor: tuple[float, float] | None = None  # clock bracket of the last GPU line
+        # Hypotheses (cost, order, {block seq: state}) while a GPU line fits several blocks.
+        self.beam: list[tuple[float, int, dict[int, tuple[Any, ...]]]] | None = None
+
+    # -- driving --------------------------------------------------------------------------------
+
+    def feed(self, ev: Event) -> list[dict[str, Any]]:
+        fam = ev.family
+        if fam is Family.TIMING or fam is Family.NTT_H:
+            if ev.malformed:
+                # Counted (with its line number) as malformed by the parser. Its values cannot
+                # be trusted, so it neither opens a block, nor moves the stage order of the
+                # block it falls into, nor marks the era, nor becomes a record. If it was a
+                # real line, the lines of its kind that follow may go to the wrong open call.
+                self._doubt(ev.kind if fam is Family.TIMING else "ntt_h")
+                return self._take_out()
+            if ev.kind not in self._kinds_seen:
+                # Era markers are first occurrences of line kinds.
+                self._kinds_seen.add(ev.kind)
+                self.era.observe(ev)
+            if ev.kind in ("timing_unknown",):
+                self._note_unattributed(ev)
+            else:
+                self.pending.append(ev)
+                if len(self.pending) > 256:
+                    self._drain(None)
+        elif fam is Family.TIMELINE:
+            self.era.observe(ev)
+            if ev.kind != "torn":
+                off = ev.fields.get("offset_ms")
+                if isinstance(off, int):
+                    self._drain(float(off))
+                    self.clock = max(self.clock or 0.0, float(off))
+                self._timeline(ev)
+        elif fam is Family.TRACING:
+            if self.epoch_ms is not None:
+                ts = ev.fields.get("ts")
+                t = _ts_ms(ts) if isinstance(ts, str) else None
+                if t is not None:
+                    off = t - self.epoch_ms
+                    self._drain(off)
+                    self.clock = max(self.clock or 0.0, off)
+            if ev.kind != "clock":
+                self._tracing(ev)
+        elif fam is Family.BENCH:
+            self._bench(ev)
+        elif ev.malformed and ev.kind == "damaged":
+            # A line damaged beyond reading (NUL bytes): whatever it was, the placements it
+            # could have changed are ambiguous.
+            self._doubt("ntt_h")
+            for c in self.calls:
+                c.cpu_weak = True
+        return self._take_out()
+
+    def _doubt(self, kind: str) -> None:
+        """A line of ``kind`` is lost: placements it could have changed are ambiguous."""
+        if kind in _STAGE:
+            for b in self.blocks:
+                b.doubt = True
+        elif kind in _CPU_KINDS or kind == "epilogue":
+            for c in self.calls:
+                if kind not in c.kinds:
+                    c.cpu_weak = True
+
+    def _take_out(self) -> list[dict[str, Any]]:
+        if self.out:
+            out, self.out = self.out, []
+            return out
+        return []
+
+    def flush(self) -> list[dict[str, Any]]:
+        """Emit everything open now (end of input, or the engine restarted)."""
+        self._drain(None)
+        self._commit_beam()
+        for blk in list(self.blocks):
+            self._close_block(blk)
+        while self.pending_t9:
+            self._note_unattributed(self.pending_t9.popleft())
+        for call in list(self.calls):
+            self._emit(call)
+        for blk in list(self.closed_blocks):
+            if blk.call is None:
+                self._emit_orphan_block(blk)
+        self.closed_blocks.clear()
+        out, self.out = self.out, []
+        return out
+
+    def preview(self) -> list[dict[str, Any]]:
+        """Records the lines read so far would complete if no clock reading followed.
+
+        Works on a copy: this assembler is unchanged, so a caller that previews while input
+        pauses (live mode) gets the same final result as one that never does.
+        """
+        if not self.pending:
+            return []
+        # Shared, not copied: what placing lines only reads (run info, the era detector, the
+        # events); the copy gets a scratch accounting and unattributed list.
+        memo: dict[int, Any] = {
+            id(self.acc): Accounting(),
+            id(self.info): self.info,
+            id(self.era): self.era,
+            id(self.unattributed): [],
+        }
+        for ev in self.pending:
+            memo[id(ev)] = ev
+        twin = copy.deepcopy(self, memo)
+        twin._drain(None)
+        twin._commit_beam()
+        return twin.out
+
+    def finish(self) -> list[dict[str, Any]]:
+        self.out = self.flush()
+        self.era.apply(self.info)
+        for rec in self.out:
+            rec["era"] = self.info.era
+        out, self.out = self.out, []
+        return out
+
+    def _drain(self, hi: float | None) -> None:
+        """Place the C++ lines read since the last clock reading; ``hi`` is the new reading."""
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        lo = self.clock
+        # Prep-thread lines wait for a joint placement; GPU lines placed meanwhile whose block
+        # has a known lock time are clock readings of their own (anchors) for them.
+        joint: list[tuple[int, Event]] = []
+        anchors: list[tuple[int, float, float]] = []
+        for idx, ev in enumerate(pending):
+            if ev.kind in _JOINT_KINDS and ev.family is Family.TIMING:
+                joint.append((idx, ev))
+                continue
+            if joint and ev.kind in ("epilogue", "async_dealloc", "split_vectors"):
+                # These depend on the prep lines before them (T7 after T3, T8 after T7).
+                self._solve_prep_lines(joint, anchors, lo, hi)
+                joint = []
+            self._anchor = None
+            self._cpp(ev, lo, hi)
+            if self._anchor is not None:
+                anchors.append((idx, *self._anchor))
+        if joint:
+            self._solve_prep_lines(joint, anchors, lo, hi)
+
+    def _solve_prep_lines(
+        self,
+        indexed: list[tuple[int, Event]],
+        anchors: list[tuple[int, float, float]],
+        lo: float | None,
+        hi: float | None,
+    ) -> None:
+        """Place the prep thread's T2/T3 lines of one clock bracket jointly.
+
+        Each line's print time is predicted from its call's TIMELINE start and the call's own
+        values (T2 at start + setup_to_split + prep_msm, T3 that plus b_g2_msm). An assignment
+        must keep the predicted times in file order (lines print in time order) and inside the
+        bracket; of the assignments that do best, the first-in-first-out one is taken.
+        """
+        lines = [ev for _, ev in indexed]
+        n = len(lines)
+        los: list[float | None] = []
+        his: list[float | None] = []
+        for idx, _ in indexed:
+            a_lo = [t for i, t, _ in anchors if i < idx]
+            a_hi = [t for i, _, t in anchors if i > idx]
+            los.append(
+                max(([lo] if lo is not None else []) + a_lo) if (lo is not None or a_lo) else None
+            )
+            his.append(
+                min(([hi] if hi is not None else []) + a_hi) if (hi is not None or a_hi) else None
+            )
+        best: list[Any] = [None, None, 0]  # cost, choice, ties
+        temp: dict[int, dict[str, int]] = {}  # call seq -> fields assigned in this search
+        choice: list[Call | None] = []
+        budget = [20000]
+
+        def cands(ev: Event) -> list[Call]:
+            k = ev.kind
+            out = []
+            for c in self.calls:
+                t = temp.get(c.seq, {})
+                if c.closed_out or k in c.kinds or k in t:
+                    continue
+                if k == "prep_msm":
+                    if "split_vectors" not in c.kinds:
+                        continue
+                elif "prep_msm" not in c.kinds and "prep_msm" not in t or "epilogue" in c.kinds:
+                    continue
+                out.append(c)
+            if not out and k == "b_g2_msm":
+                # No call waits for its T3 after a T2: a T2 line was lost or damaged.
+                out = [c for c in self._lost_t2_calls() if not temp.get(c.seq)]
+            return out
+
+        def predict(ev: Event, c: Call) -> float | None:
+            if c.start is None:
+                return None
+            t = temp.get(c.seq, {})
+            setup = _int0(c.fields.get("setup_to_split_ms"))
+            if ev.kind == "prep_msm":
+                return c.start + setup + _int0(ev.fields.get("prep_msm_ms"))
+            prep = t.get("prep_msm", _int0(c.fields.get("prep_msm_ms")))
+            return c.start + setup + prep + _int0(ev.fields.get("b_g2_msm_ms"))
+
+        def dfs(i: int, cost: float, last: float) -> None:
+            if budget[0] <= 0:
+                return
+            budget[0] -= 1
+            if best[0] is not None and cost > best[0] + self.CPU_MARGIN:
+                return
+            if i == n:
+                key = tuple(c.seq if c is not None else 1 << 60 for c in choice)
+                ends.append((cost, key))
+                if best[0] is not None and cost > best[0] + 1e-9:
+                    return
+                if best[0] is None or cost < best[0] - 1e-9:
+                    best[0], best[1], best[2] = cost, (key, list(choice)), 1
+                elif key < best[1][0]:
+                    best[1] = (key, list(choice))
+                    best[2] += 1
+                else:
+                    best[2] += 1
+                return
+            ev = lines[i]
+            cs = cands(ev)
+            if not cs:
+                choice.append(None)
+                dfs(i + 1, cost, last)
+                choice.pop()
+                return
+            for c in cs:
+                p = predict(ev, c)
+                extra = 0.0
+                nxt = last
+                if p is not None:
+                    lo_i, hi_i = los[i], his[i]
+                    if lo_i is not None and p < lo_i - TOL_MS:
+                        extra += lo_i - TOL_MS - p
+                    if hi_i is not None and p > hi_i + TOL_MS:
+                        extra += p - hi_i - TOL_MS
+                    if p < last - TOL_MS:
+                        extra += last - TOL_MS - p
+                    nxt = max(last, p)
+                temp.setdefault(c.seq, {})[ev.kind] = _int0(
+                    ev.fields.get("prep_msm_ms" if ev.kind == "prep_msm" else "b_g2_msm_ms")
+                )
+                choice.append(c)
+                dfs(i + 1, cost + extra, nxt)
+                choice.pop()
+                del temp[c.seq][ev.kind]
+
+        ends: list[tuple[float, tuple[int, ...]]] = []  # every complete assignment's cost
+        dfs(0, 0.0, -1e18)
+        if best[0] is None:
+            for ev in lines:
+                self._cpu_line(ev, ev.kind, lo, hi)
+            return
+        # Another assignment fitting the clock nearly as well leaves the choice a guess.
+        ambiguous = best[2] > 1 or any(
+            c <= best[0] + self.CPU_MARGIN and k != best[1][0] for c, k in ends
+        )
+        for ev, call in zip(lines, best[1][1], strict=True):
+            if call is None:
+                self._note_unattributed(ev)
+                continue
+            self._put_cpu(call, ev, ev.kind)
+            if ambiguous:
+                call.cpu_weak = True
+
+    def _new_segment(self) -> None:
+        """The engine restarted (or a new input began): TIMELINE offsets start again at 0."""
+        flushed = self.flush()  # (flush replaces self.out: take its result first)
+        self.out.extend(flushed)
+        self.tl.clear()
+        self.pickups.clear()
+        self.clock = None
+        self.timeline_calls = 0
+        self.segment += 1
+
+    # -- TIMELINE -------------------------------------------------------------------------------

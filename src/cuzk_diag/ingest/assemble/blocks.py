@@ -1,0 +1,363 @@
+"""GPU-region blocks: the lines printed while a GPU's mutex is held, in their stage order."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cuzk_diag.records import (
+    PARTITION_COLUMNS,
+    Event,
+    Value,
+)
+
+if TYPE_CHECKING:
+    from cuzk_diag.ingest.assemble.calls import Call
+
+#: Stage order of GPU-region lines inside one block (reference section 1.4 / 1.6 anchor 1).
+_STAGE = {
+    "mutex_wait": 0,  # T17, right after the lock
+    "prestage_vram": 1,  # T10
+    "prestage_setup": 2,  # T11/T12/T13
+    "pool_threshold": 3,  # T14 (first call on a GPU)
+    "d_a_cache": 4,  # T15
+    "ntt_h": 5,  # T16 (once per circuit)
+    "ntt_msm_h": 6,  # T4
+    "barrier_wait": 7,  # T18
+    "batch_add": 8,  # T5
+    "tail_msm": 9,  # T6
+    "mutex_held": 10,  # T19, right before unlock
+}
+_TID_FIELDS = frozenset(
+    {"ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms", "gpu_total_ms"}
+)
+_TID_KINDS = frozenset({"ntt_h", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm"})
+_TID_PRED = {"barrier_wait": "ntt_msm_h", "batch_add": "ntt_msm_h", "tail_msm": "batch_add"}
+_JOINT_KINDS = frozenset({"prep_msm", "b_g2_msm"})
+_CPU_KINDS = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc", "host_register"})
+_CPU_EVERY = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc"})  # T1-T3, T8
+
+#: Field renames from event keys to record columns.
+_RENAME = {
+    "host_register": {"err": "host_register_err"},
+    "prestage_setup": {"err": "prestage_err"},
+    "pool_threshold": {"gpu": "pool_threshold_gpu"},
+    "d_a_cache": {"gpu": "d_a_cache_gpu"},
+}
+_DROP = frozenset({"gpu_tid", "_words"})
+_RECORD_COLUMNS = frozenset(name for name, _ in PARTITION_COLUMNS)
+
+_ANON_MISS = 1000.0  # cost of leaving a block with a call formed from C++ lines alone
+TOL_MS = 6  # clock truncation (gettimeofday +-1 ms, each value truncated) plus print latency
+
+
+def _iv(d: dict[str, Value], k: str) -> int | None:
+    v = d.get(k)
+    return v if type(v) is int else None
+
+
+class Block:
+    """The GPU-region lines of one call (what happens between lock and unlock)."""
+
+    __slots__ = (
+        "fields",
+        "stage",
+        "closed",
+        "call",
+        "lines",
+        "tids",
+        "has_t17",
+        "has_t10",
+        "seq",
+        "confirmed",
+        "extra",
+        "seen",
+        "tid_seen",
+        "multi_circuit",
+        "lock_lo",
+        "lock_hi",
+        "per_tid",
+        "gaps",
+        "doubt",
+    )
+
+    def __init__(self, seq: int, line: int) -> None:
+        self.gaps: list[str] = []  # stages found missing when the block closed
+        self.doubt = False  # took a line after a gap, or a line it may have needed was lost
+        self.seen: set[str] = set()
+        self.tid_seen: set[tuple[str, int]] = set()
+        self.multi_circuit = False
+        self.per_tid: dict[int, dict[str, Value]] = {}
+        # Feasible interval of the lock-acquisition time on the TIMELINE clock (ms).
+        self.lock_lo = -1e18
+        self.lock_hi = 1e18
+        self.fields: dict[str, Value] = {}
+        self.stage = -1
+        self.closed = False
+        self.call: Call | None = None
+        self.lines: list[int] = [line]
+        self.tids: set[int] = set()
+        self.has_t17 = False
+        self.has_t10 = False
+        self.seq = seq
+        self.confirmed = False
+        self.extra: dict[str, Value] = {}
+
+    def accepts(self, kind: str, tid: int, ntt_era: bool, lenient: bool = False) -> bool:
+        """Can this block take a line of ``kind`` next? (per-thread order of reference 1.4)
+
+        ``lenient``: the line may follow a gap (a stage whose line is missing from the log), as
+        long as the stage order holds; used only when no block can take the line strictly.
+        """
+        if self.closed:
+            return False
+        seen = self.seen
+        if lenient:
+            if tid:
+                return kind in _TID_KINDS and (kind, tid) not in self.tid_seen
+            if kind == "ntt_h":
+                return self.stage < _STAGE["ntt_h"]
+            return kind not in seen and _STAGE[kind] > self.stage
+        if tid:
+            # Further GPU threads of a multi-GPU call print T16/T4-T6 with gpu_tid > 0.
+            return (
+                kind in _TID_KINDS
+                and (kind, tid) not in self.tid_seen
+                and (kind in ("ntt_h", "ntt_msm_h") or (_TID_PRED[kind], tid) in self.tid_seen)
+            )
+        if kind in seen and kind != "ntt_h":
+            return False
+        if _STAGE[kind] <= self.stage and kind != "ntt_h":
+            return False
+        if kind == "ntt_h":
+            if self.stage > _STAGE["ntt_h"]:
+                return False
+            # One NTT_H per circuit: a second one belongs here only for a batch call.
+            return "ntt_h" not in seen or self.multi_circuit
+        if kind == "ntt_msm_h":
+            return "ntt_h" in seen or not ntt_era
+        if kind == "prestage_setup":
+            return "prestage_vram" in seen
+        if kind in ("pool_threshold", "d_a_cache"):
+            return True
+        if kind == "barrier_wait":
+            return "ntt_msm_h" in seen
+        if kind == "batch_add":
+            return "ntt_msm_h" in seen and ("barrier_wait" in seen or not self.has_t17)
+        if kind == "tail_msm":
+            return "batch_add" in seen
+        if kind == "mutex_held":
+            return "tail_msm" in seen and self.has_t17
+        return True
+
+    def lock_offset(self, kind: str, f: dict[str, Value]) -> tuple[float, float] | None:
+        """How long after the lock a line of ``kind`` prints, from its values and the block's."""
+        b = self.fields
+        iv = _iv
+        if kind == "mutex_wait":
+            return (0.0, 2.0)
+        if kind == "pool_threshold":
+            return (0.0, 30.0)  # printed as the GPU thread starts, before the d_a allocation
+        if kind in ("prestage_vram", "prestage_setup"):
+            return (0.0, 300.0)  # after a device-wide synchronize and pool trim
+        if kind == "d_a_cache":
+            return (0.0, 5000.0)
+        if kind == "ntt_h":
+            total = iv(f, "ntt_h_total_ms")
+            if total is None:
+                return None
+            slack = 5000.0 if "d_a_cache" in self.seen else 60.0
+            return (float(total), total + slack)
+        ntt = iv(b, "ntt_msm_h_ms")
+        if kind == "ntt_msm_h":
+            v = iv(f, "ntt_msm_h_ms")
+            return None if v is None else (float(v), v + 2.0)
+        if kind == "barrier_wait":
+            v = iv(f, "barrier_wait_ms")
+            return None if v is None or ntt is None else (float(ntt + v), ntt + v + 3.0)
+        if kind == "batch_add":
+            v = iv(f, "batch_add_ms")
+            if v is None or ntt is None:
+                return None
+            bw = iv(b, "barrier_wait_ms")
+            if bw is not None:
+                return (float(ntt + bw + v), ntt + bw + v + 4.0)
+            return (float(ntt + v), 1e12)
+        if kind == "tail_msm":
+            v = iv(f, "gpu_total_ms")
+            return None if v is None else (float(v), v + 2.0)
+        if kind == "mutex_held":
+            v = iv(f, "mutex_held_ms")
+            return None if v is None else (float(v), v + 2.0)
+        return None
+
+    def lock_cost(
+        self, kind: str, f: dict[str, Value], lo: float | None, hi: float | None
+    ) -> tuple[float, float, float]:
+        """(cost, new_lo, new_hi): how far the line's clock bracket misses the lock interval."""
+        return self.lock_cost_at(self.lock_offset(kind, f), lo, hi)
+
+    def lock_cost_at(
+        self, off: tuple[float, float] | None, lo: float | None, hi: float | None
+    ) -> tuple[float, float, float]:
+        """``lock_cost`` for an offset already computed."""
+        if off is None or (lo is None and hi is None):
+            return 0.0, self.lock_lo, self.lock_hi
+        new_lo = self.lock_lo if lo is None else max(self.lock_lo, lo - off[1] - TOL_MS)
+        new_hi = self.lock_hi if hi is None else min(self.lock_hi, hi - off[0] + TOL_MS)
+        cost = max(0.0, new_lo - new_hi)
+        return cost, new_lo, new_hi
+
+    def snapshot(self) -> tuple[Any, ...]:
+        return (
+            dict(self.fields),
+            self.stage,
+            list(self.lines),
+            set(self.tids),
+            self.has_t17,
+            self.has_t10,
+            set(self.seen),
+            set(self.tid_seen),
+            self.lock_lo,
+            self.lock_hi,
+            dict(self.extra),
+            {k: dict(v) for k, v in self.per_tid.items()},
+        )
+
+    def restore(self, snap: tuple[Any, ...]) -> None:
+        (
+            fields,
+            self.stage,
+            lines,
+            tids,
+            self.has_t17,
+            self.has_t10,
+            seen,
+            tid_seen,
+            self.lock_lo,
+            self.lock_hi,
+            extra,
+            per_tid,
+        ) = snap
+        self.per_tid = {k: dict(v) for k, v in per_tid.items()}
+        self.fields = dict(fields)
+        self.lines = list(lines)
+        self.tids = set(tids)
+        self.seen = set(seen)
+        self.tid_seen = set(tid_seen)
+        self.extra = dict(extra)
+
+    def missing_stages(self, ntt_era: bool) -> list[str]:
+        """Stages every complete GPU region of this code prints but this block lacks."""
+        need = ["ntt_msm_h", "batch_add", "tail_msm"]
+        if ntt_era:
+            need.insert(0, "ntt_h")
+        if self.has_t17 or "mutex_held" in self.seen or "barrier_wait" in self.seen:
+            need += ["mutex_wait", "barrier_wait", "mutex_held"]  # main code (V11)
+        return [k for k in need if k not in self.seen]
+
+    def skipped(self, kind: str, tid: int, ntt_era: bool) -> int:
+        """How many stages this block would take as lost if it took ``kind`` next."""
+        if tid:
+            pred = _TID_PRED.get(kind)
+            return 0 if pred is None or (pred, tid) in self.tid_seen else 1
+        st = _STAGE[kind]
+        return max(1, sum(1 for k in self.missing_stages(ntt_era) if self.stage < _STAGE[k] < st))
+
+    def closes_with(self, kind: str, tid: int) -> bool:
+        """Would this line (already applied) end the block? T19 on main, else the last T6."""
+        if kind == "mutex_held":
+            return True
+        if kind == "tail_msm" and not self.has_t17:
+            started = {t for k, t in self.tid_seen if k == "ntt_msm_h"}
+            ended = {t for k, t in self.tid_seen if k == "tail_msm"}
+            return started <= ended
+        return False
+
+    def relation_cost(self, kind: str) -> float:
+        """How far the block's values miss the arithmetic relations of reference 1.5 (ms)."""
+        f = self.fields
+
+        def iv(k: str) -> int | None:
+            v = f.get(k)
+            return v if isinstance(v, int) else None
+
+        cost = 0.0
+        if kind in ("pool_threshold", "d_a_cache"):
+            g = f.get("d_a_cache_gpu" if kind == "d_a_cache" else "pool_threshold_gpu")
+            call = self.call
+            if isinstance(g, int) and call is not None and call.gpu is not None and call.gpu != g:
+                cost += 1000.0
+        if kind == "ntt_h" and "d_a_cache" in self.seen:
+            d_b = iv("d_b_alloc_ms")
+            if d_b is not None and d_b < 50:
+                cost += 500.0
+        if kind == "ntt_msm_h":
+            ntt, total = iv("ntt_msm_h_ms"), iv("ntt_h_total_ms")
+            if ntt is not None and total is not None and "ntt_h" in self.seen:
+                # T4 spans the NTT_H block plus the d_a lookup (large only on a GPU's first call).
+                slack = 10000.0 if "d_a_cache" in self.seen else 30.0
+                d = ntt - total
+                cost += max(0.0, -2 - d) + max(0.0, d - slack)
+        elif kind == "tail_msm":
+            total = iv("gpu_total_ms")
+            parts = [iv("ntt_msm_h_ms"), iv("batch_add_ms"), iv("tail_msm_ms")]
+            if total is not None and all(p is not None for p in parts):
+                rest = total - sum(parts)  # type: ignore[arg-type]
+                bw = iv("barrier_wait_ms")
+                if bw is not None:
+                    cost += max(0.0, abs(rest - bw) - 4)
+                else:
+                    cost += max(0.0, -rest - 3)
+        elif kind == "mutex_held":
+            held, tot = iv("mutex_held_ms"), iv("total_start_fn_ms")
+            gt, pre, wait = iv("gpu_total_ms"), iv("pre_lock_cpu_ms"), iv("mutex_wait_ms")
+            if held is not None and gt is not None:
+                cost += max(0.0, gt - held - 1)
+            if None not in (held, tot, pre, wait):
+                cost += max(0.0, abs(tot - pre - wait - held) - 3)  # type: ignore[operator]
+        return cost
+
+
+def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
+    """Add a GPU-region line to a block's state (no side effects beyond the block)."""
+    blk.lines.append(ev.line)
+    f = ev.fields
+    ren = _RENAME.get(kind, {})
+    if kind == "ntt_h":
+        for k, v in f.items():
+            if isinstance(v, int):
+                old = blk.fields.get(k)
+                blk.fields[k] = v + old if isinstance(old, int) else v
+    elif tid == 0 and not blk.per_tid:
+        # The usual single-GPU-thread call: thread 0's values are the block's.
+        fields = blk.fields
+        for k, v in f.items():
+            if k not in _DROP:
+                fields[ren.get(k, k)] = v
+    else:
+        # Per GPU thread; a multi-GPU call reports each stage's longest thread.
+        if not blk.per_tid:
+            blk.per_tid[0] = {k: v for k, v in blk.fields.items() if k in _TID_FIELDS}
+        per = blk.per_tid.setdefault(tid, {})
+        for k, v in f.items():
+            if k in _DROP:
+                continue
+            per[ren.get(k, k)] = v
+        for k, v in per.items():
+            if len(blk.per_tid) == 1 or not isinstance(v, int):
+                blk.fields[k] = v
+            else:
+                vals = [d[k] for d in blk.per_tid.values() if isinstance(d.get(k), int)]
+                blk.fields[k] = max(vals)  # type: ignore[type-var]
+    if kind in ("ntt_msm_h", "batch_add", "tail_msm", "barrier_wait"):
+        blk.tids.add(tid)
+    if not tid:
+        blk.seen.add(kind)
+        blk.stage = max(blk.stage, _STAGE[kind])
+    blk.tid_seen.add((kind, tid))
+    if kind == "mutex_wait":
+        blk.has_t17 = True
+    elif kind == "prestage_vram":
+        blk.has_t10 = True
+    if ev.malformed:
+        blk.extra["malformed_line"] = ev.line

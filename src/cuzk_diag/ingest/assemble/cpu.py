@@ -1,0 +1,194 @@
+"""CPU-side lines (T1, T2, T3, T8, T9): the open call that fits the clock best."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from cuzk_diag.ingest.assemble.blocks import (
+    _DROP,
+    _RENAME,
+    TOL_MS,
+)
+from cuzk_diag.ingest.assemble.calls import (
+    Call,
+    _call_done,
+    _int0,
+    _t0,
+)
+from cuzk_diag.records import (
+    Attribution,
+    Event,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+class CpuSide:
+    """Part of ``Assembler`` (see the package text)."""
+
+    def _cpu_line(self, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
+        f = ev.fields
+        if kind == "split_vectors":
+            cands = [
+                c
+                for c in self.calls
+                if "split_vectors" not in c.kinds and c.job_id is not None and not c.ended
+            ]
+            pred: Callable[[Call], float] | None = None
+            s = f.get("setup_to_split_ms")
+            if isinstance(s, int):
+                pred = lambda c, s=s: _t0(c) + s  # noqa: E731
+            if not cands:
+                call = self._anonymous_for_t1(ev)
+                self._put_cpu(call, ev, kind)
+                return
+        elif kind == "host_register":
+            # T9 replaces T10 (no pre-staging after a failed host registration): it belongs to
+            # the next call whose GPU region closes without a prestage_vram line.
+            self.pending_t9.append(ev)
+            return
+        elif kind == "prep_msm":
+            cands = [
+                c
+                for c in self.calls
+                if "split_vectors" in c.kinds and kind not in c.kinds and not c.closed_out
+            ]
+            v = f.get("prep_msm_ms")
+            pred = None
+            if isinstance(v, int):
+                # The prep thread starts right after T1: T2 prints at entry + split + prep.
+                pred = lambda c, v=v: _t0(c) + _int0(c.fields.get("setup_to_split_ms")) + v  # noqa: E731
+        elif kind == "b_g2_msm":
+            # T3 comes after the call's T2 and always before its GPU_END (and T7).
+            cands = [
+                c
+                for c in self.calls
+                if "prep_msm" in c.kinds
+                and kind not in c.kinds
+                and not c.closed_out
+                and "epilogue" not in c.kinds
+            ]
+            if not cands:
+                cands = self._lost_t2_calls()  # a T2 line was lost or damaged
+            v = f.get("b_g2_msm_ms")
+            pred = None
+            if isinstance(v, int):
+                pred = lambda c, v=v: (  # noqa: E731
+                    _t0(c)
+                    + _int0(c.fields.get("setup_to_split_ms"))
+                    + _int0(c.fields.get("prep_msm_ms"))
+                    + v
+                )
+        else:  # async_dealloc: after the call's epilogue/finalize
+            cands = [
+                c
+                for c in self.calls
+                if kind not in c.kinds
+                and c.block is not None
+                and c.block.closed
+                and ("epilogue" in c.kinds or "pre_destructor_ms" not in c.fields)
+            ]
+            v = f.get("async_dealloc_ms")
+            pred = None
+            if isinstance(v, int):
+                pred = lambda c: _call_done(c) + v  # noqa: E731
+            # In Phases 4-11 the dealloc thread is spawned after T7.
+            with_t7 = [c for c in cands if "epilogue" in c.kinds]
+            if self.era.era in ("phase4-8", "phase9-11") and with_t7:
+                cands = with_t7
+        if not cands:
+            self._note_unattributed(ev)
+            return
+        strong = len(cands) == 1
+        unsure = kind == "async_dealloc" and (
+            # A call without its GPU_END yet has no reliable finish time to predict from, and a
+            # call that ended but whose region is not (yet) its own could be the owner too.
+            any(not isinstance((c.tl or {}).get("end_ms"), int) for c in cands)
+            or any(c.closed_out and kind not in c.kinds and c not in cands for c in self.calls)
+        )
+        if not strong and pred is not None and (lo is not None or hi is not None):
+            timed = [c for c in cands if c.start is not None]
+            if timed:
+                fit = self._by_clock(timed, pred, lo, hi)
+                # One call fits clearly better than any other (not just by a few ms).
+                strong = len(self._by_clock(timed, pred, lo, hi, self.CPU_MARGIN)) == 1
+                cands = fit[:1]
+        call = min(cands, key=lambda c: c.seq)
+        self._put_cpu(call, ev, kind)
+        if not strong or unsure:
+            call.cpu_weak = True
+
+    def _lost_t2_calls(self) -> list[Call]:
+        """The call that most likely awaits a T3 although its T2 never came: the oldest that
+        entered (T1) without a T2 (its T2 was due first). Attributed as ambiguous."""
+        for c in self.calls:
+            if (
+                "split_vectors" in c.kinds
+                and "prep_msm" not in c.kinds
+                and "b_g2_msm" not in c.kinds
+                and "epilogue" not in c.kinds
+                and not c.closed_out
+            ):
+                c.cpu_weak = True
+                return [c]
+        return []
+
+    def _anonymous_for_t1(self, ev: Event) -> Call:
+        # stderr-only / C++-only logs: every call starts with T1.
+        self.seq += 1
+        call = Call(self.seq, None, None, None, None, self.segment, ev.source)
+        self.calls.append(call)
+        return call
+
+    def _reclaim(self, call: Call, kind: str, keys: tuple[str, ...]) -> None:
+        """Move a line of ``kind`` that a tie placed on another open call to ``call``.
+
+        Only lines placed without a clear winner (``cpu_weak``) move, and only when the line's
+        value puts its print time before this call's end on the TIMELINE clock.
+        """
+        end = self.clock
+        for other in self.calls:
+            if other is call or other.closed_out or not other.cpu_weak or kind not in other.kinds:
+                continue
+            v = other.fields.get(keys[0])
+            if not isinstance(v, int) or call.start is None:
+                continue
+            pred = (
+                call.start
+                + _int0(call.fields.get("setup_to_split_ms"))
+                + _int0(call.fields.get("prep_msm_ms"))
+                + v
+            )
+            if end is not None and pred > end + TOL_MS:
+                continue
+            for k in keys:
+                if k in other.fields:
+                    call.fields[k] = other.fields.pop(k)
+            other.kinds.discard(kind)
+            line = other.klines.pop(kind, None)
+            if line is not None:
+                if line in other.lines:
+                    other.lines.remove(line)
+                call.lines.append(line)
+                call.klines[kind] = line
+            call.kinds.add(kind)
+            call.cpu_weak = True
+            return
+
+    def _put_cpu(self, call: Call, ev: Event, kind: str) -> None:
+        call.kinds.add(kind)
+        call.lines.append(ev.line)
+        call.klines[kind] = ev.line
+        ren = _RENAME.get(kind, {})
+        for k, v in ev.fields.items():
+            if k in _DROP:
+                continue
+            call.fields[ren.get(k, k)] = v
+        if call.attr_cpu is Attribution.NONE:
+            call.attr_cpu = Attribution.INFERRED
+        if kind == "async_dealloc":
+            self._maybe_emit(call)
+
+    # -- emission ---------------------------------------------------------------------------------

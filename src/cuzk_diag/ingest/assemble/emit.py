@@ -1,0 +1,214 @@
+"""Records out: a call becomes a record once its lines are in (or the input ends)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from cuzk_diag.ingest.assemble.blocks import (
+    _CPU_EVERY,
+    _RECORD_COLUMNS,
+    TOL_MS,
+    Block,
+)
+from cuzk_diag.ingest.assemble.calls import (
+    Call,
+)
+from cuzk_diag.records import (
+    Attribution,
+    Value,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+class Emission:
+    """Part of ``Assembler`` (see the package text)."""
+
+    def _maybe_emit(self, call: Call) -> None:
+        """Emit a call once nothing more can arrive for it."""
+        if call.emitted or not call.ended:
+            return
+        blk = call.block
+        if (
+            self.beam is not None
+            and blk is not None
+            and not blk.closed
+            and blk.seq in self.beam[0][2]
+        ):
+            # Its block's lines are still being weighed between hypotheses: wait for the verdict.
+            self.deferred.append(call)
+            return
+        if blk is None or not blk.closed:
+            if call.status != "failed":
+                return
+        if "async_dealloc" not in call.kinds and call.status != "failed":
+            # T8 (and, from Phase 12 on, T3) come after GPU_END; wait for them unless the worker
+            # has moved on twice since (then they are not coming for this call).
+            later = sum(1 for c in self.calls if c.worker == call.worker and c.seq > call.seq)
+            if later < 2:
+                return
+        self._emit(call)
+
+    def _emit(self, call: Call) -> None:
+        if call.emitted:
+            return
+        call.emitted = True
+        if call in self.calls:
+            self.calls.remove(call)
+        blk = call.block
+        rec: dict[str, Any] = {}
+        tl = call.tl or {}
+        rec["record"] = blk.seq if blk is not None else None
+        rec["source"] = call.source
+        rec["job_id"] = call.job_id
+        rec["partition"] = call.partition
+        rec["worker"] = call.worker
+        rec["gpu"] = call.gpu if call.gpu is not None else self._only_gpu()
+        rec["proof_kind"] = tl.get("proof_kind")
+        rec["era"] = self.era.era
+        for k in (
+            "synth_start_ms",
+            "synth_end_ms",
+            "queue_ms",
+            "pickup_ms",
+            "start_ms",
+            "end_ms",
+            "synth_ms",
+            "gpu_ms",
+        ):
+            rec[k] = tl.get(k)
+        extra: dict[str, Value] = {}
+        for src in (call.fields, blk.fields if blk is not None else {}):
+            for k, v in src.items():
+                if k.startswith("_"):
+                    continue
+                if k in _RECORD_COLUMNS:
+                    rec[k] = v
+                else:
+                    extra[k] = v
+        if blk is not None:
+            extra.update(blk.extra)
+            if blk.tids:
+                rec["gpu_threads"] = len(blk.tids)
+            if rec.get("gpu") is None and isinstance(blk.fields.get("d_a_cache_gpu"), int):
+                rec["gpu"] = blk.fields["d_a_cache_gpu"]
+        nc = call.fields.get("num_circuits")
+        if nc is None and call.partition is not None:
+            nc = 1  # the partition path proves one circuit per call (T3 may be missing)
+        rec["num_circuits"] = nc
+        if call.status == "ok" and (blk is None or not blk.closed or blk.gaps):
+            # Lines of the call are missing from the log (or it never ended).
+            rec["status"] = "incomplete"
+        else:
+            rec["status"] = call.status if call.ended else "incomplete"
+        rec["attr_ids"] = str(call.attr_ids)
+        if blk is None:
+            rec["attr_gpu"] = str(Attribution.NONE)
+        elif blk.doubt or blk.gaps:
+            rec["attr_gpu"] = str(Attribution.AMBIGUOUS)
+        elif blk.confirmed or call.job_id is None:
+            rec["attr_gpu"] = str(Attribution.EXACT)
+        else:
+            rec["attr_gpu"] = str(Attribution.INFERRED)
+        if call.attr_cpu is Attribution.NONE:
+            rec["attr_cpu"] = str(Attribution.NONE)
+        else:
+            # A call that ended well without one of the CPU-side lines every version prints:
+            # another call took it, so its placements around there are a guess.
+            short = call.status == "ok" and not _CPU_EVERY <= call.kinds
+            weak = call.cpu_weak or short
+            rec["attr_cpu"] = str(Attribution.AMBIGUOUS if weak else Attribution.INFERRED)
+        lines = call.lines + (blk.lines if blk is not None else [])
+        rec["first_line"] = min(lines) if lines else None
+        rec["last_line"] = max(lines) if lines else None
+        rec["extra"] = json.dumps(extra, sort_keys=True) if extra else None
+        if call.job_id is None and blk is None and not call.fields:
+            return
+        if call.job_id is None and self.timeline_calls and blk is not None:
+            owner = self._blockless_call(blk)
+            if owner is not None:
+                # A GPU region no call took while a call that started before it has none:
+                # most likely that call's (its binding was lost to damage or a swap).
+                self._rebind(blk, owner)
+                blk.confirmed = False
+                blk.doubt = True
+                self._maybe_emit(owner)
+                return
+        if call.job_id is None and self.timeline_calls and blk is not None and self.pickups:
+            # A GPU region no call took, and a call picked up whose GPU_START line is lost.
+            self._claim_pickup(call, rec)
+        if call.job_id is None and self.timeline_calls:
+            # The TIMELINE shows this run's calls and none of them took these C++ lines: they
+            # are a fragment of a call whose other lines are lost, not a call of their own.
+            for line in sorted(lines):
+                self.acc.note_unattributed(line)
+            if blk is not None and blk in self.closed_blocks:
+                self.closed_blocks.remove(blk)
+            return
+        self.out.append(rec)
+        # The TIMELINE entry of an emitted call is done with (keeps memory flat on long logs).
+        if call.job_id is not None:
+            key = (call.job_id, call.partition)
+            if call.tl is not None and self.tl.get(key) is call.tl:
+                del self.tl[key]
+        if blk is not None and blk in self.closed_blocks:
+            self.closed_blocks.remove(blk)
+
+    def _blockless_call(self, blk: Block) -> Call | None:
+        """The oldest TIMELINE call without a GPU region that started before ``blk``'s lock."""
+        named = blk.fields.get("d_a_cache_gpu", blk.fields.get("pool_threshold_gpu"))
+        fits = [
+            c
+            for c in self.calls
+            if c.job_id is not None
+            and c.block is None
+            and not c.emitted
+            and c.status != "failed"
+            and c.start is not None
+            and c.start <= blk.lock_hi + TOL_MS
+            and (not isinstance(named, int) or c.gpu in (None, named))
+        ]
+        return min(fits, key=lambda c: c.seq) if fits else None
+
+    def _claim_pickup(self, call: Call, rec: dict[str, Any]) -> None:
+        """Give a GPU region without a call the identity of the oldest picked-up call whose
+        GPU_START is lost (on its GPU when the region names one). The ids are the pickup's;
+        that the region is this call's is a guess (``attr_gpu`` ambiguous)."""
+        gpu = rec.get("gpu")
+        keys = list(self.pickups)
+        on_gpu = [k for k in keys if gpu is None or self._gpu_of(self.pickups[k]) in (gpu, None)]
+        key = (on_gpu or keys)[0]
+        worker = self.pickups.pop(key)
+        tl = self.tl.get(key, {})
+        call.tl = self.tl.get(key)
+        call.job_id, call.partition, call.worker = key[0], key[1], worker
+        rec.update(job_id=key[0], partition=key[1], worker=worker)
+        if rec.get("gpu") is None:
+            rec["gpu"] = self._gpu_of(worker)
+        for k in ("synth_start_ms", "synth_end_ms", "queue_ms", "pickup_ms", "synth_ms"):
+            rec[k] = tl.get(k)
+        rec["proof_kind"] = tl.get("proof_kind")
+        rec["attr_ids"] = str(Attribution.EXACT)
+        rec["attr_gpu"] = str(Attribution.AMBIGUOUS)
+        rec["status"] = "incomplete"
+
+    def _only_gpu(self) -> int | None:
+        """Without worker ids, the GPU is known only when the log shows a single one."""
+        info = self.info
+        if info.n_gpus is None and len(self.gpus_seen) == 1:
+            return next(iter(self.gpus_seen))
+        if info.n_gpus == 1 and info.gpus:
+            return info.gpus[0]
+        return None
+
+    def _emit_orphan_block(self, blk: Block) -> None:
+        """A GPU region with no call to bind to: still a record, identity unknown."""
+        self.seq += 1
+        call = Call(self.seq, None, None, None, None, self.segment, 0)
+        call.block = blk
+        blk.call = call
+        call.ended = True
+        call.status = "incomplete"
+        self._emit(call)

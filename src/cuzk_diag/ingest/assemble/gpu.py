@@ -1,0 +1,355 @@
+"""GPU-region lines: the open block each goes to, the beam over placements when blocks of
+several GPUs are open at once, and when each GPU was free."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cuzk_diag.ingest.assemble.blocks import (
+    _ANON_MISS,
+    _CPU_KINDS,
+    _STAGE,
+    TOL_MS,
+    Block,
+    _apply_gpu,
+)
+from cuzk_diag.ingest.assemble.calls import (
+    Call,
+    _int0,
+)
+from cuzk_diag.records import (
+    Event,
+    Family,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+class GpuRegion:
+    """Part of ``Assembler`` (see the package text)."""
+
+    def _cpp(self, ev: Event, lo: float | None, hi: float | None) -> None:
+        kind = ev.kind if ev.family is Family.TIMING else "ntt_h"
+        if kind in _STAGE:
+            self._gpu_line(ev, kind, lo, hi)
+        elif kind in _CPU_KINDS:
+            self._cpu_line(ev, kind, lo, hi)
+        elif kind == "epilogue":
+            self._t7(ev, lo, hi)
+        else:
+            self._note_unattributed(ev)
+
+    def _note_unattributed(self, ev: Event) -> None:
+        self.acc.note_unattributed(ev.line)
+        self.unattributed.append(ev) if len(self.unattributed) < 1000 else None
+
+    def _gpu_line(self, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
+        tid = ev.fields.get("gpu_tid")
+        tid = tid if isinstance(tid, int) else 0
+        ntt_era = "ntt_h" in self.era.markers
+        if self.beam is not None:
+            if self._extend_beam(ev, kind, tid, lo, hi, ntt_era):
+                return
+        cands = [b for b in self.blocks if b.accepts(kind, tid, ntt_era)]
+        if not cands and not (self._starts_block(kind) and not tid):
+            # A line of the block's own kinds was lost (or the log starts mid-call): the line
+            # goes to a block that can take it after a gap, never into a block of its own.
+            cands = [b for b in self.blocks if b.accepts(kind, tid, ntt_era, lenient=True)]
+            self._doubt(kind)
+            if not cands:
+                self._note_unattributed(ev)
+                return
+            if len(cands) > 1:
+                self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
+                self._extend_beam(ev, kind, tid, lo, hi, ntt_era)
+                return
+        blk: Block | None
+        if not cands:
+            blk = self._open_block(ev, kind, lo, hi)
+        elif len(cands) == 1:
+            blk = cands[0]
+            # A line that starts a block (T17, T10, T14, or T4 in old code) while another block
+            # is open could also open a new block on another GPU.
+            if self._starts_block(kind) and self._could_open(kind, blk, ev):
+                blk = self._open_block(ev, kind, lo, hi)
+        else:
+            # Blocks of several GPUs are open and more than one can take this line. When the
+            # clock alone rules all but one out, take it; otherwise keep every placement as a
+            # hypothesis until a closing line's arithmetic decides (beam search).
+            costs = sorted((b.lock_cost(kind, ev.fields, lo, hi)[0], b.seq, b) for b in cands)
+            if costs[0][0] == 0.0 and costs[1][0] >= 50.0:
+                blk = costs[0][2]
+            else:
+                self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
+                self._extend_beam(ev, kind, tid, lo, hi, ntt_era)
+                return
+        off = None
+        if not tid:
+            off = blk.lock_offset(kind, ev.fields)
+            _, blk.lock_lo, blk.lock_hi = blk.lock_cost_at(off, lo, hi)
+        self._put_gpu(blk, ev, kind, tid, off)
+
+    BEAM_WIDTH = 8
+    GAP_COST = 1000.0  # per stage a hypothesis must take as lost (lines are rarely lost)
+    CONTEST_MARGIN = 50.0  # a hypothesis this close to the best leaves its blocks ambiguous
+    CPU_MARGIN = 30.0  # a CPU-side line whose runner-up call fits this close is ambiguous
+
+    def _extend_beam(
+        self, ev: Event, kind: str, tid: int, lo: float | None, hi: float | None, ntt_era: bool
+    ) -> bool:
+        """Place a line in every hypothesis; False when it opens a block (beam committed).
+
+        A hypothesis in which no block can take the line strictly may take it after a gap (a
+        lost line), at ``GAP_COST`` per stage skipped; one that cannot take it at all ends.
+        """
+        assert self.beam is not None
+        may_skip = not (self._starts_block(kind) and not tid)
+        open_blocks = {b.seq: b for b in self.blocks}
+        new: list[tuple[float, int, dict[int, tuple[Any, ...]]]] = []
+        closing: dict[int, int] = {}
+        order = 0
+        for cost, _, snaps in self.beam:
+            for seq, snap in snaps.items():
+                if seq in open_blocks:
+                    open_blocks[seq].restore(snap)
+            mine = [b for b in self.blocks if b.seq in snaps]
+            cands = [b for b in mine if b.accepts(kind, tid, ntt_era)]
+            lenient = not cands and may_skip
+            if lenient:
+                cands = [b for b in mine if b.accepts(kind, tid, ntt_era, lenient=True)]
+                self._doubt(kind)
+            for b in cands:
+                keep = b.snapshot()
+                c = self.GAP_COST * b.skipped(kind, tid, ntt_era) if lenient else 0.0
+                if not tid:
+                    lc, b.lock_lo, b.lock_hi = b.lock_cost(kind, ev.fields, lo, hi)
+                    c += lc
+                _apply_gpu(b, ev, kind, tid)
+                c += b.relation_cost(kind)
+                order += 1
+                snaps2 = dict(snaps)
+                snaps2[b.seq] = b.snapshot()
+                new.append((cost + c, order, snaps2))
+                if b.closes_with(kind, tid):
+                    closing[order] = b.seq
+                b.restore(keep)
+        if not new:
+            # No hypothesis can take the line: settle on the best and let it open a block
+            # (a line that cannot start one was lost from its block: unattributed).
+            self._commit_beam()
+            if may_skip:
+                self._doubt(kind)
+                self._note_unattributed(ev)
+                return True
+            return False
+        new.sort(key=lambda t: (t[0], t[1]))
+        self.beam = new[: self.BEAM_WIDTH]
+        best = self.beam[0]
+        if best[1] in closing or len(self.beam) == 1:
+            closing_seq = closing.get(best[1])
+            self._commit_beam()
+            if closing_seq is not None:
+                for b in list(self.blocks):
+                    if b.seq == closing_seq:
+                        self._close_block(b)
+        return True
+
+    def _commit_beam(self) -> None:
+        """Adopt the best hypothesis as the state of the open blocks."""
+        if self.beam is None:
+            return
+        best_cost, _, snaps = self.beam[0]
+        # Blocks whose lines another hypothesis placed differently at nearly the same cost:
+        # the arithmetic and the clock did not decide between them.
+        contested: set[int] = set()
+        for cost, _, alt in self.beam[1:]:
+            if cost - best_cost >= self.CONTEST_MARGIN:
+                continue
+            for seq, snap in alt.items():
+                if seq in snaps and snap[2] != snaps[seq][2]:
+                    contested.add(seq)
+        for b in self.blocks:
+            if b.seq in snaps:
+                b.restore(snaps[b.seq])
+                if b.seq in contested:
+                    b.doubt = True
+        self.beam = None
+        deferred, self.deferred = self.deferred, []
+        for call in deferred:
+            self._maybe_emit(call)
+
+    def _starts_block(self, kind: str) -> bool:
+        return kind in (
+            "mutex_wait",
+            "prestage_vram",
+            "pool_threshold",
+            "d_a_cache",
+            "ntt_h",
+            "ntt_msm_h",
+        )
+
+    def _could_open(self, kind: str, blk: Block, ev: Event | None = None) -> bool:
+        """Is a new block more plausible than continuing ``blk``?"""
+        st = _STAGE[kind]
+        if kind == "mutex_wait":
+            return True  # T17 always starts a block
+        if (
+            kind == "ntt_h"
+            and ev is not None
+            and "d_a_cache" in blk.seen
+            and "ntt_h" not in blk.seen
+        ):
+            # A GPU's first call allocates the pool-cached d_b (hundreds of ms); an NTT_H line
+            # without that allocation belongs to a later call on another GPU.
+            d_b = ev.fields.get("d_b_alloc_ms")
+            if isinstance(d_b, int) and d_b < 50:
+                return True
+        if blk.has_t17 or blk.has_t10:
+            return False
+        if kind == "prestage_vram":
+            return True
+        # Old code (no T17/T10): a T4 or NTT_H line when blk already has a later stage
+        return blk.stage >= st and not (kind == "ntt_h" and blk.stage == st)
+
+    def _open_block(self, ev: Event, kind: str, lo: float | None, hi: float | None) -> Block:
+        self.block_seq += 1
+        blk = Block(self.block_seq, ev.line)
+        self.blocks.append(blk)
+        self._bind_block(blk, ev, kind, lo, hi)
+        # One mutex per GPU: an older block still open on this GPU ended without its last
+        # lines (the call failed inside the GPU region).
+        gpu = blk.call.gpu if blk.call is not None else None
+        if gpu is not None and blk.call is not None and blk.call.block is blk:
+            for other in list(self.blocks):
+                if other is not blk and other.call is not None and other.call.gpu == gpu:
+                    other.extra["gpu_region_cut_short"] = 1
+                    self._close_block(other)
+        return blk
+
+    def _put_gpu(
+        self,
+        blk: Block,
+        ev: Event,
+        kind: str,
+        tid: int,
+        off: tuple[float, float] | None = None,
+    ) -> None:
+        _apply_gpu(blk, ev, kind, tid)
+        if not tid and kind != "ntt_h" and blk.lock_lo > -1e17 and blk.lock_hi < 1e17:
+            if off is None:
+                off = blk.lock_offset(kind, ev.fields)
+            if off is not None and off[1] < 1e11 and blk.lock_hi - blk.lock_lo < 50:
+                self._anchor = (blk.lock_lo + off[0], blk.lock_hi + off[1])
+        if kind in ("pool_threshold", "d_a_cache"):
+            g = ev.fields.get("gpu")
+            if isinstance(g, int):
+                self.gpus_seen.add(g)
+        if blk.closes_with(kind, tid):
+            self._close_block(blk)
+
+    def _close_block(self, blk: Block) -> None:
+        if blk.closed:
+            return
+        blk.closed = True
+        if blk in self.blocks:
+            self.blocks.remove(blk)
+        blk.gaps = blk.missing_stages("ntt_h" in self.era.markers)
+        if blk.gaps and blk.call is not None and blk.call.status != "failed":
+            # Its lost lines' neighbours may sit in the blocks open beside it.
+            self._doubt(blk.gaps[0])
+        if blk.has_t10 and "prestage_setup" not in blk.fields:
+            blk.fields["prestage_setup"] = "silent"
+        if not blk.has_t17 and not blk.confirmed:
+            self._bind_by_lock_time(blk)
+            if blk.call is not None and not blk.confirmed and self._other_gpu_fits(blk):
+                blk.doubt = True
+        call = blk.call
+        if (
+            self.pending_t9
+            and not blk.has_t10
+            and call is not None
+            and "host_register" not in call.kinds
+            and "ntt_msm_h" in blk.seen
+        ):
+            self._put_cpu(call, self.pending_t9.popleft(), "host_register")
+        self.closed_blocks.append(blk)
+        self.recent_blocks.append(blk)
+        if self.era.era in ("unknown", "phase4-8", "phase9-11"):
+            self.awaiting_t7.append(blk)
+        call = blk.call
+        if call is not None and call.job_id is None:
+            # No TIMELINE for this call: its GPU region closing is the best end marker there is.
+            call.ended = True
+            call.status = "ok"
+        while len(self.closed_blocks) > 64:
+            old = self.closed_blocks.popleft()
+            if old.call is None:
+                self._emit_orphan_block(old)
+        if blk.call is not None:
+            self._maybe_emit(blk.call)
+
+    # -- binding blocks to calls ------------------------------------------------------------------
+
+    def _gpu_free_at(self, gpu: int | None, before: float, exclude: Block) -> tuple[float, float]:
+        """Interval in which the GPU's mutex was last released before ``before``."""
+        if gpu is None:
+            return (-1e18, -1e18)
+        end = (-1e18, -1e18)
+        # Only the last few blocks can be the GPU's previous holder.
+        for b in list(self.recent_blocks)[-8:]:
+            c = b.call
+            if b is exclude or c is None or c.gpu != gpu or b.lock_hi >= 1e17:
+                continue
+            total = b.fields.get("mutex_held_ms", b.fields.get("gpu_total_ms"))
+            if not isinstance(total, int):
+                continue
+            if b.lock_hi < before and b.lock_lo + total > end[0]:
+                end = (b.lock_lo + total, b.lock_hi + total)
+        return end
+
+    def _lock_miss(self, blk: Block, c: Call) -> float:
+        """How far call ``c`` could not have taken ``blk``'s lock when the block says it did."""
+        if c.start is None:
+            return _ANON_MISS
+        if c.start > blk.lock_hi + TOL_MS:
+            return 1e9  # the block's lock came before the call began
+        named = blk.fields.get("d_a_cache_gpu", blk.fields.get("pool_threshold_gpu"))
+        if (
+            isinstance(named, int)
+            and c.gpu is not None
+            and named != c.gpu
+            and len(self.gpus_seen) > 1
+        ):
+            # One-time lines name the GPU (calls are routed per GPU once several GPUs show up).
+            return 1e9
+        lock = (blk.lock_lo + blk.lock_hi) / 2
+        ready = c.start + _int0(c.fields.get("setup_to_split_ms")) + 1
+        free_lo, free_hi = self._gpu_free_at(c.gpu, lock, blk)
+        e_lo, e_hi = max(ready, free_lo), max(ready, free_hi)
+        return max(0.0, blk.lock_lo - TOL_MS - e_hi, e_lo - blk.lock_hi - TOL_MS)
+
+    def _other_gpu_fits(self, blk: Block) -> bool:
+        """Could a call of another GPU have held this block's lock as well as its own call?
+
+        (Calls of one GPU queue on its mutex first in, first out; between GPUs only the clock
+        tells, and when it does not the block's call is a guess.)
+        """
+        cur = blk.call
+        if cur is None or cur.gpu is None:
+            return False
+        if blk.lock_lo <= -1e17 or blk.lock_hi >= 1e17:
+            return False
+        mine = self._lock_miss(blk, cur)
+        for c in self.calls:
+            if c is cur or c.gpu is None or c.start is None or c.closed_out:
+                continue
+            if c.gpu == cur.gpu and len(self.gpus_seen) < 2:
+                continue  # one GPU: its calls take the lock first in, first out
+            if c.block is not None and (c.block.confirmed or c.block is blk):
+                continue
+            if self._lock_miss(blk, c) - mine < self.CONTEST_MARGIN:
+                if c.block is not None:
+                    c.block.doubt = True  # the two could be swapped either way
+                return True
+        return False

@@ -1,0 +1,297 @@
+"""Which call a block belongs to: by lock time, by the clock, and same-thread confirmation
+(T19 -> prove_start on main, T7 -> GPU_END in Phases 4-11)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from cuzk_diag.ingest.assemble.blocks import (
+    _ANON_MISS,
+    TOL_MS,
+    Block,
+)
+from cuzk_diag.ingest.assemble.calls import (
+    Call,
+)
+from cuzk_diag.records import (
+    Event,
+    Value,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+class Identity:
+    """Part of ``Assembler`` (see the package text)."""
+
+    def _bind_by_lock_time(self, blk: Block) -> None:
+        """Code without identity lines: re-bind a closed block to the call whose start (or its
+        GPU's previous release) matches the block's lock time, found from its own values.
+
+        A call already holding another unconfirmed block may swap with this one when that fits
+        both blocks better.
+        """
+        if blk.lock_lo <= -1e17 or blk.lock_hi >= 1e17 or blk.lock_hi - blk.lock_lo > 3000:
+            return
+        cur = blk.call
+        cur_miss = self._lock_miss(blk, cur) if cur is not None else _ANON_MISS
+        best: tuple[float, int, Call] | None = None
+        for c in self.calls:
+            if c is cur or c.start is None or c.closed_out:
+                continue
+            other = c.block
+            if other is not None and other.confirmed:
+                continue
+            gain = cur_miss - self._lock_miss(blk, c)
+            if other is not None and other.closed and other.lock_hi < 1e17:
+                # Swap: the other block would move to this block's call.
+                back = self._lock_miss(other, cur) if cur is not None else _ANON_MISS
+                gain += self._lock_miss(other, c) - back
+            elif other is not None:
+                continue  # its block is still open: it cannot also hold this lock
+            if gain > 50 and (best is None or gain > best[0]):
+                best = (gain, c.seq, c)
+        if best is not None:
+            other = best[2].block
+            self._rebind(blk, best[2])
+            blk.confirmed = False
+            blk.doubt = True  # FIFO said otherwise: the clock alone moved it
+            if other is not None:
+                other.doubt = True  # (and the block it swapped with)
+
+    def _bind_block(
+        self, blk: Block, ev: Event, kind: str, lo: float | None, hi: float | None
+    ) -> None:
+        """Tentatively bind a new block to the call that most plausibly holds the lock."""
+        busy_gpus = {b.call.gpu for b in self.blocks if b is not blk and b.call is not None}
+        cands = [
+            c
+            for c in self.calls
+            if c.block is None and not c.ended and (c.gpu is None or c.gpu not in busy_gpus)
+        ]
+        if not cands:
+            # No TIMELINE call to bind to (stderr without TIMELINE, or a log that starts mid-run):
+            # the call is formed from the C++ structure alone.
+            call = self._anonymous_call(ev)
+            blk.call = call
+            call.block = blk
+            return
+        f = ev.fields
+        g = f.get("gpu")
+        if kind in ("pool_threshold", "d_a_cache") and isinstance(g, int):
+            # One-time lines name their GPU: the block is a call of a worker on that GPU.
+            on_gpu = [c for c in cands if c.gpu == g]
+            if on_gpu:
+                cands = on_gpu
+        if kind == "mutex_wait" and (lo is not None or hi is not None):
+            pre, wait = f.get("pre_lock_cpu_ms"), f.get("mutex_wait_ms")
+            if isinstance(pre, int) and isinstance(wait, int):
+                cands = self._by_clock(cands, lambda c: c.start + pre + wait, lo, hi)[:1]  # type: ignore[operator]
+                c0 = cands[0]
+                if c0.start is not None:
+                    # main prints when the lock was taken: entry + pre-lock CPU + wait.
+                    t = c0.start + pre + wait
+                    blk.lock_lo = max(blk.lock_lo, t - TOL_MS)
+                    blk.lock_hi = min(blk.lock_hi, t + TOL_MS)
+        # FIFO: the call that entered the C++ function first (T1 seen first), then start order.
+        best = min(cands, key=lambda c: (0 if "split_vectors" in c.kinds else 1, c.seq))
+        blk.call = best
+        best.block = blk
+        if best.gpu is None and len({c.gpu for c in cands}) <= 1:
+            pass
+
+    def _by_clock(
+        self,
+        cands: list[Call],
+        predict: Callable[[Call], float],
+        lo: float | None,
+        hi: float | None,
+        slack: float = 1e-9,
+    ) -> list[Call]:
+        """The calls whose predicted print time fits the line's clock bracket best (within
+        ``slack`` ms of the best).
+
+        Ordered by predicted time: lines print in time order, so of several calls that fit,
+        the one due first is the one printing now.
+        """
+        scored = []
+        for c in cands:
+            if c.start is None:
+                scored.append((0.0, 0.0, c))
+                continue
+            p = predict(c)
+            cost = 0.0
+            if lo is not None and p < lo - TOL_MS:
+                cost += lo - TOL_MS - p
+            if hi is not None and p > hi + TOL_MS:
+                cost += p - hi - TOL_MS
+            scored.append((cost, p, c))
+        best = min(s for s, _, _ in scored)
+        fit = [(p, c.seq, c) for s, p, c in scored if s <= best + slack]
+        fit.sort(key=lambda t: (t[0], t[1]))
+        return [c for _, _, c in fit]
+
+    def _anonymous_call(self, ev: Event) -> Call:
+        # Reuse the oldest anonymous call that entered (T1) but has no block yet.
+        for c in self.calls:
+            if c.job_id is None and c.block is None:
+                return c
+        self.seq += 1
+        call = Call(self.seq, None, None, None, None, self.segment, ev.source)
+        self.calls.append(call)
+        return call
+
+    def _rebind(self, blk: Block, call: Call) -> None:
+        """Evidence says ``blk`` belongs to ``call``: swap with whatever was bound before."""
+        if blk.call is call:
+            blk.confirmed = True
+            return
+        old_call = blk.call
+        other = call.block
+        blk.call = call
+        call.block = blk
+        if old_call is not None:
+            old_call.block = other
+            if other is not None:
+                other.call = old_call
+        elif other is not None:
+            other.call = None
+        blk.confirmed = True
+        if old_call is not None and old_call.job_id is None and old_call.block is None:
+            # An anonymous placeholder: its CPU lines move with the block.
+            self._merge_anonymous(old_call, call)
+
+    def _merge_anonymous(self, anon: Call, into: Call) -> None:
+        for k, v in anon.fields.items():
+            into.fields.setdefault(k, v)
+        into.kinds |= anon.kinds
+        into.lines.extend(anon.lines)
+        if anon in self.calls:
+            self.calls.remove(anon)
+
+    def _confirm_by_prove_start(self, ev: Event) -> None:
+        """main: T19 is followed on the same thread by `GPU_TIMING spawn_blocking prove_start`."""
+        f = ev.fields
+        p_ms = f.get("prove_start_ms")
+        worker, part = f.get("worker_id"), f.get("partition")
+        if not isinstance(p_ms, int):
+            return
+        self._drain(None)
+        best: Block | None = None
+        best_gap = None
+        for blk in self.closed_blocks:
+            if blk.confirmed:
+                continue
+            t = blk.fields.get("total_start_fn_ms")
+            if not isinstance(t, int) or t > p_ms + 1:
+                continue
+            gap = p_ms - t
+            if best_gap is None or gap < best_gap:
+                best, best_gap = blk, gap
+        if best is None:
+            return
+        call = None
+        for c in reversed(self.calls):
+            if c.worker == worker and (part is None or c.partition == part):
+                call = c
+                break
+        if call is None:
+            return
+        self._rebind(best, call)
+        call.fields["prove_start_ms"] = p_ms
+        if isinstance(f.get("spawn_to_enter_ms"), int):
+            call.fields["spawn_to_enter_ms"] = f["spawn_to_enter_ms"]
+        self._maybe_emit(call)
+
+    def _t7(self, ev: Event, lo: float | None, hi: float | None) -> None:
+        """T7 (Phases 4-11): the main thread's last line, after its block closed and b_g2 joined.
+
+        Its block is the oldest closed block still without a T7 (whose kernels fit inside
+        ``pre_destructor_ms``); its call is the one whose TIMELINE start plus
+        ``pre_destructor_ms`` matches the clock when T7 printed. Together they bind block to call.
+        """
+        pd = ev.fields.get("pre_destructor_ms")
+        blocks = [b for b in self.awaiting_t7 if b.call is None or "epilogue" not in b.call.kinds]
+        if isinstance(pd, int):
+            fit = [
+                b
+                for b in blocks
+                if not isinstance(b.fields.get("gpu_total_ms"), int)
+                or b.fields["gpu_total_ms"] <= pd + TOL_MS  # type: ignore[operator]
+            ]
+            blocks = fit or blocks
+        blk = blocks[0] if blocks else None
+        calls = [
+            c
+            for c in self.calls
+            if "epilogue" not in c.kinds and (c.block is None or c.block.closed)
+        ]
+        call: Call | None = None
+        if isinstance(pd, int) and lo is not None:
+            timed = [c for c in calls if c.start is not None]
+            if timed:
+                best = self._by_clock(timed, lambda c: c.start + pd, lo, hi)  # type: ignore[operator]
+                call = best[0]
+        if call is None and blk is not None:
+            call = blk.call
+        if call is None:
+            anon = [c for c in calls if c.job_id is None]
+            call = anon[0] if anon else None
+        if call is None:
+            self._note_unattributed(ev)
+            return
+        if blk is not None:
+            self.awaiting_t7.remove(blk)
+            if blk.call is not call:
+                self._rebind(blk, call)
+        if "b_g2_msm" not in call.kinds and "prep_msm" in call.kinds:
+            # T3 precedes T7 on the same call (the prep thread is joined first).
+            self._reclaim(call, "b_g2_msm", ("b_g2_msm_ms", "num_circuits"))
+        self._put_cpu(call, ev, "epilogue")
+
+    def _confirm_by_t7(self, call: Call, gpu_ms: int) -> None:
+        """GPU_END follows T7 on the same thread: the T7 with gpu_ms >= pre_destructor_ms."""
+        self._drain(None)
+        best = None
+        best_gap = None
+        for c in self.calls:
+            pd = c.fields.get("pre_destructor_ms")
+            if not isinstance(pd, int) or c.block is None or c.fields.get("_t7_confirmed"):
+                continue
+            gap = gpu_ms - pd
+            if gap < -1:
+                continue
+            if best_gap is None or gap < best_gap:
+                best, best_gap = c, gap
+        if best is None or best_gap is None or best_gap > 1000:
+            return
+        best.fields["_t7_confirmed"] = 1
+        if best is call:
+            if call.block is not None:
+                call.block.confirmed = True
+            return
+        # Move the T7 fields and block of `best` (the C++ call) to `call` (the TIMELINE call).
+        blk = best.block
+        t7: dict[str, Value] = {
+            k: best.fields.pop(k) for k in ("epilogue_ms", "pre_destructor_ms", "_t7_confirmed")
+        }
+        best.kinds.discard("epilogue")
+        other_t7: dict[str, Value] = {}
+        if "epilogue" in call.kinds:
+            other_t7 = {
+                k: call.fields.pop(k)
+                for k in ("epilogue_ms", "pre_destructor_ms")
+                if k in call.fields
+            }
+            call.kinds.discard("epilogue")
+        call.fields.update(t7)
+        call.kinds.add("epilogue")
+        if other_t7:
+            best.fields.update(other_t7)
+            best.kinds.add("epilogue")
+        if blk is not None:
+            self._rebind(blk, call)
+
+    # -- CPU-side lines ---------------------------------------------------------------------------

@@ -1,0 +1,301 @@
+"""TIMELINE and tracing events: calls start and end, their identity and the clock."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cuzk_diag.ingest.assemble.calls import (
+    Call,
+    _ts_ms,
+)
+from cuzk_diag.records import (
+    Event,
+    Value,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+class EngineEvents:
+    """Part of ``Assembler`` (see the package text)."""
+
+    def _timeline(self, ev: Event) -> None:
+        f = ev.fields
+        job = f.get("job_id")
+        job = job if isinstance(job, str) else ""
+        part = f.get("partition")
+        if part is None:
+            part = f.get("snap_partition")
+        part = part if isinstance(part, int) else None
+        key = (job, part)
+        tl = self.tl.get(key)
+        if tl is None:
+            tl = self.tl[key] = {}
+        off = f.get("offset_ms")
+        kind = ev.kind
+        if kind == "SYNTH_START":
+            tl["synth_start_ms"] = off
+            if isinstance(f.get("kind"), str):
+                tl["proof_kind"] = f["kind"]
+        elif kind == "SYNTH_END":
+            tl["synth_end_ms"] = off
+            tl["synth_ms"] = f.get("synth_ms")
+        elif kind in ("CHAN_SEND", "GPU_QUEUE"):
+            tl["queue_ms"] = off
+        elif kind == "GPU_PICKUP":
+            tl["pickup_ms"] = off
+            worker = f.get("worker")
+            if isinstance(worker, int):
+                self.pickups[key] = worker
+        elif kind == "GPU_START":
+            tl["start_ms"] = off
+            self.pickups.pop(key, None)
+            worker = f.get("worker")
+            worker = worker if isinstance(worker, int) else None
+            self._start_call(job, part, worker, float(off) if isinstance(off, int) else None, ev)
+            # the new call shares its TIMELINE dict
+            self.calls[-1].tl = tl
+        elif kind == "GPU_END":
+            tl["end_ms"] = off
+            tl["gpu_ms"] = f.get("gpu_ms")
+            self._end_call(job, part, f, ev)
+
+    def _start_call(
+        self, job: str, part: int | None, worker: int | None, start: float | None, ev: Event
+    ) -> None:
+        self.seq += 1
+        self.timeline_calls += 1
+        call = Call(self.seq, job, part, worker, start, self.segment, ev.source)
+        call.lines.append(ev.line)
+        if worker is not None:
+            call.gpu = self._gpu_of(worker)
+        self.calls.append(call)
+
+    def _gpu_of(self, worker: int) -> int | None:
+        info = self.info
+        if worker in info.worker_gpu:
+            return info.worker_gpu[worker]
+        if info.gw and info.gpus:
+            idx = worker // info.gw
+            if idx < len(info.gpus):
+                return info.gpus[idx]
+        if info.gw and info.n_gpus:
+            return worker // info.gw
+        return None
+
+    def _end_call(self, job: str, part: int | None, f: dict[str, Value], ev: Event) -> None:
+        worker = f.get("worker")
+        gpu_ms = f.get("gpu_ms")
+        call = self._find_call(job, part, worker if isinstance(worker, int) else None)
+        if call is None:
+            call = self._call_without_start(job, part, f, ev)
+            if call is None:
+                return
+        self._drain(None)
+        if "b_g2_msm" not in call.kinds and "prep_msm" in call.kinds:
+            # Its T3 always precedes GPU_END: if a tie gave it to another open call, take it back.
+            self._reclaim(call, "b_g2_msm", ("b_g2_msm_ms", "num_circuits"))
+        call.ended = True
+        call.closed_out = True
+        call.status = "ok"
+        call.lines.append(ev.line)
+        # Phases 4-11: T7 of this call printed just before on the same thread; confirm its block.
+        if isinstance(gpu_ms, int):
+            self._confirm_by_t7(call, gpu_ms)
+        self._maybe_emit(call)
+
+    def _call_without_start(
+        self, job: str, part: int | None, f: dict[str, Value], ev: Event
+    ) -> Call | None:
+        """A GPU_END whose GPU_START line is lost (damaged): the call still happened.
+
+        It takes the oldest GPU region that no TIMELINE call took (its lines would otherwise be
+        a fragment). Its start is not known (``start_ms`` stays empty).
+        """
+        worker = f.get("worker")
+        if not isinstance(worker, int) or self.pickups.pop((job, part), None) is None:
+            return None  # (no pickup either, or a GPU region already took it)
+        tl = self.tl[(job, part)]
+        self._drain(None)
+        self.seq += 1
+        self.timeline_calls += 1
+        call = Call(self.seq, job, part, worker, None, self.segment, ev.source)
+        call.gpu = self._gpu_of(worker)
+        call.tl = tl
+        self.calls.append(call)
+        for c in self.calls:
+            if c.job_id is None and c.block is not None:
+                self._rebind(c.block, call)
+                call.block.confirmed = False  # type: ignore[union-attr]
+                break
+        return call
+
+    def _find_call(self, job: str, part: int | None, worker: int | None) -> Call | None:
+        for call in reversed(self.calls):
+            if (
+                call.job_id == job
+                and call.partition == part
+                and (worker is None or call.worker is None or call.worker == worker)
+            ):
+                return call
+        return None
+
+    # -- tracing ----------------------------------------------------------------------------------
+
+    def _tracing(self, ev: Event) -> None:
+        kind = ev.kind
+        f = ev.fields
+        if kind == "tracing":
+            level = f.get("level")
+            if level in ("ERROR", "WARN"):
+                self._problem(ev, str(level))
+            return
+        info = self.info
+        if kind == "engine_start":
+            if self.clock is not None or self.calls:
+                self._new_segment()
+            ts = f.get("ts")
+            self.epoch_ms = _ts_ms(ts) if isinstance(ts, str) else None
+            if isinstance(ts, str) and info.engine_start_ts is None:
+                info.engine_start_ts = ts
+            if self.epoch_ms is not None:
+                info.clocks.append({"source": ev.source, "line": ev.line, "ts": ts})
+        elif kind == "gpu_workers_init":
+            n = f.get("num_gpus")
+            if isinstance(n, int):
+                info.n_gpus = n
+            gw = f.get("gpu_workers_per_device")
+            if isinstance(gw, int):
+                info.gw = gw
+            tw = f.get("total_workers")
+            if isinstance(tw, int):
+                info.total_workers = tw
+            gpus = f.get("gpus")
+            if isinstance(gpus, str):
+                info.gpus = [
+                    int(x) for x in gpus.strip("[]").replace(",", " ").split() if x.isdigit()
+                ]
+            elif isinstance(gpus, int):
+                info.gpus = [gpus]
+        elif kind == "interlock":
+            gw = f.get("gpu_workers_per_device")
+            if isinstance(gw, int):
+                info.gw = gw
+        elif kind == "gpu_worker_started":
+            w, g = f.get("worker_id"), f.get("gpu")
+            if isinstance(w, int) and isinstance(g, int):
+                info.worker_gpu[w] = g
+        elif kind == "gpu_threads":
+            v = f.get("gpu_threads")
+            if isinstance(v, int):
+                info.gpu_threads = v
+        elif kind == "rayon_threads":
+            v = f.get("rayon_threads")
+            if isinstance(v, int):
+                info.rayon_threads = v
+        elif kind == "pipeline_start":
+            pw = f.get("synth_worker_count")  # budget era: the synthesis workers (§4.2)
+            if isinstance(pw, int) and info.partition_workers is None:
+                info.partition_workers = pw
+        elif kind == "dispatch":
+            job = f.get("job_id")
+            if isinstance(job, str):
+                j = info.jobs.setdefault(job, {})
+                j["num_partitions"] = f.get("num_partitions")
+                j["dispatch_line"] = ev.line
+            pw = f.get("partition_workers")
+            if isinstance(pw, int):
+                info.partition_workers = pw
+        elif kind == "proof_assembled":
+            job = f.get("job_id")
+            if isinstance(job, str):
+                j = info.jobs.setdefault(job, {})
+                for k in ("total_ms", "synth_ms", "gpu_ms", "proof_len"):
+                    if k in f:
+                        j[k] = f[k]
+                j["assembled_line"] = ev.line
+        elif kind == "gpu_timing_prove_start":
+            self._confirm_by_prove_start(ev)
+        elif kind == "gpu_prove_time":
+            ms = f.get("gpu_prove_time_ms")
+            part = f.get("partition")
+            if isinstance(ms, float):
+                for call in reversed(self.calls):
+                    if call.block is not None and (part is None or call.partition == part):
+                        if "gpu_prove_time_ms" not in call.fields:
+                            call.fields["gpu_prove_time_ms"] = ms
+                        break
+        elif kind == "fin_timing_finalizer":
+            w, p = f.get("worker_id"), f.get("partition")
+            for call in reversed(self.calls):
+                if call.worker == w and call.partition == p:
+                    call.fields["finish_ms"] = f.get("finish_ms")
+                    break
+        elif kind in (
+            "partition_gpu_failed",
+            "gpu_prove_start_failed",
+            "self_check_failed",
+            "skip_failed_job",
+        ):
+            self._problem(ev, str(f.get("level", "ERROR")))
+            if kind in ("partition_gpu_failed", "skip_failed_job"):
+                job, part = f.get("job_id"), f.get("partition")
+                for call in reversed(self.calls):
+                    if call.job_id == job and call.partition == part:
+                        call.status = "failed"
+                        call.ended = True
+                        call.closed_out = True
+                        self._maybe_emit(call)
+                        break
+        elif kind == "pinned_fallback":
+            info.warnings["pinned_fallback"] += 1
+            info.warning_lines.setdefault("pinned_fallback", [])
+            if len(info.warning_lines["pinned_fallback"]) < 20:
+                info.warning_lines["pinned_fallback"].append(ev.line)
+
+    def _problem(self, ev: Event, level: str) -> None:
+        f = ev.fields
+        msg = str(f.get("message", ""))
+        text = " ".join(f"{k}={v}" for k, v in f.items() if k not in ("ts", "level", "spans"))
+        low = text.lower()
+        kind = ev.kind
+        if kind == "tracing":
+            if "out of memory" in low or "cudaerrormemoryallocation" in low or "oom" in low.split():
+                kind = "out_of_memory"
+            elif "cuda" in low and ("error" in low or "fail" in low):
+                kind = "cuda_error"
+            elif level == "WARN":
+                self.info.warnings["warn"] += 1
+                return
+            else:
+                kind = "error"
+        if len(self.info.failures) < 1000:
+            self.info.failures.append(
+                {
+                    "line": ev.line,
+                    "kind": kind,
+                    "level": level,
+                    "message": msg,
+                    "job_id": f.get("job_id"),
+                    "partition": f.get("partition"),
+                    "error": f.get("error"),
+                }
+            )
+
+    def _bench(self, ev: Event) -> None:
+        b = self.info.bench
+        k = ev.kind
+        f = ev.fields
+        if k == "bench_proof":
+            proofs = b.setdefault("proofs", [])
+            proofs.append(dict(f))
+        elif k == "bench_param":
+            b.update(f)
+        elif k in ("bench_total", "bench_completed", "bench_failed", "bench_throughput"):
+            b.update(f)
+        elif k in ("bench_wall", "bench_prove"):
+            name = k.split("_", 1)[1]
+            b[name] = dict(f)
+
+    # -- C++ lines ---------------------------------------------------------------------------------

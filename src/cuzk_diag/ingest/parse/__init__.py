@@ -1,0 +1,214 @@
+"""Cleaned text -> typed ``Event``s, for every line family and code era of the daemon.
+
+``LineParser.feed`` takes a chunk of whole lines: ``classify`` splits and counts them in bulk
+(C code) and picks the lines to parse; one loop then hands each picked line to the parser of
+its family (``timing``, ``timeline``, ``tracing``, ``bench``), repairing TIMELINE lines torn by
+another writer. Line numbers are kept on every event; every physical line is counted once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from cuzk_diag.ingest.parse.bench import MiscParser
+from cuzk_diag.ingest.parse.classify import classify, family_counted, split_lines
+from cuzk_diag.ingest.parse.era import ERA_LABELS, ERAS, EraDetector
+from cuzk_diag.ingest.parse.timeline import TIMELINE_PREFIX, intruder_at, parse_timeline
+from cuzk_diag.ingest.parse.timing import NTT_H_PREFIX, TIMING_PREFIX, parse_ntt_h, parse_timing
+from cuzk_diag.ingest.parse.tracing import TRACING_KINDS, parse_duration_ms, parse_tracing
+from cuzk_diag.records import Accounting, Event, Family
+from cuzk_diag.sources import DAMAGED, MAX_LINE, Source
+
+__all__ = [
+    "ERAS",
+    "ERA_LABELS",
+    "EraDetector",
+    "LineParser",
+    "TRACING_KINDS",
+    "apply_source_stats",
+    "iter_events",
+    "parse_duration_ms",
+    "parse_text",
+]
+
+_new = tuple.__new__
+_TRACING = Family.TRACING
+
+
+class LineParser:
+    """Turns cleaned text chunks of one input into events, keeping line numbers and the
+    accounting.
+
+    State carried across chunks: the line counter, a TIMELINE line torn at a chunk boundary,
+    and whether a cuzk-bench block is open. ``full`` parses every line (for the line table);
+    otherwise only the lines analysis needs become events (``classify``), and unrecognised
+    INFO/DEBUG tracing lines among them keep only their header.
+    """
+
+    def __init__(
+        self,
+        source: int = 0,
+        accounting: Accounting | None = None,
+        *,
+        full: bool = True,
+        first_line: int = 1,
+    ) -> None:
+        self.source = source
+        self.acc = accounting if accounting is not None else Accounting()
+        self.full = full
+        self.next_line = first_line
+        self.misc = MiscParser(source, self.acc)
+        self._torn: tuple[int, str] | None = None  # (line number, head line) awaiting its tail
+
+    def feed(self, text: str) -> list[Event]:
+        """Parse a chunk of whole lines (each ending in a newline) and return its events."""
+        arr, cut = split_lines(text, MAX_LINE)
+        self.acc.oversized_lines += cut
+        n = len(arr)
+        chunk = classify(arr, full=self.full, damaged=DAMAGED in text)
+        counts = chunk.counts
+        lineno = self.next_line
+        self.next_line += n
+        out: list[Event] = []
+        append = out.append
+        source, acc, full, misc = self.source, self.acc, self.full, self.misc.parse
+        clock = chunk.clock
+        skip = -1
+        if self._torn is not None and n:
+            first = arr[0].as_py()
+            if self._finish_torn(first, lineno, out):
+                skip = 0
+                counts[family_counted(first)] -= 1
+        for j, ln in zip(chunk.index, chunk.text, strict=True):
+            if j == skip:
+                continue
+            no = lineno + j
+            c = ln[:1]
+            if c == "C":
+                if ln.startswith(TIMING_PREFIX):
+                    append(parse_timing(ln, no, source, acc))
+                    continue
+                if ln.startswith(NTT_H_PREFIX):
+                    append(parse_ntt_h(ln, no, source, acc))
+                    continue
+            elif c == "T" and ln.startswith(TIMELINE_PREFIX):
+                ev = parse_timeline(ln, no, source, acc)
+                if ev is not None:
+                    append(ev)
+                elif j + 1 < n:
+                    # A TIMELINE line split by another writer: join it with the next line.
+                    tail = arr[j + 1].as_py()
+                    if self._repair(ln, no, tail, no + 1, out):
+                        skip = j + 1
+                        counts[family_counted(tail)] -= 1
+                    else:
+                        self._unrepaired(ln, no, out)
+                else:
+                    self._torn = (no, ln)
+                continue
+            if clock is not None and clock[j]:
+                ts = {"ts": ln[: ln.find(" ")]}
+                append(_new(Event, (no, source, _TRACING, "clock", ts, False)))
+                continue
+            if not ln:
+                append(Event(no, source, Family.BLANK, "blank", {}))
+                continue
+            ev = parse_tracing(ln, no, source, full) if c.isdigit() else None
+            if ev is None:
+                ev = misc(ln, no)
+                if ev.family is Family.BENCH:
+                    counts["bench"] += 1
+                    counts["other"] -= 1
+            append(ev)
+        acc.by_family.update(counts)
+        acc.lines_total += n
+        return out
+
+    def close(self) -> list[Event]:
+        """End of input: a torn head that never got its tail is counted as malformed."""
+        out: list[Event] = []
+        if self._torn is not None:
+            no, head = self._torn
+            self._torn = None
+            self._unrepaired(head, no, out)
+        return out
+
+    # -- torn TIMELINE lines (reference section 3.4) -----------------------------------------
+
+    def _repair(self, head: str, head_no: int, tail: str, tail_no: int, out: list[Event]) -> bool:
+        at = intruder_at(head)
+        if at is None:
+            return False
+        ev = parse_timeline(head[:at] + tail, head_no, self.source, self.acc)
+        if ev is None:
+            return False
+        ev.fields["torn_line"] = tail_no
+        out.append(ev)
+        # The head line is counted as TIMELINE; the tail line is counted under the family of
+        # the line that tore it (so families still add up to physical lines).
+        self.acc.torn_repaired += 1
+        out.extend(self._reparse_intruder(head[at:], head_no))
+        return True
+
+    def _reparse_intruder(self, text: str, no: int) -> list[Event]:
+        """Parse the line that tore a TIMELINE line; it is not a physical line of its own."""
+        sub = LineParser(self.source, self.acc, full=True, first_line=no)
+        events = sub.feed(text + "\n")
+        self.acc.lines_total -= 1  # its physical line is the tail, counted by feed()
+        return events
+
+    def _unrepaired(self, ln: str, no: int, out: list[Event]) -> None:
+        self.acc.torn_unrepaired += 1
+        self.acc.note_malformed(no)
+        out.append(Event(no, self.source, Family.TIMELINE, "torn", {"text": ln[:200]}, True))
+
+    def _finish_torn(self, first: str, no: int, out: list[Event]) -> bool:
+        assert self._torn is not None
+        head_no, head = self._torn
+        self._torn = None
+        if self._repair(head, head_no, first, no, out):
+            return True
+        self._unrepaired(head, head_no, out)
+        return False
+
+
+def parse_text(text: str, *, full: bool = True) -> tuple[list[Event], Accounting]:
+    """Parse a whole text (tests, notebooks): returns events and accounting."""
+    from cuzk_diag.sources import SourceStats, clean_text
+
+    stats = SourceStats("<text>")
+    if text and not text.endswith("\n"):
+        text += "\n"
+    p = LineParser(full=full)
+    cleaned = clean_text(text.encode("utf-8", "surrogateescape"), stats)
+    events = p.feed(cleaned) + p.close()
+    apply_source_stats(p.acc, stats)
+    return events, p.acc
+
+
+def apply_source_stats(acc: Accounting, stats: Any) -> None:
+    """Add one input's cleaning counts (sources.SourceStats) to the accounting."""
+    acc.ansi_lines += stats.ansi_lines
+    acc.journald_lines += stats.journald_lines
+    acc.journald_sources.update(stats.journald_hosts)
+    acc.decode_errors += stats.decode_errors
+    acc.oversized_lines += stats.oversized_lines
+    if stats.truncated:
+        acc.truncated_inputs[stats.name] = stats.truncated
+    acc.stray_cr_lines += stats.stray_cr_lines
+
+
+def iter_events(
+    inputs: Iterable[str | Source],
+    accounting: Accounting | None = None,
+    *,
+    full: bool = True,
+    progress: Any = None,
+) -> Iterator[Event]:
+    """Events of several inputs (paths, ``-``, opened ``Source``s) in order; ``accounting`` is
+    filled as it goes. (``ingest.stream`` is the same loop with assembly behind it.)"""
+    from cuzk_diag.ingest.stream import stream_events
+
+    for batch in stream_events(inputs, accounting, full=full, progress=progress):
+        yield from batch

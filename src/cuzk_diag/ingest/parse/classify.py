@@ -1,0 +1,136 @@
+"""Bulk classification of a whole chunk of lines (Arrow compute kernels, in C).
+
+Every line is counted under its family here; which lines become events is decided here too, so
+lines analysis does not need are never touched by Python: every C++ and TIMELINE line, the
+tracing messages analysis uses (``ANALYSIS_TRACING_KINDS``), warnings, errors, bench output and
+damaged lines; tracing lines right before or after a C++ line are selected as cheap "clock"
+events (their timestamp only), since they bracket the C++ line in time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cuzk_diag.ingest.parse.timeline import TIMELINE_PREFIX
+from cuzk_diag.ingest.parse.timing import NTT_H_PREFIX, TIMING_PREFIX
+from cuzk_diag.ingest.parse.tracing import TRACING_KINDS, is_tracing
+from cuzk_diag.sources import DAMAGED
+
+# RE2 forms (Arrow compute) of the classifiers the per-line parsers apply.
+_TRACING_HEAD_RE2 = (
+    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) +"
+    r"(?:TRACE|DEBUG|INFO|WARN|ERROR) "
+)
+_BENCH_HEAD_RE2 = (
+    r"^(?:=== |\s*\[\d+/\d+\] |(?:proof type|count|concurrency|total time|completed|failed|"
+    r"wall time|prove time|throughput|status|job_id|timings|proof):)"
+)
+#: Tracing lines analysis needs; the others are only counted.
+ANALYSIS_TRACING_KINDS = frozenset(
+    {
+        "engine_start",
+        "gpu_workers_init",
+        "interlock",
+        "gpu_worker_started",
+        "gpu_threads",
+        "rayon_threads",
+        "pipeline_start",
+        "dispatch",
+        "proof_assembled",
+        "self_check_failed",
+        "gpu_prove_time",
+        "partition_gpu_failed",
+        "gpu_prove_start_failed",
+        "skip_failed_job",
+        "gpu_timing_prove_start",
+        "fin_timing_finalizer",
+        "pinned_fallback",
+    }
+)
+
+
+def _relevant_re2() -> str:
+    words = [re.escape(p) for p, k in TRACING_KINDS if k in ANALYSIS_TRACING_KINDS]
+    return r"^\S+ +(?:WARN|ERROR) |" + "|".join(words)
+
+
+_RELEVANT_RE2 = _relevant_re2()
+
+
+@dataclass
+class Classified:
+    """One chunk's lines, their counts by family, and the lines to parse."""
+
+    lines: pa.StringArray  # every line of the chunk (cut to the length limit)
+    counts: Counter[str]  # physical lines by family
+    index: list[int]  # positions of the lines to parse, ascending
+    text: list[str]  # those lines
+    clock: np.ndarray | None  # per position: a tracing line wanted for its timestamp only
+
+
+def split_lines(text: str, max_line: int) -> tuple[pa.StringArray, int]:
+    """The lines of ``text`` (whole lines, each ending in a newline) as one Arrow array, and
+    how many of them were longer than ``max_line`` (cut to it)."""
+    arr = pc.list_flatten(pc.split_pattern(pa.array([text]), "\n"))
+    n = len(arr) - 1 if text.endswith("\n") or not text else len(arr)
+    arr = arr.slice(0, n)
+    cut = 0
+    if len(text) > max_line and (pc.max(pc.binary_length(arr)).as_py() or 0) > max_line:
+        long = pc.greater(pc.utf8_length(arr), max_line)
+        cut = pc.sum(long).as_py() or 0
+        arr = pc.if_else(long, pc.utf8_slice_codeunits(arr, 0, max_line), arr)
+    return arr, cut
+
+
+def classify(arr: pa.StringArray, *, full: bool, damaged: bool) -> Classified:
+    """Count every line of ``arr`` under its family and pick the lines to parse: all of them
+    with ``full``, else those analysis needs (see the module text)."""
+    n = len(arr)
+    timing = pc.starts_with(arr, "CUZK_")
+    timeline = pc.starts_with(arr, TIMELINE_PREFIX)
+    tracing = pc.match_substring_regex(arr, _TRACING_HEAD_RE2)
+    counts = Counter[str]()
+    counts["timing"] = pc.sum(pc.starts_with(arr, TIMING_PREFIX)).as_py() or 0
+    counts["ntt_h"] = pc.sum(pc.starts_with(arr, NTT_H_PREFIX)).as_py() or 0
+    counts["timeline"] = pc.sum(timeline).as_py() or 0
+    counts["tracing"] = pc.sum(tracing).as_py() or 0
+    counts["blank"] = pc.sum(pc.equal(pc.binary_length(arr), 0)).as_py() or 0
+    counts["other"] = n - sum(counts.values())  # bench lines are moved by the parse loop
+    if full:
+        return Classified(arr, counts, list(range(n)), arr.to_pylist(), None)
+    relevant = pc.and_(tracing, pc.match_substring_regex(arr, _RELEVANT_RE2))
+    bench = pc.and_not(pc.match_substring_regex(arr, _BENCH_HEAD_RE2), tracing)
+    selected = pc.or_(pc.or_(timing, timeline), pc.or_(relevant, bench))
+    if damaged:
+        selected = pc.or_(selected, pc.starts_with(arr, DAMAGED))
+    cpp = timing.to_numpy(zero_copy_only=False)
+    near = np.zeros(len(cpp), dtype=bool)
+    if len(cpp) > 1:
+        near[:-1] |= cpp[1:]
+        near[1:] |= cpp[:-1]
+    clock = pc.and_not(pc.and_(tracing, pa.array(near)), relevant)
+    selected = pc.or_(selected, clock)
+    return Classified(
+        arr,
+        counts,
+        pc.indices_nonzero(selected).to_pylist(),
+        arr.filter(selected).to_pylist(),
+        clock.to_numpy(zero_copy_only=False),
+    )
+
+
+def family_counted(line: str) -> str:
+    """The family ``classify`` counted a line under (for moving a torn tail)."""
+    if line.startswith(TIMING_PREFIX):
+        return "timing"
+    if line.startswith(NTT_H_PREFIX):
+        return "ntt_h"
+    if is_tracing(line):
+        return "tracing"
+    return "blank" if not line else "other"

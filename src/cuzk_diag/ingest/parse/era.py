@@ -1,0 +1,87 @@
+"""The code era of a log, from the first occurrences of era-specific lines (section 8.2)."""
+
+from __future__ import annotations
+
+from cuzk_diag.records import Event, Family, RunInfo
+
+ERAS = ("phase4-8", "phase9-11", "phase12", "pool-cache", "main")
+ERA_LABELS = {
+    "phase4-8": "Phases 4-8 (V1-V3, Feb 18-19)",
+    "phase9-11": "Phases 9-11, pre-staging (V4-V7, Feb 19)",
+    "phase12": "Phase 12, split start/finalize with pre-staging (V8, Feb 20)",
+    "pool-cache": "pool caching (V9-V10, Feb 27 - Mar 6)",
+    "main": "main: pinned pool, mutex timing (V11, Mar 13 on)",
+    "unknown": "unknown (no era-specific lines)",
+}
+
+
+class EraDetector:
+    """Collects era markers from events and names the code era (and TIMELINE era)."""
+
+    _MARKERS = {
+        "mutex_wait": "mutex_wait",
+        "mutex_held": "mutex_wait",
+        "barrier_wait": "mutex_wait",
+        "pool_threshold": "ntt_h",
+        "d_a_cache": "ntt_h",
+        "prestage_vram": "prestage",
+        "prestage_setup": "prestage",
+        "host_register": "prestage",
+        "epilogue": "epilogue",
+        "split_vectors": "timing",
+    }
+
+    def __init__(self) -> None:
+        self.markers: dict[str, int] = {}
+
+    def observe(self, ev: Event) -> None:
+        fam = ev.family
+        if fam is Family.TIMING:
+            key = self._MARKERS.get(ev.kind)
+            if key is not None and key not in self.markers:
+                self.markers[key] = ev.line
+        elif fam is Family.NTT_H:
+            self.markers.setdefault("ntt_h", ev.line)
+        elif fam is Family.TIMELINE:
+            k = ev.kind
+            if k == "GPU_QUEUE":
+                self.markers.setdefault("gpu_queue", ev.line)
+            elif k == "CHAN_SEND":
+                self.markers.setdefault("chan_send", ev.line)
+            if "snap_partition" in ev.fields:
+                self.markers.setdefault("snap_partition", ev.line)
+            if "partition" in ev.fields:
+                self.markers.setdefault("timeline_partition", ev.line)
+            if "kind" in ev.fields or "monolithic" in ev.fields:
+                self.markers.setdefault("timeline_monolithic", ev.line)
+
+    @property
+    def era(self) -> str:
+        m = self.markers
+        if "mutex_wait" in m:
+            return "main"
+        if "ntt_h" in m:
+            return "pool-cache"
+        if "prestage" in m:
+            return "phase9-11" if "epilogue" in m else "phase12"
+        if "epilogue" in m:
+            return "phase4-8"
+        return "unknown"
+
+    @property
+    def timeline_era(self) -> str:
+        m = self.markers
+        if "gpu_queue" in m:
+            return "T4"
+        if "snap_partition" in m:
+            return "T2"
+        if "timeline_partition" in m:
+            return "T1-T3"
+        if "timeline_monolithic" in m or "chan_send" in m:
+            return "T0"
+        return "none"
+
+    def apply(self, info: RunInfo) -> None:
+        info.era = self.era
+        info.timeline_era = self.timeline_era
+        info.era_evidence = dict(self.markers)

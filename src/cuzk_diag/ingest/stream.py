@@ -1,0 +1,153 @@
+"""The one loop of ingest: inputs -> cleaned chunks -> events -> (guard, assembly) -> records.
+
+``Ingest`` is pushed text as it comes (live mode reads its inputs on a thread of its own);
+``stream`` pulls the inputs through the same object for batch analysis and the exports, and
+``stream_events`` stops after the parse (the line table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cuzk_diag.ingest.assemble import Assembler
+from cuzk_diag.ingest.parse import LineParser, apply_source_stats
+from cuzk_diag.records import Accounting, Event, RunInfo
+from cuzk_diag.sources import Source, SourceStats, iter_input
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class SegmentEnd:
+    """In a record list: the records of a clock segment are out (the engine restarted)."""
+
+    segment: int
+
+
+class Ingest:
+    """Parse, guard and assemble the inputs of one run, one chunk of text at a time.
+
+    ``begin(i)`` starts input ``i``, ``feed(text)`` takes whole cleaned lines of it,
+    ``end(stats)`` closes it and ``finish()`` the run; each returns the records (dicts of
+    ``PARTITION_SCHEMA`` columns) the lines completed, with a ``SegmentEnd`` after the last
+    record of a clock segment. Inputs of different runs are refused (``RunGuard``).
+    """
+
+    def __init__(
+        self,
+        names: Sequence[str | Source],
+        acc: Accounting,
+        info: RunInfo,
+        *,
+        guard: bool = True,
+    ) -> None:
+        from cuzk_diag.pipeline import RunGuard
+
+        self.acc = acc
+        self.info = info
+        self.asm = Assembler(acc, info)
+        self.guard = RunGuard(names, acc) if guard else None
+        self.parser: LineParser | None = None
+
+    def begin(self, index: int) -> None:
+        self.parser = LineParser(index, self.acc, full=False)
+
+    def feed(self, text: str) -> list[Any]:
+        assert self.parser is not None, "feed before begin"
+        return self.events(self.parser.feed(text))
+
+    def end(self, stats: SourceStats | None) -> list[Any]:
+        out = self.events(self.parser.close()) if self.parser is not None else []
+        self.parser = None
+        if stats is not None:
+            apply_source_stats(self.acc, stats)
+            self.acc.sources.append(stats.name)
+        return out
+
+    def finish(self) -> list[Any]:
+        if self.guard is not None:
+            self.guard.finish()
+        return self.asm.finish()
+
+    def events(self, events: Iterable[Event]) -> list[Any]:
+        """Assemble parsed events (of the current input)."""
+        asm = self.asm
+        guard = self.guard.feed if self.guard is not None else None
+        feed = asm.feed
+        out: list[Any] = []
+        for ev in events:
+            if guard is not None:
+                guard(ev)
+            segment = asm.segment
+            recs = feed(ev)
+            if recs:
+                out.extend(recs)
+            if asm.segment != segment:
+                out.append(SegmentEnd(asm.segment))
+        return out
+
+
+def _chunks(
+    inputs: Iterable[str | Source], progress: Progress | None
+) -> Iterator[tuple[int, str | None, SourceStats | None]]:
+    """(input index, text, None) per chunk, then (index, None, stats) at the end of each input."""
+    for idx, name in enumerate(inputs):
+        stats = None
+        for chunk_stats, chunk in iter_input(name):
+            stats = chunk_stats
+            if chunk:
+                yield idx, chunk, None
+                if progress is not None:
+                    progress(len(chunk))
+        yield idx, None, stats
+
+
+def stream(
+    inputs: Sequence[str | Source],
+    acc: Accounting,
+    info: RunInfo,
+    *,
+    progress: Progress | None = None,
+    on_segment: Callable[[int], None] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Partition records of the inputs, one by one as they complete; ``acc`` and ``info`` are
+    complete once the iterator is exhausted. ``on_segment(n)`` is called once the records of
+    a clock segment are out."""
+    ing = Ingest(inputs, acc, info)
+    current = -1
+    for idx, text, stats in _chunks(inputs, progress):
+        if idx != current:
+            ing.begin(idx)
+            current = idx
+        out = ing.feed(text) if text is not None else ing.end(stats)
+        for rec in out:
+            if type(rec) is SegmentEnd:
+                if on_segment is not None:
+                    on_segment(rec.segment)
+            else:
+                yield rec
+    yield from ing.finish()
+
+
+def stream_events(
+    inputs: Iterable[str | Source],
+    acc: Accounting | None = None,
+    *,
+    full: bool = True,
+    progress: Progress | None = None,
+) -> Iterator[list[Event]]:
+    """The parsed events of the inputs, a list per chunk (no assembly): the line table."""
+    acc = acc if acc is not None else Accounting()
+    parser: LineParser | None = None
+    for idx, text, stats in _chunks(inputs, progress):
+        if parser is None or parser.source != idx:
+            parser = LineParser(idx, acc, full=full)
+        if text is not None:
+            yield parser.feed(text)
+            continue
+        yield parser.close()
+        if stats is not None:  # always: iter_input yields at least once
+            apply_source_stats(acc, stats)
+            acc.sources.append(stats.name)

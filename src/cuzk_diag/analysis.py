@@ -125,8 +125,10 @@ def analyze(
     config: Config | str | Path | None = None,
     *,
     progress: Callable[..., Any] | None = None,
+    jobs: int = 1,
 ) -> Analysis:
-    """Parse ``inputs`` (paths, ``-`` for stdin) and diagnose the run.
+    """Parse ``inputs`` (paths, ``-`` for stdin) and diagnose the run (``jobs`` > 1: parse
+    regular files in a second process, with the same result).
 
     ``config`` is a ``Config``, a TOML path, or None for the built-in defaults (the CLI, not
     the library, looks for a ``pyproject.toml``).
@@ -134,7 +136,7 @@ def analyze(
     from cuzk_diag.pipeline import load_run  # imported late: parsing is a layer below
 
     paths = _paths(inputs)
-    run = load_run(paths, progress=progress)
+    run = load_run(paths, progress=progress, jobs=jobs)
     return analyze_run(run, config, inputs=paths)
 
 

@@ -198,12 +198,15 @@ def iter_records(
     info: RunInfo,
     progress: Callable[[int], None] | None = None,
     on_segment: Callable[[int], None] | None = None,
+    *,
+    jobs: int = 1,
 ) -> Iterator[dict[str, Any]]:
     """Partition records (dicts of ``PARTITION_SCHEMA`` columns) one by one, as they complete
     (``ingest.stream``). Inputs of different runs are refused (``RunGuard``). ``on_segment(n)``
     is called once the records of a clock segment are out and TIMELINE offsets restart (the
-    engine restarted)."""
-    return stream(inputs, acc, info, progress=progress, on_segment=on_segment)
+    engine restarted). ``jobs`` > 1 parses regular files in a second process (the same
+    records)."""
+    return stream(inputs, acc, info, progress=progress, on_segment=on_segment, jobs=jobs)
 
 
 def iter_record_batches(
@@ -211,6 +214,8 @@ def iter_record_batches(
     acc: Accounting,
     info: RunInfo,
     progress: Callable[[int], None] | None = None,
+    *,
+    jobs: int = 1,
 ) -> Iterator[pa.Table]:
     """Partition records as Arrow tables of up to BATCH rows, in completion order.
 
@@ -218,7 +223,7 @@ def iter_record_batches(
     iterator is exhausted (the era of the first batches may be refined by later lines).
     """
     pending: list[dict[str, Any]] = []
-    for rec in iter_records(inputs, acc, info, progress):
+    for rec in iter_records(inputs, acc, info, progress, jobs=jobs):
         pending.append(rec)
         if len(pending) >= BATCH:
             yield records_to_table(pending)
@@ -233,6 +238,7 @@ def stream_records(
     acc: Accounting | None = None,
     info: RunInfo | None = None,
     progress: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> StreamEnd:
     """Drive ``sink`` over the inputs: ``start``, ``record`` per completed call, ``finish``.
 
@@ -242,7 +248,8 @@ def stream_records(
     info = info if info is not None else RunInfo()
     sink.start()
     try:
-        for rec in iter_records(inputs, acc, info, progress, on_segment=lambda _: sink.segment()):
+        segment = sink.segment
+        for rec in iter_records(inputs, acc, info, progress, lambda _: segment(), jobs=jobs):
             sink.record(rec)
         end = StreamEnd(info, acc)
         sink.finish(end)
@@ -342,7 +349,10 @@ def finish_table(tables: Sequence[pa.Table], info: RunInfo) -> pa.Table:
 
 
 def assemble_table(
-    inputs: Sequence[str | Source], progress: Callable[[int], None] | None = None
+    inputs: Sequence[str | Source],
+    progress: Callable[[int], None] | None = None,
+    *,
+    jobs: int = 1,
 ) -> tuple[pa.Table, RunInfo, Accounting]:
     """Stream the inputs through the parser and the assembler into one Arrow table.
 
@@ -351,11 +361,16 @@ def assemble_table(
     """
     acc = Accounting()
     info = RunInfo()
-    table = finish_table(list(iter_record_batches(inputs, acc, info, progress)), info)
+    table = finish_table(list(iter_record_batches(inputs, acc, info, progress, jobs=jobs)), info)
     return table, info, acc
 
 
-def load_run(inputs: Sequence[str] | str, progress: Callable[[int], None] | None = None) -> Run:
+def load_run(
+    inputs: Sequence[str] | str,
+    progress: Callable[[int], None] | None = None,
+    *,
+    jobs: int = 1,
+) -> Run:
     """Parse and assemble the inputs (paths, ``-`` for stdin, .gz/.zst) into a ``Run``.
 
     A Parquet partition export (recognised by its magic bytes, whatever its name) stands in
@@ -368,7 +383,7 @@ def load_run(inputs: Sequence[str] | str, progress: Callable[[int], None] | None
     export = parquet_source(sources)
     if export is not None:
         return read_export(export)
-    table, info, acc = assemble_table(sources, progress)
+    table, info, acc = assemble_table(sources, progress, jobs=jobs)
     return Run(table_to_frame(table), info, acc, names, table)
 
 

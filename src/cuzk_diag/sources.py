@@ -21,6 +21,7 @@ import os
 import re
 import stat
 import sys
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -362,7 +363,7 @@ def read_chunks(
                 got += len(piece)
                 if follow:
                     break
-        except (EOFError, OSError, gzip.BadGzipFile, zstd_error()) as exc:
+        except (EOFError, OSError, gzip.BadGzipFile, zlib.error, zstd_error()) as exc:
             # A truncated .gz/.zst (or a read error) ends the input: the whole lines read so far
             # count, the cut last line does not (its last value may be cut short), and the
             # truncation is noted for the accounting and the log-coverage rule.

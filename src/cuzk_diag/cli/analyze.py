@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 import click
 from click.core import ParameterSource
@@ -14,8 +11,12 @@ from cuzk_diag.cli import UsageError, cli
 from cuzk_diag.cli.options import (
     color_option,
     config_option,
+    input_progress,
+    jobs_option,
     output_option,
     output_stream,
+    quiet_progress_option,
+    resolve_jobs,
     silence_stdout,
     stdout,
     to_file,
@@ -27,9 +28,6 @@ from cuzk_diag.report import names as report_names
 if TYPE_CHECKING:
     from cuzk_diag.analysis import Analysis
     from cuzk_diag.config import Config
-
-#: Inputs at least this large get a progress bar (when stderr is a terminal).
-PROGRESS_MIN_BYTES = 64 << 20
 
 
 @cli.command("analyze")
@@ -97,6 +95,8 @@ PROGRESS_MIN_BYTES = 64 << 20
     help="Live mode: partition records kept for the final report (under 1 KB each); "
     "beyond N the final report covers the last N.",
 )
+@jobs_option
+@quiet_progress_option
 @click.pass_context
 def analyze_cmd(
     ctx: click.Context,
@@ -112,6 +112,8 @@ def analyze_cmd(
     live: bool | None,
     window: int,
     max_records: int,
+    jobs: int,
+    quiet: bool,
 ) -> None:
     """Diagnose a cuzk daemon log: run facts, findings with their numbers and advice, stage
     statistics and a waterfall of a typical partition.
@@ -171,18 +173,25 @@ def analyze_cmd(
             max_records=max_records,
         )
     else:
-        result = _run_batch(inputs, config, fmt, color, output)
+        result = _run_batch(inputs, config, fmt, color, output, jobs=jobs, quiet=quiet)
     _exit_code(ctx, config, result, signum)
 
 
 def _run_batch(
-    logs: list[str], config: Config, fmt: str, color: str, output: str | None
+    logs: list[str],
+    config: Config,
+    fmt: str,
+    color: str,
+    output: str | None,
+    *,
+    jobs: int = 0,
+    quiet: bool = False,
 ) -> Analysis:
     from cuzk_diag.analysis import analyze
 
     try:
-        with _progress(tuple(logs)) as progress:
-            result = analyze(list(logs), config, progress=progress)
+        with input_progress(logs, quiet) as progress:
+            result = analyze(list(logs), config, progress=progress, jobs=resolve_jobs(jobs, logs))
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
     _write_report(result, fmt, color, output)
@@ -282,21 +291,3 @@ def _run_live(
         # (In JSON Lines mode the final summary event holds the JSON report.)
         _write_report(live.analysis, fmt, color, output)
     return live.analysis, live.signal
-
-
-@contextmanager
-def _progress(logs: tuple[str, ...]) -> Iterator[Any]:
-    """A progress callback on stderr for large inputs read from a terminal session, else None."""
-    from cuzk_diag.sources import input_size
-
-    sizes = [input_size(p) for p in logs]
-    total = sum(s for s in sizes if s) if all(s is not None for s in sizes) else None
-    stderr = sys.stderr
-    if total is None or total < PROGRESS_MIN_BYTES or not stderr.isatty():
-        with nullcontext(None) as none:
-            yield none
-        return
-    from cuzk_diag.report.console import progress_bar
-
-    with progress_bar(stderr, total) as advance:
-        yield advance

@@ -13,7 +13,11 @@ from cuzk_diag.cli.options import (
     alpha_option,
     color_option,
     config_option,
+    input_progress,
+    jobs_option,
+    quiet_progress_option,
     report_output,
+    resolve_jobs,
 )
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
@@ -27,20 +31,24 @@ def input_label(inputs: Sequence[str]) -> str:
     return ", ".join("<stdin>" if p == "-" else p for p in inputs)
 
 
-def load_analysis(inputs: Sequence[str], config: Any) -> tuple[Any, Any]:
-    """(Analysis, Run) of logs, or of one Parquet export (detected by its PAR1 magic)."""
+def load_analysis(
+    inputs: Sequence[str], config: Any, *, jobs: int = 0, quiet: bool = False
+) -> tuple[Any, Any]:
+    """(Analysis, Run) of logs, or of one Parquet export (detected by its PAR1 magic), with a
+    progress bar on a terminal (not with ``quiet``) and ``--jobs`` processes."""
     from cuzk_diag.analysis import analyze_run
     from cuzk_diag.pipeline import load_run
 
-    run = load_run(list(inputs))
+    with input_progress(inputs, quiet) as progress:
+        run = load_run(list(inputs), progress, jobs=resolve_jobs(jobs, inputs))
     return analyze_run(run, config, inputs=list(inputs)), run
 
 
-def run_metrics(inputs: Sequence[str], config: Any) -> Any:
+def run_metrics(inputs: Sequence[str], config: Any, *, jobs: int = 0, quiet: bool = False) -> Any:
     """RunMetrics of the inputs."""
     from cuzk_diag.gate import NoDataError, metrics_from_analysis
 
-    analysis, _ = load_analysis(inputs, config)
+    analysis, _ = load_analysis(inputs, config, jobs=jobs, quiet=quiet)
     reason = analysis.unusable()
     if reason is not None:
         raise NoDataError(reason)
@@ -104,6 +112,8 @@ def _check_stdin(*groups: Sequence[str]) -> None:
     "--junit", "junit_path", metavar="FILE", help="Also write JUnit XML (one testcase per gate)."
 )
 @color_option
+@jobs_option
+@quiet_progress_option
 @click.pass_context
 def check_cmd(
     ctx: click.Context,
@@ -119,6 +129,8 @@ def check_cmd(
     fmt: str,
     junit_path: str | None,
     color: str,
+    jobs: int,
+    quiet: bool,
 ) -> None:
     """Evaluate CI gates on LOG and exit 0 (pass), 1 (a gate failed) or 2 (unusable input).
 
@@ -147,8 +159,8 @@ def check_cmd(
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
     try:
-        cand = run_metrics(logs, config)
-        base = run_metrics([baseline], config) if baseline else None
+        cand = run_metrics(logs, config, jobs=jobs, quiet=quiet)
+        base = run_metrics([baseline], config, jobs=jobs, quiet=quiet) if baseline else None
         result = gate.check(spec, cand, base, allow_different_config=allow_different_config)
     except CuzkDiagError as exc:
         _report_input_error(str(exc), logs, baseline, fmt, junit_path)

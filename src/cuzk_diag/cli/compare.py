@@ -11,8 +11,10 @@ from cuzk_diag.cli.options import (
     alpha_option,
     color_option,
     config_option,
+    jobs_option,
     output_option,
     output_stream,
+    quiet_progress_option,
     to_file,
 )
 from cuzk_diag.errors import CuzkDiagError
@@ -36,6 +38,8 @@ from cuzk_diag.report import names as format_names
 @allow_different_config_option
 @config_option
 @color_option
+@jobs_option
+@quiet_progress_option
 def compare_cmd(
     base: str,
     candidate: str,
@@ -45,6 +49,8 @@ def compare_cmd(
     allow_different_config: bool,
     config_path: str | None,
     color: str,
+    jobs: int,
+    quiet: bool,
 ) -> None:
     """Compare CANDIDATE with BASE: every stage's median and p95, the change, and whether it is
     statistically real; run-level numbers; findings present in only one run.
@@ -70,8 +76,8 @@ def compare_cmd(
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
     try:
-        base_m = run_metrics([base], config)
-        cand_m = run_metrics([candidate], config)
+        base_m = run_metrics([base], config, jobs=jobs, quiet=quiet)
+        cand_m = run_metrics([candidate], config, jobs=jobs, quiet=quiet)
         cmp = compare.compare_metrics(
             base_m, cand_m, alpha=alpha, allow_different_config=allow_different_config
         )

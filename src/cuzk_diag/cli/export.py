@@ -8,6 +8,7 @@ import os
 import click
 
 from cuzk_diag.cli import UsageError, cli
+from cuzk_diag.cli.options import input_progress, jobs_option, resolve_jobs
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.pipeline import DifferentRunsError
 from cuzk_diag.records import Accounting
@@ -41,7 +42,10 @@ from cuzk_diag.sanitize import neutralise_value
     is_flag=True,
     help="Also list timing lines that could not be attributed (stderr).",
 )
-@click.option("-q", "--quiet", is_flag=True, help="Do not print the accounting summary on stderr.")
+@click.option(
+    "-q", "--quiet", is_flag=True, help="No progress bar and no accounting summary on stderr."
+)
+@jobs_option
 def export_cmd(
     logs: tuple[str, ...],
     output: str,
@@ -49,6 +53,7 @@ def export_cmd(
     line_table: bool,
     unattributed: bool,
     quiet: bool,
+    jobs: int,
 ) -> int:
     """Write one row per GPU call (or with --lines, per log line) as Parquet, CSV or JSON Lines.
 
@@ -85,8 +90,8 @@ def export_cmd(
         from cuzk_diag.linetable import LINE_SCHEMA, iter_line_batches
 
         acc = Accounting()
-        with TableWriter(output, fmt, LINE_SCHEMA) as w:
-            for batch in iter_line_batches(iter_events(sources, acc, full=True)):
+        with TableWriter(output, fmt, LINE_SCHEMA) as w, input_progress(logs, quiet) as progress:
+            for batch in iter_line_batches(iter_events(sources, acc, progress=progress)):
                 w.write(batch)
         rows = w.rows
     else:
@@ -100,7 +105,15 @@ def export_cmd(
         info = RunInfo()
         sink = PartitionSink(output, fmt, info)
         try:
-            stream_records(sources, sink, acc=acc, info=info)
+            with input_progress(logs, quiet) as progress:
+                stream_records(
+                    sources,
+                    sink,
+                    acc=acc,
+                    info=info,
+                    progress=progress,
+                    jobs=resolve_jobs(jobs, logs),
+                )
         except DifferentRunsError:
             if output != "-":  # no half-written file of mixed runs
                 os.remove(output)

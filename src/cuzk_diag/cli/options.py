@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TextIO, TypeVar
 
@@ -112,3 +113,77 @@ def output_stream(path: str | None) -> Iterator[TextIO]:
         raise UsageError(str(cannot_write(path, exc))) from None
     with fh:
         yield fh
+
+
+# -- reading logs: processes and progress ---------------------------------------------------------
+
+jobs_option = click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Processes that read the logs. 1: parse and assemble in this process; 2 or more: "
+    "parse regular files in a second process, ahead of the assembly (the same records). "
+    "0: 2 on a machine with several cores for logs of 32 MB or more, else 1.",
+)
+
+quiet_progress_option = click.option(
+    "-q", "--quiet", is_flag=True, help="No progress bar on stderr."
+)
+
+#: Logs at least this large get a progress bar (on a terminal) and, by default, two processes.
+PROGRESS_MIN_BYTES = 32 << 20
+
+
+def _plain_sizes(logs: Sequence[str]) -> int | None:
+    """Total bytes of the logs when every one is an uncompressed regular file, else None
+    (stdin, a pipe, compressed or transcoded input: their text size is not known ahead)."""
+    from cuzk_diag.sources import MAGIC_BYTES, TEXT, sniff
+
+    total = 0
+    for name in logs:
+        if name == "-":
+            return None
+        try:
+            st = os.stat(name)
+            if not stat.S_ISREG(st.st_mode):  # a pipe or a FIFO is read once: never sniffed here
+                return None
+            with open(name, "rb") as fh:
+                head = fh.read(MAGIC_BYTES)
+        except OSError:
+            return None
+        if sniff(head) != TEXT:
+            return None
+        total += st.st_size
+    return total
+
+
+def resolve_jobs(jobs: int, logs: Sequence[str]) -> int:
+    """The ``--jobs`` to use: ``0`` (auto) is 2 for large regular files on a multi-core
+    machine, else 1."""
+    if jobs:
+        return jobs
+    size = _plain_sizes(logs)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return 2 if (cores or 1) > 1 and size is not None and size >= PROGRESS_MIN_BYTES else 1
+
+
+def progress_stream() -> TextIO | None:
+    """stderr when it is a terminal (where a progress bar belongs), else None."""
+    return sys.stderr if sys.stderr.isatty() else None
+
+
+@contextmanager
+def input_progress(logs: Sequence[str], quiet: bool = False) -> Iterator[Any]:
+    """The parser's progress callback: a rich bar on stderr when it is a terminal and the
+    input is large or of unknown size (stdin, compressed logs: bytes read so far), else None."""
+    total = _plain_sizes(logs)
+    stream = None if quiet else progress_stream()
+    if stream is None or (total is not None and total < PROGRESS_MIN_BYTES):
+        yield None
+        return
+    from cuzk_diag.report import console
+
+    with console.progress_bar(stream, total) as advance:
+        yield advance

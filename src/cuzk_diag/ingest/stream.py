@@ -89,19 +89,28 @@ class Ingest:
         return out
 
 
-def _chunks(
-    inputs: Iterable[str | Source], progress: Progress | None
-) -> Iterator[tuple[int, str | None, SourceStats | None]]:
-    """(input index, text, None) per chunk, then (index, None, stats) at the end of each input."""
+def parse_chunks(
+    inputs: Iterable[str | Source], acc: Accounting, *, full: bool
+) -> Iterator[tuple[int, list[Event], int, bool]]:
+    """(input index, events, bytes read for them, whether the input ended) per chunk of the
+    inputs read in order; the last item of each input holds the events of ``LineParser.close``,
+    after which its cleaning counts are in ``acc``. (Bytes are those of the log's text: of a
+    compressed input, the decompressed bytes.)"""
     for idx, name in enumerate(inputs):
+        parser = LineParser(idx, acc, full=full)
         stats = None
+        done = 0
         for chunk_stats, chunk in iter_input(name):
             stats = chunk_stats
             if chunk:
-                yield idx, chunk, None
-                if progress is not None:
-                    progress(len(chunk))
-        yield idx, None, stats
+                events = parser.feed(chunk)
+                read, done = stats.bytes_read - done, stats.bytes_read
+                yield idx, events, read, False
+        events = parser.close()
+        if stats is not None:  # always: iter_input yields at least once
+            apply_source_stats(acc, stats)
+            acc.sources.append(stats.name)
+        yield idx, events, 0, True
 
 
 def stream(
@@ -111,17 +120,36 @@ def stream(
     *,
     progress: Progress | None = None,
     on_segment: Callable[[int], None] | None = None,
+    jobs: int = 1,
 ) -> Iterator[dict[str, Any]]:
     """Partition records of the inputs, one by one as they complete; ``acc`` and ``info`` are
     complete once the iterator is exhausted. ``on_segment(n)`` is called once the records of
-    a clock segment are out."""
+    a clock segment are out. With ``jobs`` > 1 and inputs that are regular files, the parse
+    runs in a second process ahead of the assembly (``parallel``); the records are the same."""
+    from cuzk_diag.ingest import parallel
+
     ing = Ingest(inputs, acc, info)
-    current = -1
-    for idx, text, stats in _chunks(inputs, progress):
-        if idx != current:
-            ing.begin(idx)
-            current = idx
-        out = ing.feed(text) if text is not None else ing.end(stats)
+    chunks: Iterator[tuple[int, list[Event], int, Accounting | None]]
+    if jobs > 1 and parallel.can_parallel(inputs):
+        names = []
+        for src in inputs:
+            if isinstance(src, Source):
+                names.append(src.name)
+                src.close()
+            else:
+                names.append(src)
+        chunks = parallel.parse_in_child(names)
+    else:
+        chunks = (
+            (idx, events, size, None)
+            for idx, events, size, _ in parse_chunks(inputs, acc, full=False)
+        )
+    for _idx, events, size, parsed in chunks:
+        if parsed is not None:
+            parallel.adopt_parse_counts(acc, parsed)
+        out = ing.events(events)
+        if progress is not None and size:
+            progress(size)
         for rec in out:
             if type(rec) is SegmentEnd:
                 if on_segment is not None:
@@ -140,14 +168,7 @@ def stream_events(
 ) -> Iterator[list[Event]]:
     """The parsed events of the inputs, a list per chunk (no assembly): the line table."""
     acc = acc if acc is not None else Accounting()
-    parser: LineParser | None = None
-    for idx, text, stats in _chunks(inputs, progress):
-        if parser is None or parser.source != idx:
-            parser = LineParser(idx, acc, full=full)
-        if text is not None:
-            yield parser.feed(text)
-            continue
-        yield parser.close()
-        if stats is not None:  # always: iter_input yields at least once
-            apply_source_stats(acc, stats)
-            acc.sources.append(stats.name)
+    for _idx, events, size, _ended in parse_chunks(inputs, acc, full=full):
+        yield events
+        if progress is not None and size:
+            progress(size)

@@ -1,0 +1,118 @@
+"""The parse of regular-file inputs in a second process, ahead of the assembly in this one.
+
+Reading, cleaning and parsing (``stream.parse_chunks``) run in a child interpreter
+(``python -m cuzk_diag.ingest.parallel FILE...``); each chunk's events come back pickled
+through its stdout, whose small pipe buffer makes the child wait while this process is behind
+(memory stays that of a chunk or two). The events, and so the records, are the ones a
+single-process run makes: the child runs the same loop over the same chunks. Its accounting
+comes back at the end of each input and replaces the parse-side counts here (the assembly adds
+only its own ``unattributed`` counts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any, BinaryIO
+
+from cuzk_diag.errors import InputError
+from cuzk_diag.records import Accounting, Event
+
+#: What the assembly writes into the accounting; everything else is the parse's.
+ASSEMBLY_FIELDS = frozenset({"unattributed", "unattributed_examples"})
+_LEN = struct.Struct("<Q")
+
+
+def adopt_parse_counts(acc: Accounting, parsed: Accounting) -> None:
+    """Take every parse-side count of ``parsed`` into ``acc`` (``ASSEMBLY_FIELDS`` stay)."""
+    for f in dataclasses.fields(parsed):
+        if f.name not in ASSEMBLY_FIELDS:
+            setattr(acc, f.name, getattr(parsed, f.name))
+
+
+def can_parallel(inputs: Sequence[Any]) -> bool:
+    """Whether a child process can read the inputs itself: regular files given by path."""
+    from cuzk_diag.sources import Source
+
+    return all(
+        (isinstance(s, Source) and s.regular) or (isinstance(s, str) and os.path.isfile(s))
+        for s in inputs
+    )
+
+
+def _send(out: BinaryIO, msg: tuple[Any, ...]) -> None:
+    data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+    out.write(_LEN.pack(len(data)))
+    out.write(data)
+
+
+def _recv(inp: BinaryIO) -> tuple[Any, ...] | None:
+    head = inp.read(_LEN.size)
+    if len(head) < _LEN.size:
+        return None
+    (size,) = _LEN.unpack(head)
+    data = inp.read(size)
+    return pickle.loads(data) if len(data) == size else None
+
+
+def child_main(names: list[str]) -> int:
+    """The child: parse ``names`` and write the messages to stdout."""
+    from cuzk_diag.ingest.stream import parse_chunks
+
+    out = sys.stdout.buffer
+    acc = Accounting()
+    try:
+        for idx, events, size, ended in parse_chunks(names, acc, full=False):
+            _send(out, ("end" if ended else "events", idx, events, size, acc if ended else None))
+        _send(out, ("done", -1, [], 0, acc))
+    except Exception as exc:  # handed to the parent, which raises it
+        err = exc if isinstance(exc, InputError) else InputError(f"{type(exc).__name__}: {exc}")
+        _send(out, ("error", -1, [], 0, err))
+    out.flush()
+    return 0
+
+
+def parse_in_child(
+    names: Sequence[str],
+) -> Iterator[tuple[int, list[Event], int, Accounting | None]]:
+    """(input index, events, bytes read, the accounting at the end of an input or
+    None) for every chunk, as ``stream.parse_chunks`` yields them, parsed in a child process."""
+    import cuzk_diag
+
+    env = dict(os.environ)
+    # The child imports this very package, wherever it was imported from.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(cuzk_diag.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cuzk_diag.ingest.parallel", "--", *names],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None
+    try:
+        while True:
+            msg = _recv(proc.stdout)
+            if msg is None:
+                raise InputError(f"the parse process ended early (exit code {proc.wait()})")
+            kind, idx, events, size, extra = msg
+            if kind == "error":
+                raise extra
+            if kind == "done":
+                return
+            yield idx, events, size, extra
+    finally:
+        proc.stdout.close()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    raise SystemExit(child_main(args[1:] if args[:1] == ["--"] else args))

@@ -1,0 +1,186 @@
+"""The ingest loop: the parse in a second process (``--jobs``) gives what one process gives,
+and every reading command shows its progress on a terminal and nothing on a pipe."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from cuzk_diag.cli import cli, options
+from cuzk_diag.ingest import parallel
+from cuzk_diag.pipeline import DifferentRunsError, load_run
+
+ROOT = Path(__file__).resolve().parent.parent
+SIM = ROOT / "fixtures" / "sim"
+# Two GPUs with the beam at work, damaged and torn lines, an engine restart, bench output.
+LOGS = ["era-main.log", "damaged.log", "messy.log", "phase12-2gpu-gw2.log", "concurrent-curio.log"]
+
+
+def _same_run(a: object, b: object) -> None:
+    assert a.table.equals(b.table)  # type: ignore[attr-defined]
+    assert a.accounting.to_dict() == b.accounting.to_dict()  # type: ignore[attr-defined]
+    assert a.info.to_dict() == b.info.to_dict()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_parse_in_a_second_process_gives_the_same_run(name: str) -> None:
+    path = str(SIM / name)
+    one, two = load_run([path], jobs=1), load_run([path], jobs=2)
+    assert len(one.partitions) > 0
+    _same_run(one, two)
+
+
+def test_several_inputs_and_compressed_input_in_a_second_process(tmp_path: Path) -> None:
+    # A log cut in two rotated files, the second gzip-compressed: one run, read by the child.
+    text = (SIM / "era-main.log").read_bytes()
+    cut = text.index(b"\n", len(text) // 2) + 1
+    first, second = tmp_path / "daemon.log.1", tmp_path / "daemon.log.gz"
+    first.write_bytes(text[:cut])
+    second.write_bytes(gzip.compress(text[cut:]))
+    names = [str(first), str(second)]
+    one, two = load_run(names, jobs=1), load_run(names, jobs=2)
+    _same_run(one, two)
+    assert two.accounting.sources == names
+    assert two.accounting.lines_total == text.count(b"\n")
+
+
+def test_different_runs_are_refused_with_the_parse_in_a_second_process(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    shutil.copy(SIM / "era-main.log", a)
+    shutil.copy(SIM / "era-main.log", b)  # its own engine start: another run
+    with pytest.raises(DifferentRunsError):
+        load_run([str(a), str(b)], jobs=2)
+
+
+def test_a_damaged_compressed_input_is_counted_the_same_way_by_the_child(tmp_path: Path) -> None:
+    # Whole lines, then a gzip stream whose data is damaged (not merely cut short).
+    good = gzip.compress((SIM / "era-main.log").read_bytes())
+    bad = tmp_path / "bad.log.gz"
+    bad.write_bytes(good[: len(good) // 2] + bytes(b ^ 0x5A for b in good[len(good) // 2 :]))
+    one, two = load_run([str(bad)], jobs=1), load_run([str(bad)], jobs=2)
+    _same_run(one, two)
+    (why,) = two.accounting.truncated_inputs.values()
+    assert "compressed data is damaged" in why
+
+
+def test_stdin_and_pipes_stay_in_one_process() -> None:
+    assert parallel.can_parallel([str(SIM / "era-main.log")])
+    assert not parallel.can_parallel(["-"])
+    assert not parallel.can_parallel([str(SIM / "era-main.log"), "-"])
+
+
+def test_export_with_jobs_writes_the_same_file(tmp_path: Path) -> None:
+    log = str(SIM / "phase12-2gpu-gw2.log")
+    outs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"p{jobs}.parquet"
+        r = CliRunner().invoke(cli, ["export", log, "-o", str(out), "-q", "--jobs", jobs])
+        assert r.exit_code == 0, r.output
+        outs.append(pq.read_table(out))
+    assert outs[0].equals(outs[1])
+    assert outs[0].schema.metadata == outs[1].schema.metadata
+
+
+def test_auto_jobs_takes_a_second_process_only_for_large_files(tmp_path: Path) -> None:
+    small = str(SIM / "era-main.log")
+    assert options.resolve_jobs(0, [small]) == 1
+    assert options.resolve_jobs(3, [small]) == 3
+    big = tmp_path / "big.log"
+    with open(big, "wb") as fh:
+        fh.truncate(options.PROGRESS_MIN_BYTES)
+    expected = 2 if len(options.os.sched_getaffinity(0)) > 1 else 1
+    assert options.resolve_jobs(0, [str(big)]) == expected
+    assert options.resolve_jobs(0, ["-"]) == 1
+    gz = tmp_path / "big.log.gz"
+    gz.write_bytes(gzip.compress(b"x\n"))
+    assert options.resolve_jobs(0, [str(gz)]) == 1
+
+
+# -- progress -----------------------------------------------------------------------------------
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def tty_stderr(monkeypatch: pytest.MonkeyPatch) -> _Tty:
+    err = _Tty()
+    monkeypatch.setattr(options, "progress_stream", lambda: err)
+    monkeypatch.setattr(options, "PROGRESS_MIN_BYTES", 0)
+    return err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["analyze", "{log}", "--format", "json"],
+        ["export", "{log}", "-o", "{out}"],
+        ["export", "--lines", "{log}", "-o", "{out}"],
+        ["check", "{log}"],
+        ["compare", "{log}", "{log}"],
+    ],
+    ids=["analyze", "export", "export-lines", "check", "compare"],
+)
+def test_every_reading_command_shows_progress_on_a_terminal(
+    argv: list[str], tty_stderr: _Tty, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[tuple[int | None, int]] = []
+
+    from contextlib import contextmanager
+
+    from cuzk_diag.report import console
+
+    @contextmanager
+    def bar(stream, total, description="reading"):  # type: ignore[no-untyped-def]
+        assert stream is tty_stderr
+        done = [0]
+
+        def advance(n: int) -> None:
+            done[0] += n
+
+        yield advance
+        seen.append((total, done[0]))
+
+    monkeypatch.setattr(console, "progress_bar", bar)
+    log = SIM / "era-main.log"
+    args = [a.format(log=log, out=tmp_path / "out.parquet") for a in argv]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code in (0, 1), r.output
+    size = log.stat().st_size
+    assert seen and all(total == size for total, _ in seen)
+    # Every byte of the log was reported.
+    assert all(done == size for _, done in seen)
+    before = len(seen)
+    r = CliRunner().invoke(cli, [*args, "--quiet"])
+    assert r.exit_code in (0, 1), r.output
+    assert len(seen) == before
+
+
+def test_no_progress_on_a_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(options.sys, "stderr", io.StringIO())
+    monkeypatch.setattr(options, "PROGRESS_MIN_BYTES", 0)
+    assert options.progress_stream() is None
+    with options.input_progress([str(SIM / "era-main.log")]) as progress:
+        assert progress is None
+
+
+def test_progress_of_input_of_unknown_size_counts_bytes_so_far(
+    tty_stderr: _Tty, tmp_path: Path
+) -> None:
+    gz = tmp_path / "d.log.gz"
+    gz.write_bytes(gzip.compress((SIM / "era-main.log").read_bytes()))
+    with options.input_progress([str(gz)]) as progress:
+        assert progress is not None  # a bar without a total: bytes read so far
+        progress(10)
+    with options.input_progress(["-"]) as progress:
+        assert progress is not None
+    with options.input_progress([str(gz)], quiet=True) as progress:
+        assert progress is None

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
 
 from cuzk_diag.errors import InputError
-from cuzk_diag.records import Accounting, Event
+from cuzk_diag.records import Accounting, Event, Family
 
 #: What the assembly writes into the accounting; everything else is the parse's.
 ASSEMBLY_FIELDS = frozenset({"unattributed", "unattributed_examples"})
@@ -43,6 +43,36 @@ def can_parallel(inputs: Sequence[Any]) -> bool:
         (isinstance(s, Source) and s.regular) or (isinstance(s, str) and os.path.isfile(s))
         for s in inputs
     )
+
+
+_FAMILIES = list(Family)
+_FAMILY_CODE = {f: i for i, f in enumerate(_FAMILIES)}
+_new = tuple.__new__
+
+
+def encode_events(events: list[Event]) -> tuple[Any, ...]:
+    """Events as a few parallel lists: about half the cost of pickling each ``Event``."""
+    code = _FAMILY_CODE
+    return (
+        [e[0] for e in events],
+        [e[1] for e in events],
+        bytes([code[e[2]] for e in events]),
+        [e[3] for e in events],
+        [e[4] for e in events],
+        [i for i, e in enumerate(events) if e[5]],
+    )
+
+
+def decode_events(cols: tuple[Any, ...]) -> list[Event]:
+    lines, sources, families, kinds, fields, malformed = cols
+    fam = _FAMILIES
+    out = [
+        _new(Event, (ln, src, fam[f], k, d, False))
+        for ln, src, f, k, d in zip(lines, sources, families, kinds, fields, strict=True)
+    ]
+    for i in malformed:
+        out[i] = out[i]._replace(malformed=True)
+    return out
 
 
 def _send(out: BinaryIO, msg: tuple[Any, ...]) -> None:
@@ -68,11 +98,12 @@ def child_main(names: list[str]) -> int:
     acc = Accounting()
     try:
         for idx, events, size, ended in parse_chunks(names, acc, full=False):
-            _send(out, ("end" if ended else "events", idx, events, size, acc if ended else None))
-        _send(out, ("done", -1, [], 0, acc))
+            kind = "end" if ended else "events"
+            _send(out, (kind, idx, encode_events(events), size, acc if ended else None))
+        _send(out, ("done", -1, None, 0, acc))
     except Exception as exc:  # handed to the parent, which raises it
         err = exc if isinstance(exc, InputError) else InputError(f"{type(exc).__name__}: {exc}")
-        _send(out, ("error", -1, [], 0, err))
+        _send(out, ("error", -1, None, 0, err))
     out.flush()
     return 0
 
@@ -105,7 +136,7 @@ def parse_in_child(
                 raise extra
             if kind == "done":
                 return
-            yield idx, events, size, extra
+            yield idx, decode_events(events), size, extra
     finally:
         proc.stdout.close()
         if proc.poll() is None:

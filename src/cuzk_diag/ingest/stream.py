@@ -13,10 +13,11 @@ from typing import Any
 
 from cuzk_diag.ingest.assemble import Assembler
 from cuzk_diag.ingest.parse import LineParser, apply_source_stats
-from cuzk_diag.records import Accounting, Event, RunInfo
+from cuzk_diag.records import Accounting, Event, Family, RunInfo
 from cuzk_diag.sources import Source, SourceStats, iter_input
 
 Progress = Callable[[int], None]
+_GUARDED = frozenset({Family.TIMELINE, Family.TRACING})
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Ingest:
         self.asm = Assembler(acc, info)
         self.guard = RunGuard(names, acc) if guard else None
         self.parser: LineParser | None = None
+        self._source = -1  # input of the last event the guard saw
 
     def begin(self, index: int) -> None:
         self.parser = LineParser(index, self.acc, full=False)
@@ -77,15 +79,19 @@ class Ingest:
         guard = self.guard.feed if self.guard is not None else None
         feed = asm.feed
         out: list[Any] = []
+        source = self._source
         for ev in events:
-            if guard is not None:
+            # The guard reads TIMELINE and tracing lines, and sees where each input starts.
+            if guard is not None and (ev.family in _GUARDED or ev.source != source):
                 guard(ev)
+                source = ev.source
             segment = asm.segment
             recs = feed(ev)
             if recs:
                 out.extend(recs)
             if asm.segment != segment:
                 out.append(SegmentEnd(asm.segment))
+        self._source = source
         return out
 
 

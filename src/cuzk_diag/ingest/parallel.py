@@ -18,7 +18,7 @@ import struct
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 from cuzk_diag.errors import InputError
 from cuzk_diag.records import Accounting, Event, Family
@@ -75,13 +75,13 @@ def decode_events(cols: tuple[Any, ...]) -> list[Event]:
     return out
 
 
-def _send(out: BinaryIO, msg: tuple[Any, ...]) -> None:
+def _send(out: IO[bytes], msg: tuple[Any, ...]) -> None:
     data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
     out.write(_LEN.pack(len(data)))
     out.write(data)
 
 
-def _recv(inp: BinaryIO) -> tuple[Any, ...] | None:
+def _recv(inp: IO[bytes]) -> tuple[Any, ...] | None:
     head = inp.read(_LEN.size)
     if len(head) < _LEN.size:
         return None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from cuzk_diag.ingest.assemble.blocks import (
     _DROP,
@@ -16,16 +15,14 @@ from cuzk_diag.ingest.assemble.calls import (
     _int0,
     _t0,
 )
+from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
     Attribution,
     Event,
 )
 
-if TYPE_CHECKING:
-    pass
 
-
-class CpuSide:
+class CpuSide(State):
     """Part of ``Assembler`` (see the package text)."""
 
     def _cpu_line(self, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cuzk_diag.ingest.assemble.blocks import (
     _CPU_EVERY,
@@ -14,16 +14,14 @@ from cuzk_diag.ingest.assemble.blocks import (
 from cuzk_diag.ingest.assemble.calls import (
     Call,
 )
+from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
     Attribution,
     Value,
 )
 
-if TYPE_CHECKING:
-    pass
 
-
-class Emission:
+class Emission(State):
     """Part of ``Assembler`` (see the package text)."""
 
     def _maybe_emit(self, call: Call) -> None:

@@ -3,7 +3,7 @@ several GPUs are open at once, and when each GPU was free."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cuzk_diag.ingest.assemble.blocks import (
     _ANON_MISS,
@@ -17,16 +17,14 @@ from cuzk_diag.ingest.assemble.calls import (
     Call,
     _int0,
 )
+from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
     Event,
     Family,
 )
 
-if TYPE_CHECKING:
-    pass
 
-
-class GpuRegion:
+class GpuRegion(State):
     """Part of ``Assembler`` (see the package text)."""
 
     def _cpp(self, ev: Event, lo: float | None, hi: float | None) -> None:

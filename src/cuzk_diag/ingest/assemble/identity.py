@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from cuzk_diag.ingest.assemble.blocks import (
     _ANON_MISS,
@@ -14,16 +13,14 @@ from cuzk_diag.ingest.assemble.blocks import (
 from cuzk_diag.ingest.assemble.calls import (
     Call,
 )
+from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
     Event,
     Value,
 )
 
-if TYPE_CHECKING:
-    pass
 
-
-class Identity:
+class Identity(State):
     """Part of ``Assembler`` (see the package text)."""
 
     def _bind_by_lock_time(self, blk: Block) -> None:

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from cuzk_diag.ingest.assemble.calls import (
     Call,
     _ts_ms,
 )
+from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
     Event,
     Value,
 )
 
-if TYPE_CHECKING:
-    pass
 
-
-class EngineEvents:
+class EngineEvents(State):
     """Part of ``Assembler`` (see the package text)."""
 
     def _timeline(self, ev: Event) -> None:

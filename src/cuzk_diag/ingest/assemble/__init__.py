@@ -160,7 +160,9 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
             self._close_block(blk)
         while self.pending_t9:
             self._note_unattributed(self.pending_t9.popleft())
-        for call in list(self.calls):
+        # Calls formed from C++ lines alone first: a GPU region among them goes to a TIMELINE
+        # call still without one (``_emit``) before that call is emitted regionless.
+        for call in sorted(self.calls, key=lambda c: c.job_id is not None):
             self._emit(call)
         for blk in list(self.closed_blocks):
             if blk.call is None:

@@ -79,18 +79,32 @@ class CpuSide(State):
                     + v
                 )
         else:  # async_dealloc: after the call's epilogue/finalize
+            # A call whose GPU_END printed has finished its region, whichever block the GPU
+            # lines were bound to (with two GPUs a block can sit on the other GPU's call).
             cands = [
                 c
                 for c in self.calls
                 if kind not in c.kinds
-                and c.block is not None
-                and c.block.closed
+                and (
+                    (c.block is not None and c.block.closed)
+                    or isinstance((c.tl or {}).get("end_ms"), int)
+                )
                 and ("epilogue" in c.kinds or "pre_destructor_ms" not in c.fields)
             ]
             v = f.get("async_dealloc_ms")
             pred = None
             if isinstance(v, int):
                 pred = lambda c: _call_done(c) + v  # noqa: E731
+                if hi is not None and v > TOL_MS + self.CPU_MARGIN:
+                    # The dealloc thread is spawned just before the call returns and its
+                    # GPU_END prints, and T8 prints v ms after that spawn at the earliest: a call
+                    # whose GPU_END is still to come (at or after ``hi``) cannot own a T8 this
+                    # long.
+                    cands = [
+                        c
+                        for c in cands
+                        if c.job_id is None or isinstance((c.tl or {}).get("end_ms"), int)
+                    ]
             # In Phases 4-11 the dealloc thread is spawned after T7.
             with_t7 = [c for c in cands if "epilogue" in c.kinds]
             if self.era.era in ("phase4-8", "phase9-11") and with_t7:

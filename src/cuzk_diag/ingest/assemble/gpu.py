@@ -262,6 +262,26 @@ class GpuRegion(State):
             self._bind_by_lock_time(blk)
             if blk.call is not None and not blk.confirmed and self._other_gpu_fits(blk):
                 blk.doubt = True
+            call = blk.call
+            if call is not None and call.gpu is not None and call.start is not None:
+                # No T7 to confirm it later: a block whose lock came when the GPU's previous
+                # region (as bound) released it, not when its call arrived, was checked
+                # against that region's call; when that call is a guess, so is this one.
+                prev = [
+                    b
+                    for b in self.recent_blocks
+                    if b.call is not None and b.call.gpu == call.gpu and b.lock_hi < blk.lock_lo
+                ]
+                p = max(prev, key=lambda b: b.lock_lo) if prev else None
+                ready = call.start + _int0(call.fields.get("setup_to_split_ms")) + 1
+                if (
+                    p is not None
+                    and p.doubt
+                    and self.era.era not in ("unknown", "phase4-8", "phase9-11")
+                    and self._gpu_free_at(call.gpu, blk.lock_hi + TOL_MS, blk)[1]
+                    > ready - self.CONTEST_MARGIN
+                ):
+                    blk.doubt = True
         call = blk.call
         if (
             self.pending_t9

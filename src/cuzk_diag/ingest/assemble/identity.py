@@ -42,12 +42,17 @@ class Identity(State):
             if other is not None and other.confirmed:
                 continue
             gain = cur_miss - self._lock_miss(blk, c)
-            if other is not None and other.closed and other.lock_hi < 1e17:
-                # Swap: the other block would move to this block's call.
+            if (
+                other is not None
+                and other.lock_hi < 1e17
+                and (other.closed or other.lock_lo > -1e17)
+            ):
+                # Swap: the other block would move to this block's call (an open block too,
+                # once its lines have placed its lock on the clock).
                 back = self._lock_miss(other, cur) if cur is not None else _ANON_MISS
                 gain += self._lock_miss(other, c) - back
             elif other is not None:
-                continue  # its block is still open: it cannot also hold this lock
+                continue  # its open block has no lock time yet: it cannot also hold this lock
             if gain > 50 and (best is None or gain > best[0]):
                 best = (gain, c.seq, c)
         if best is not None:

@@ -69,6 +69,19 @@ def stage_split(path: str) -> list[tuple[str, float, str]]:
         return n, chars
 
     t_read, (n_chunks, n_chars) = _timed(read)
+
+    # The bulk classification alone (Arrow kernels over whole chunks, ingest/parse/classify).
+    def classify_only() -> int:
+        from cuzk_diag.ingest.parse.classify import classify, split_lines
+        from cuzk_diag.sources import MAX_LINE
+
+        picked = 0
+        for _stats, chunk in iter_input(path):
+            arr, _ = split_lines(chunk, MAX_LINE)
+            picked += len(classify(arr, full=False, damaged=False).index)
+        return picked
+
+    t_classify, n_picked = _timed(classify_only)
     t_parse_all, events = _timed(lambda: list(iter_events([path], Accounting(), full=False)))
 
     # The assembler on its own, fed with the events parsed above (as the pipeline feeds it).
@@ -93,6 +106,7 @@ def stage_split(path: str) -> list[tuple[str, float, str]]:
     t_total, _run = _timed(lambda: pipeline.load_run([path]))
     del _run
     staged = t_read + (t_parse_all - t_read) + t_asm + t_frame
+    t_lines = t_parse_all - t_classify
     return [
         (
             "reading + cleaning (sources.iter_input)",
@@ -100,8 +114,13 @@ def stage_split(path: str) -> list[tuple[str, float, str]]:
             f"{n_chunks} chunks, {n_chars / MB:.1f} M chars",
         ),
         (
-            "line parsing (iter_events(full=False) minus reading)",
-            t_parse_all - t_read,
+            "bulk classification (split, count, select; Arrow kernels)",
+            t_classify - t_read,
+            f"{n_picked} lines selected",
+        ),
+        (
+            "per-line parsing of the selected lines (Python)",
+            t_lines,
             f"{n_events} events",
         ),
         ("assembly (Assembler.feed + finish)", t_asm, f"{n_records} records"),

@@ -125,7 +125,7 @@ jobs_option = click.option(
     show_default=True,
     help="Processes that read the logs. 1: parse and assemble in this process; 2 or more: "
     "parse regular files in a second process, ahead of the assembly (the same records). "
-    "0: 2 on a machine with several cores for logs of 32 MB or more, else 1.",
+    "0: 2 for logs of 32 MB or more when a core is idle, else 1.",
 )
 
 quiet_progress_option = click.option(
@@ -160,13 +160,20 @@ def _plain_sizes(logs: Sequence[str]) -> int | None:
 
 
 def resolve_jobs(jobs: int, logs: Sequence[str]) -> int:
-    """The ``--jobs`` to use: ``0`` (auto) is 2 for large regular files on a multi-core
-    machine, else 1."""
+    """The ``--jobs`` to use: ``0`` (auto) is 2 for large regular files when a core is idle
+    (the load average of the last minute at most the cores less one, as ``make -l`` judges
+    it), else 1: the second process pays only on a core of its own."""
     if jobs:
         return jobs
     size = _plain_sizes(logs)
+    if size is None or size < PROGRESS_MIN_BYTES:
+        return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return 2 if (cores or 1) > 1 and size is not None and size >= PROGRESS_MIN_BYTES else 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = 0.0
+    return 2 if (cores or 1) > 1 and load <= (cores or 1) - 1 else 1
 
 
 def progress_stream() -> TextIO | None:

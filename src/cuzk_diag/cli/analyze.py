@@ -97,6 +97,14 @@ PROGRESS_MIN_BYTES = 64 << 20
     help="Live mode: partition records kept for the final report (under 1 KB each); "
     "beyond N the final report covers the last N.",
 )
+@click.option(
+    "--estimates/--no-estimates",
+    default=True,
+    show_default=True,
+    help="Findings whose advice is a configuration change (workers per GPU, pre-staging, "
+    "concurrent proofs) carry what the daemon model predicts for it, as `cuzk-diag whatif` "
+    "would (a few seconds whatever the log's size; not in live mode). See docs/whatif.md.",
+)
 @click.pass_context
 def analyze_cmd(
     ctx: click.Context,
@@ -112,6 +120,7 @@ def analyze_cmd(
     live: bool | None,
     window: int,
     max_records: int,
+    estimates: bool,
 ) -> None:
     """Diagnose a cuzk daemon log: run facts, findings with their numbers and advice, stage
     statistics and a waterfall of a typical partition.
@@ -171,18 +180,23 @@ def analyze_cmd(
             max_records=max_records,
         )
     else:
-        result = _run_batch(inputs, config, fmt, color, output)
+        result = _run_batch(inputs, config, fmt, color, output, estimates)
     _exit_code(ctx, config, result, signum)
 
 
 def _run_batch(
-    logs: list[str], config: Config, fmt: str, color: str, output: str | None
+    logs: list[str],
+    config: Config,
+    fmt: str,
+    color: str,
+    output: str | None,
+    estimates: bool = False,
 ) -> Analysis:
     from cuzk_diag.analysis import analyze
 
     try:
         with _progress(tuple(logs)) as progress:
-            result = analyze(list(logs), config, progress=progress)
+            result = analyze(list(logs), config, progress=progress, estimates=estimates)
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
     _write_report(result, fmt, color, output)

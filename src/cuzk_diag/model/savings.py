@@ -121,7 +121,7 @@ def estimate_findings(
             max_calls=MAX_CALLS,
             max_samples=MAX_SAMPLES,
         )
-    except InputError:
+    except (InputError, ValueError):  # a run the model cannot take: no estimates
         return list(findings)
     out = list(findings)
     for (_, idx), sc in zip(wanted.values(), res.scenarios, strict=True):

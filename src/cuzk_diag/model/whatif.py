@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cuzk_diag.errors import InputError
+from cuzk_diag.facts import RunFacts
 from cuzk_diag.model.replay import (
     KNOBS,
     PRESTAGED_NTT_MS,
@@ -369,7 +370,7 @@ def whatif(
     seeds: int = DEFAULT_SEEDS,
     scenarios: Sequence[Scenario] | None = None,
     *,
-    facts: Any = None,
+    facts: RunFacts | None = None,
     max_calls: int | None = None,
     max_samples: int | None = None,
 ) -> WhatIfResult:

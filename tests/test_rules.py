@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from functools import cache
 
 import pytest
 
 from _runs import (
     ALL_RUNS,
-    MAIN,
     FakeRun,
-    Timings,
     accounting_for,
     make_run,
     rows_of,
-    simulate,
+    sim_run,
 )
 from cuzk_diag.analysis import Analysis, analyze_run
 from cuzk_diag.config import Config, from_table, load_config
@@ -91,7 +88,8 @@ def test_incident_reads_right() -> None:
 def test_prestage_fallback_partial_is_warning() -> None:
     f = must(analysis("mixed_prestage"), "prestage-fallback")
     assert f.severity is Severity.WARNING
-    assert f.evidence["affected"] == 20 and f.evidence["total"] == 60
+    assert f.evidence["affected"] == 21 and f.evidence["total"] == 60
+    assert f.evidence["by_kind"]["skip_vram"] == 21 and f.evidence["prestaged"] == 39
     assert f.evidence["required_free_mib"] == 12288 + 512
     assert f.evidence["free_mib_median"] < f.evidence["required_free_mib"]
     assert f.lines
@@ -118,24 +116,26 @@ def test_prestage_fallback_counts_host_register_and_silent() -> None:
 
 
 def test_unpinned_host_memory() -> None:
+    run = ALL_RUNS["unpinned"]()
     f = must(analysis("unpinned"), "unpinned-host-memory")
     assert f.severity is Severity.WARNING
-    assert f.evidence["pinned_fallback"] == 20 and f.evidence["slow_ntt_kernels"] == 20
+    # every pool miss is one warning line and one call with seconds of pageable copies
+    assert run.info.warnings["pinned_fallback"] == 21
+    assert f.evidence["pinned_fallback"] == 21 and f.evidence["slow_ntt_kernels"] == 21
     assert f.evidence["ntt_kernels_ms_median"] > 2000
-    assert 1201 in f.lines
+    assert run.info.warning_lines["pinned_fallback"][0] in f.lines
     assert found(analysis("healthy"), "unpinned-host-memory") is None
 
 
 def test_unpinned_host_memory_few_is_info() -> None:
-    run = simulate(
+    run = sim_run(
         era="main",
-        n_jobs=4,
         gw=2,
+        proofs=4,
         concurrency=4,
         pw=12,
-        synth_ms=10000,
-        timings=MAIN,
-        unpinned_every=40,
+        durations={"synth": 10000.0},
+        pinned_fail_rate=0.025,
         seed=9,
     )
     f = must(analyze_run(run), "unpinned-host-memory")
@@ -153,14 +153,13 @@ def test_async_dealloc_backlog() -> None:
 
 
 def test_async_dealloc_slow_but_keeping_up_is_info() -> None:
-    run = simulate(
+    run = sim_run(
         era="main",
-        n_jobs=3,
         gw=2,
+        proofs=3,
         concurrency=3,
         pw=2,
-        synth_ms=10000,
-        timings=replace(MAIN, dealloc=1700),
+        durations={"synth": 10000.0, "async_dealloc": 1700.0},
         seed=12,
     )
     f = must(analyze_run(run), "async-dealloc-backlog")
@@ -282,15 +281,13 @@ def test_cpu_critical_path_on_idle_gpu_is_info() -> None:
 
 
 def test_cpu_critical_path_floor_with_one_worker() -> None:
-    run = simulate(
+    run = sim_run(
         era="phase9-11",
-        n_jobs=4,
         gw=1,
+        proofs=4,
         concurrency=4,
         pw=10,
-        synth_ms=18000,
-        timings=Timings(prep=700, b_g2=1500),
-        prestage="ok",
+        durations={"synth": 18000.0, "prep_msm": 700.0, "b_g2": 1500.0},
         seed=20,
     )
     f = must(analyze_run(run), "cpu-critical-path")
@@ -347,7 +344,7 @@ def test_benchmark_shape_sequential_is_info() -> None:
 
 
 def test_benchmark_shape_single_proof_one_worker_is_info() -> None:
-    run = simulate(era="main", n_jobs=1, gw=1, pw=10, synth_ms=10000, timings=MAIN, seed=21)
+    run = sim_run(era="main", gw=1, proofs=1, pw=10, durations={"synth": 10000.0}, seed=21)
     f = must(analyze_run(run), "benchmark-shape")
     assert f.severity is Severity.INFO
     assert f.evidence["kind"] == ["single_proof", "few_partitions"]
@@ -361,11 +358,16 @@ def test_benchmark_shape_silent_for_concurrent_proofs() -> None:
 
 
 def test_proving_failures() -> None:
+    run = ALL_RUNS["failed"]()
+    (oom,) = [x for x in run.info.failures if "out of memory" in (x["error"] or "")]
     f = must(analysis("failed"), "proving-failures")
     assert f.severity is Severity.ERROR
     assert f.evidence["failed_partitions"] == 1 and f.evidence["failed_proofs"] == 1
-    assert f.evidence["bench_failed"] == 1 and f.evidence["by_kind"] == {"oom": 1}
-    assert 4242 in f.lines and "out of memory" in f.message
+    # the failed proof's partitions still queued are skipped, one INFO line each
+    assert f.evidence["bench_failed"] == 1
+    assert f.evidence["by_kind"] == {"oom": 1, "skip_failed_job": 7}
+    assert oom["line"] in f.lines
+    assert "First: partition GPU proving failed: CUDA error: out of memory" in f.message
     assert "lower the concurrency" in f.advice
     assert found(analysis("healthy"), "proving-failures") is None
 

@@ -107,9 +107,17 @@ def jsonable(value: Any) -> Any:
 
 
 def analyze_run(
-    run: RunLike, config: Config | str | Path | None = None, *, inputs: Sequence[str] = ()
+    run: RunLike,
+    config: Config | str | Path | None = None,
+    *,
+    inputs: Sequence[str] = (),
+    estimates: bool = False,
 ) -> Analysis:
-    """Facts, stages and findings of an already loaded run."""
+    """Facts, stages and findings of an already loaded run.
+
+    ``estimates``: findings whose advice is a configuration the daemon model can replay carry
+    its prediction (``Finding.estimate``, :mod:`cuzk_diag.model.savings`; a few seconds at most,
+    whatever the log's size)."""
     cfg = _config(config)
     df = run.partitions
     facts = compute_facts(df, run.info)
@@ -117,6 +125,10 @@ def analyze_run(
     ctx = RuleContext(df, facts, run.info, run.accounting, stages)
     findings = run_rules(ctx, cfg)
     sources = list(inputs) or list(run.accounting.sources)
+    if estimates:
+        from cuzk_diag.model.savings import estimate_findings
+
+        findings = estimate_findings(run, facts, findings, sources)
     return Analysis(df, facts, stages, findings, run.accounting, run.info, sources, cfg)
 
 
@@ -126,18 +138,19 @@ def analyze(
     *,
     progress: Callable[..., Any] | None = None,
     jobs: int = 1,
+    estimates: bool = False,
 ) -> Analysis:
     """Parse ``inputs`` (paths, ``-`` for stdin) and diagnose the run (``jobs`` > 1: parse
     regular files in a second process, with the same result).
 
     ``config`` is a ``Config``, a TOML path, or None for the built-in defaults (the CLI, not
-    the library, looks for a ``pyproject.toml``).
+    the library, looks for a ``pyproject.toml``). ``estimates`` as in :func:`analyze_run`.
     """
     from cuzk_diag.pipeline import load_run  # imported late: parsing is a layer below
 
     paths = _paths(inputs)
     run = load_run(paths, progress=progress, jobs=jobs)
-    return analyze_run(run, config, inputs=paths)
+    return analyze_run(run, config, inputs=paths, estimates=estimates)
 
 
 def load(path_or_paths: str | Path | Sequence[str | Path]) -> pd.DataFrame:

@@ -143,6 +143,10 @@ PRESTAGE_CHECK_MS = 3.0
 #: V4-V8 ``cudaHostRegister`` of a/b/c before the lock request (about 5 ms).
 ENTRY_MS = 1.0
 HOST_REGISTER_MS = 5.0
+#: ``mutex_held_ms`` is a ``duration_cast`` floor: the hold is on average half a ms longer.
+#: The clock estimate chains holds through a busy queue, where the truncation adds up (60
+#: queued calls at gw=4 would drift 30 ms early without it).
+HELD_TRUNCATION_MS = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +225,8 @@ def estimate_lock_wait(df: pd.DataFrame) -> LockWait:
 def _holds(df: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """(estimate, low bound) of each call's lock hold in ms, NaN where the call logged none.
 
-    ``mutex_held_ms`` where logged (−1 ms of truncation for the bound); otherwise
+    ``mutex_held_ms`` where logged (+``HELD_TRUNCATION_MS``, −1 ms of truncation for the
+    bound); otherwise
     ``gpu_total_ms`` plus the work inside the lock around the GPU threads: their spawn and join
     and the ``msm_t`` destructors (``HOLD_OVERHEAD_MS``) and, on V4-V8, the pre-staging
     (``total_ps_ms`` where logged, else ``PRESTAGE_OK_MS`` after ``prestage_setup=ok`` and
@@ -240,7 +245,7 @@ def _holds(df: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     est = g + HOLD_OVERHEAD_MS + ps_logged.fillna(ps_model)
     low = g + ps_logged.fillna(0)
     held = num(df, "mutex_held_ms")
-    return held.fillna(est), (held - 1).fillna(low)
+    return (held + HELD_TRUNCATION_MS).fillna(est), (held - 1).fillna(low)
 
 
 def clock_lock_wait(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:

@@ -82,9 +82,12 @@ class Finding:
     #: First log line of every call the finding applies to (not in the report; the trace
     #: marks these calls).
     calls: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    #: What the configuration the advice points to would give, predicted by the daemon model
+    #: (``cuzk_diag.model.savings``); None when not estimated.
+    estimate: dict[str, Any] | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "code": self.code,
             "name": self.name,
             "severity": str(self.severity),
@@ -94,6 +97,9 @@ class Finding:
             "lines": list(self.lines),
             "advice": self.advice,
         }
+        if self.estimate is not None:
+            d["estimate"] = self.estimate
+        return d
 
 
 @dataclass(slots=True)

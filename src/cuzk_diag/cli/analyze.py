@@ -97,6 +97,14 @@ if TYPE_CHECKING:
 )
 @jobs_option
 @quiet_progress_option
+@click.option(
+    "--estimates/--no-estimates",
+    default=True,
+    show_default=True,
+    help="Findings whose advice is a configuration change (workers per GPU, pre-staging, "
+    "concurrent proofs) carry what the daemon model predicts for it, as `cuzk-diag whatif` "
+    "would (a few seconds whatever the log's size; not in live mode). See docs/whatif.md.",
+)
 @click.pass_context
 def analyze_cmd(
     ctx: click.Context,
@@ -114,6 +122,7 @@ def analyze_cmd(
     max_records: int,
     jobs: int,
     quiet: bool,
+    estimates: bool,
 ) -> None:
     """Diagnose a cuzk daemon log: run facts, findings with their numbers and advice, stage
     statistics and a waterfall of a typical partition.
@@ -173,7 +182,9 @@ def analyze_cmd(
             max_records=max_records,
         )
     else:
-        result = _run_batch(inputs, config, fmt, color, output, jobs=jobs, quiet=quiet)
+        result = _run_batch(
+            inputs, config, fmt, color, output, jobs=jobs, quiet=quiet, estimates=estimates
+        )
     _exit_code(ctx, config, result, signum)
 
 
@@ -186,12 +197,19 @@ def _run_batch(
     *,
     jobs: int = 0,
     quiet: bool = False,
+    estimates: bool = False,
 ) -> Analysis:
     from cuzk_diag.analysis import analyze
 
     try:
         with input_progress(logs, quiet) as progress:
-            result = analyze(list(logs), config, progress=progress, jobs=resolve_jobs(jobs, logs))
+            result = analyze(
+                list(logs),
+                config,
+                progress=progress,
+                jobs=resolve_jobs(jobs, logs),
+                estimates=estimates,
+            )
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
     _write_report(result, fmt, color, output)

@@ -7,4 +7,6 @@
   call), the model run under other knobs, and the figures compared (``metrics``).
 - :mod:`cuzk_diag.model.whatif`: ``cuzk-diag whatif``: scenarios, the self-check against the
   measured configuration, predictions with intervals (docs/whatif.md).
+- :mod:`cuzk_diag.model.savings`: the estimates findings carry in ``analyze``: ``whatif`` on the
+  configuration a finding's advice points to, at a bounded cost.
 """

@@ -156,6 +156,10 @@ class SimConfig:
     force_skip_vram: bool = False  # V4-V8: every pre-stage VRAM check fails (the incident)
     vram_mib: int = 16303  # total VRAM of each GPU (RTX 5070 Ti)
     failures: int = 0  # number of proofs with one partition whose GPU prove fails
+    failure_error: str = (  # the error such a failed prove reports
+        'GPU prove failed: RustError { code: 700, message: "an illegal memory access was '
+        'encountered" }'
+    )
     self_check_failures: int = 0  # proofs whose assembled proof fails the self-check (V9+)
     bench_output: bool = True  # append the cuzk-bench batch output
     id_style: str = "uuid"  # uuid (cuzk-bench) | curio (porep-<miner>-<sector> ...)
@@ -2070,10 +2074,7 @@ class _Sim:
                 tr["finish_ms"] = call.finish_ms
         t_proc = t + 0.05
         if call.fail:
-            err = (
-                'GPU prove failed: RustError { code: 700, message: "an illegal memory '
-                'access was encountered" }'
-            )
+            err = self.cfg.failure_error
             if u.p is not None:
                 self._tr(
                     t_proc,

@@ -31,6 +31,7 @@ import pandas as pd
 
 from cuzk_diag.errors import InputError
 from cuzk_diag.facts import (
+    RunFacts,
     barrier_estimate,
     compute_facts,
     estimate_lock_wait,
@@ -137,11 +138,12 @@ def _q(s: pd.Series, q: float) -> float | None:
     return float(s.quantile(q)) if len(s) else None
 
 
-def metrics(df: pd.DataFrame, info: RunInfo) -> dict[str, Any]:
+def metrics(df: pd.DataFrame, info: RunInfo, facts: RunFacts | None = None) -> dict[str, Any]:
     """The figures ``whatif`` compares: throughput, call latency (median, p95), mean lock wait
     per call, GPU utilisation in three views (TIMELINE intervals, lock held, kernels), and each
-    stage's floor on s/proof (the largest is the bottleneck)."""
-    facts = compute_facts(df, info)
+    stage's floor on s/proof (the largest is the bottleneck). ``facts``: the run's facts when
+    already computed."""
+    facts = facts if facts is not None else compute_facts(df, info)
     ok = df[text(df, "status") == "ok"] if len(df) else df
     calls, call_field = call_time(ok)
     lock = estimate_lock_wait(ok)
@@ -250,15 +252,20 @@ def _lead_in_ms(df: pd.DataFrame, info: RunInfo) -> float | None:
     return max(0.0, float(first) - bench_start - _C1_PARSE_MS)
 
 
-def _prestage_outcome(row: pd.Series) -> str | None:
-    ps = row.get("prestage_setup")
-    if isinstance(ps, str) and ps:
-        return ps
-    if isinstance(row.get("host_register"), str) and row.get("host_register") == "fallback":
-        return "skip_vram"  # no pre-staging was tried: the NTT inputs go up in the lock
-    if pd.notna(row.get("free_mib")):
-        return "silent"  # VRAM checked, no outcome line: the allocation failed quietly
-    return None
+def _prestage_outcomes(df: pd.DataFrame) -> np.ndarray:
+    """Per call, its pre-staging outcome (object array; None where the call has none): the
+    logged ``prestage_setup``; ``skip_vram`` after a failed host registration (no pre-staging
+    was tried: the NTT inputs go up in the lock); ``silent`` when the VRAM was checked but no
+    outcome line followed (the allocation failed quietly)."""
+    out = np.full(len(df), None, dtype=object)
+    ps = text(df, "prestage_setup")
+    logged = (ps.notna() & (ps != "")).to_numpy()
+    registered = (text(df, "host_register") == "fallback").fillna(False).to_numpy(dtype=bool)
+    checked = num(df, "free_mib").notna().to_numpy()
+    out[checked] = "silent"
+    out[registered] = "skip_vram"
+    out[logged] = ps.to_numpy(dtype=object)[logged]
+    return out
 
 
 def _streams(run: Any) -> str:
@@ -270,8 +277,12 @@ def _streams(run: Any) -> str:
     return "stderr" if fam.get("timeline", 0) else "cpp"
 
 
-def measure(run: Any) -> Measured:
-    """The configuration and the call samples of a parsed run (``pipeline.Run``)."""
+def measure(run: Any, facts: RunFacts | None = None, max_samples: int | None = None) -> Measured:
+    """The configuration and the call samples of a parsed run (``pipeline.Run``).
+
+    ``facts``: the run's facts when already computed. ``max_samples``: keep at most this many
+    call samples, evenly spaced over the run (the configuration and the measured figures still
+    come from every call)."""
     df: pd.DataFrame = run.partitions
     info: RunInfo = run.info
     if not len(df):
@@ -281,12 +292,13 @@ def measure(run: Any) -> Measured:
             "cannot model this run: whatif models partitioned proofs, not batch-all calls "
             "(num_circuits > 1)"
         )
-    facts = compute_facts(df, info)
+    facts = facts if facts is not None else compute_facts(df, info)
     era = facts.era
     cpp = _code_version(era, df)
     ok = df[text(df, "status") == "ok"]
     if not len(ok):
         raise InputError("cannot model this run: no GPU call completed")
+    seen = synth_slots_seen(ok)
     sources: dict[str, str] = {}
 
     def knob(name: str, *candidates: tuple[Any, str]) -> int:
@@ -296,7 +308,6 @@ def measure(run: Any) -> Measured:
                 return max(1, int(value))
         raise AssertionError("every knob has a default")
 
-    seen = synth_slots_seen(ok)
     knobs = {
         "gw": knob("gw", (facts.gw, facts.gw_source or "inferred"), (1, "default")),
         "gpus": knob("gpus", (facts.n_gpus or None, "log"), (1, "default")),
@@ -335,20 +346,28 @@ def measure(run: Any) -> Measured:
     samples: list[dict[str, Any]] = []
     used: dict[str, int] = {}
     prestaged: list[float] = []
-    for i, (_, row) in enumerate(ok.iterrows()):
+    picked = np.arange(len(ok))
+    if max_samples is not None and len(ok) > max_samples:
+        picked = np.unique(np.linspace(0, len(ok) - 1, max_samples).round().astype(int))
+    # plain arrays of the picked calls: a loop over whole rows costs ~0.3 ms a call
+    vals = {f: cols[f].to_numpy(dtype="float64", na_value=np.nan)[picked] for f in mapping}
+    act = active.to_numpy(dtype="float64", na_value=np.nan)[picked]
+    gaps = None if gap is None else gap.to_numpy(dtype="float64", na_value=np.nan)[picked]
+    outcomes = _prestage_outcomes(ok)[picked]
+    for n in range(len(picked)):
         rec: dict[str, Any] = {}
         for f, key in mapping.items():
-            v = cols[f].iat[i]
-            if pd.isna(v):
+            v = vals[f][n]
+            if np.isnan(v):
                 continue
             if key == "synth":
-                a = active.iat[i]
-                v = v / synth_contention(int(a) if pd.notna(a) else pw, pw)
+                a = act[n]
+                v = v / synth_contention(pw if np.isnan(a) else int(a), pw)
             rec[key] = float(v)
             used[f] = used.get(f, 0) + 1
-        if gap is not None and pd.notna(gap.iat[i]):
-            rec["post_ntt_gap"] = float(gap.iat[i])
-        outcome = _prestage_outcome(row)
+        if gaps is not None and not np.isnan(gaps[n]):
+            rec["post_ntt_gap"] = float(gaps[n])
+        outcome = outcomes[n]
         if outcome is not None:
             rec["prestage"] = outcome
             if outcome == "ok" and "ntt" in rec:
@@ -369,7 +388,7 @@ def measure(run: Any) -> Measured:
         fields=used,
         prestaged_ntt=prestaged,
     )
-    m.metrics = metrics(df, info)
+    m.metrics = metrics(df, info, facts)
     return m
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cuzk_diag.errors import InputError
+from cuzk_diag.facts import RunFacts
 from cuzk_diag.model.replay import (
     KNOBS,
     PRESTAGED_NTT_MS,
@@ -279,6 +280,8 @@ class WhatIfResult:
     baseline: dict[str, Any]  # predicted summary of the measured configuration
     error: dict[str, float | None]
     scenarios: list[ScenarioResult]
+    #: proofs per model run when ``max_calls`` lowered ``c`` below the measured count
+    capped_c: int | None = None
 
     @property
     def max_error(self) -> float | None:
@@ -353,6 +356,12 @@ def build_scenarios(
     return []
 
 
+def capped_proofs(knobs: dict[str, int], partitions_per_proof: int, max_calls: int) -> int:
+    """``c`` lowered so that a model run replays about ``max_calls`` calls, never below ``j``
+    (the proofs in flight, which set the steady state)."""
+    return min(knobs["c"], max(knobs["j"], max_calls // max(1, partitions_per_proof), 1))
+
+
 def whatif(
     run: Any,
     sets: dict[str, str] | None = None,
@@ -360,23 +369,45 @@ def whatif(
     sweep: str | None = None,
     seeds: int = DEFAULT_SEEDS,
     scenarios: Sequence[Scenario] | None = None,
+    *,
+    facts: RunFacts | None = None,
+    max_calls: int | None = None,
+    max_samples: int | None = None,
 ) -> WhatIfResult:
     """Self-check the model on ``run`` (``pipeline.Run``), then predict each scenario: the
-    ``sets``/``scales`` edits, one per value of ``sweep`` (``"gw=1,2,3"``), or ``scenarios``."""
+    ``sets``/``scales`` edits, one per value of ``sweep`` (``"gw=1,2,3"``), or ``scenarios``.
+
+    For a bounded cost whatever the log's size: ``facts`` (the run's ``RunFacts``, when already
+    computed), ``max_samples`` (measured calls resampled, evenly spaced over the run) and
+    ``max_calls`` (each model run replays about this many calls: ``c`` is lowered, not below
+    ``j``; s/proof then leaves the self-check, since a shorter run has more ramp-up)."""
     if seeds < 1:
         raise InputError("--seeds must be at least 1")
     todo = list(scenarios) if scenarios is not None else build_scenarios(sets, scales, sweep)
-    m = measure(run)
+    m = measure(run, facts=facts, max_samples=max_samples)
     seed_list = list(range(1, seeds + 1))
-    baseline = summarise(replay(m, m.knobs, seed_list))
+    ppp = m.partitions_per_proof
+    base_knobs = dict(m.knobs)
+    capped_c = None
+    if max_calls is not None:
+        base_knobs["c"] = capped_proofs(base_knobs, ppp, max_calls)
+        capped_c = base_knobs["c"] if base_knobs["c"] < m.knobs["c"] else None
+    baseline = summarise(replay(m, base_knobs, seed_list))
     error = model_error(m.metrics, baseline)
+    if capped_c is not None:
+        error["s_per_proof"] = None
     results = []
     for sc in todo:
         samples, notes = scenario_samples(m, sc)
         full = {**m.knobs, **sc.knobs}
         if full["j"] > full["c"]:
             notes.append(f"j={full['j']} exceeds c={full['c']}: at most {full['c']} in flight")
+        if max_calls is not None:
+            c = capped_proofs(full, ppp, max_calls)
+            if c < full["c"]:
+                notes.append(f"the model ran {c} of the {full['c']} proofs (a bounded cost)")
+            full["c"] = c
         pred = summarise(replay(m, full, seed_list, samples))
         results.append(ScenarioResult(sc, full, pred, notes))
     inputs = list(getattr(run, "inputs", []) or [])
-    return WhatIfResult(inputs, seed_list, m, baseline, error, results)
+    return WhatIfResult(inputs, seed_list, m, baseline, error, results, capped_c)

@@ -73,6 +73,17 @@ def evidence_items(evidence: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def estimate_text(estimate: dict[str, Any] | None) -> str | None:
+    """A finding's estimated saving as one sentence (None when it has none): the model's
+    prediction for the configuration the advice points to, and the command that details it."""
+    if not estimate:
+        return None
+    seeds = estimate.get("seeds")
+    runs = f"medians of {seeds} runs" if seeds else "medians"
+    how = f"daemon model, {runs}, against its replay of this run as measured"
+    return f"{estimate['summary']} [{how}; details: {estimate['command']}]"
+
+
 def facts_rows(a: Analysis) -> list[tuple[str, str]]:
     """Label/value pairs describing the run."""
     from cuzk_diag.ingest.parse import ERA_LABELS

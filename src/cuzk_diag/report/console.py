@@ -176,6 +176,9 @@ def _finding(f: Finding) -> Group:
         body.add_row("", "lines", Text(", ".join(map(str, f.lines))))
     if f.advice:
         body.add_row("", "advice", Text(f.advice, style="italic"))
+    estimate = common.estimate_text(f.estimate)
+    if estimate:
+        body.add_row("", "estimate", Text(estimate))
     return Group(line, body)
 
 

@@ -250,6 +250,9 @@ def analysis_page(a: Analysis) -> str:
             page.add(f'<p class="lines">log lines {esc(", ".join(map(str, f.lines)))}</p>')
         if f.advice:
             page.add(f'<p class="advice">{esc(f.advice)}</p>')
+        estimate = common.estimate_text(f.estimate)
+        if estimate:
+            page.add(f'<p class="estimate">estimate: {esc(estimate)}</p>')
         page.add(
             f'<p class="doclink"><a href="#{esc(rule_anchor(f.code))}">{esc(f.code)} '
             f"{esc(f.name)}: what it flags, why it matters, what to do</a></p></article>"

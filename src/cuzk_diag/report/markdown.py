@@ -36,6 +36,9 @@ def render(analysis: Analysis, stream: IO[str], *, color: str = "auto") -> None:
             w(f"- **lines**: {', '.join(map(str, f.lines))}\n")
         if f.advice:
             w(f"\n> {md_text(f.advice)}\n")
+        estimate = common.estimate_text(f.estimate)
+        if estimate:
+            w(f"\n**Estimate**: {md_text(estimate)}\n")
         w("\n")
     wf = a.facts.waterfall
     if wf is not None and wf.segments:

@@ -31,6 +31,14 @@ def classify(failure: dict[str, Any]) -> str:
     return kind or "error"
 
 
+def _example(failure: dict[str, Any]) -> str:
+    """A failure line's message with its error field (where the cause is), as one text."""
+    msg, err = failure.get("message"), failure.get("error")
+    if msg and err:
+        return f"{msg}: {err}"
+    return str(msg or err or failure.get("kind"))
+
+
 @register
 class ProvingFailures(Rule):
     """
@@ -79,7 +87,7 @@ class ProvingFailures(Rule):
         "bench_failed": "failed proofs in the cuzk-bench summary",
         "failure_lines": "failure lines found in the log",
         "by_kind": "failure lines by kind: oom, cuda, self_check, or the parser's kind",
-        "examples": "the first failure messages",
+        "examples": "the first failure messages (with their error field)",
     }
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
@@ -109,10 +117,7 @@ class ProvingFailures(Rule):
                 + ", ".join(f"{n} {k}" for k, n in kinds.most_common())
                 + ")"
             )
-        examples = [
-            str(x.get("message") or x.get("error") or x.get("kind"))[:200]
-            for x in failures[: ctx.options["max_examples"]]
-        ]
+        examples = [_example(x)[:200] for x in failures[: ctx.options["max_examples"]]]
         msg = "; ".join(parts) + "."
         if examples:
             msg += f" First: {examples[0]}"

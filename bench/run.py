@@ -46,11 +46,11 @@ TARGET_RSS_MIB = 400.0
 #: "Flat": peak RSS on the full input at most this many times the peak on a fifth of it.
 FLAT_FACTOR = 1.25
 
-#: The cuzk-diag rows run with the default --jobs (a second process for the parse on a
-#: multi-core machine); the "-j1" rows run everything in one process, for the ratio between them.
-TOOLS = ["grep", "lnav", "export --lines", "export", "export -j1", "analyze", "analyze -j1"]
+#: The cuzk-diag rows run in one process (the default); the "-j2" rows parse in a second process
+#: ahead of the assembly, for the ratio between them.
+TOOLS = ["grep", "lnav", "export --lines", "export", "export -j2", "analyze", "analyze -j2"]
 SCALING_TOOLS = ["grep", "lnav", "export --lines", "export", "analyze"]
-LARGE_TOOLS = ["lnav", "analyze", "analyze -j1"]
+LARGE_TOOLS = ["lnav", "analyze", "analyze -j2"]
 
 
 def build_cmd(tool: str, log: Path, work: Path, tag: str) -> list[str] | None:
@@ -69,11 +69,11 @@ def build_cmd(tool: str, log: Path, work: Path, tag: str) -> list[str] | None:
         return [lnav, "-n", "-c", ";SELECT lines FROM lnav_file", str(log)]
     if tool == "export --lines":
         return [*cd, "export", "--lines", str(log), "-o", str(work / f"lines-{tag}.parquet")]
-    if tool in ("export", "export -j1"):
-        jobs = ["--jobs", "1"] if tool.endswith("-j1") else []
+    if tool in ("export", "export -j2"):
+        jobs = ["--jobs", "2"] if tool.endswith("-j2") else []
         return [*cd, "export", str(log), "-o", str(work / f"partitions-{tag}.parquet"), *jobs]
-    if tool in ("analyze", "analyze -j1"):
-        jobs = ["--jobs", "1"] if tool.endswith("-j1") else []
+    if tool in ("analyze", "analyze -j2"):
+        jobs = ["--jobs", "2"] if tool.endswith("-j2") else []
         return [*cd, "analyze", str(log), "--format", "json", "-o", "/dev/null", *jobs]
     raise ValueError(tool)
 

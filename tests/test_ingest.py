@@ -87,29 +87,6 @@ def test_export_with_jobs_writes_the_same_file(tmp_path: Path) -> None:
     assert outs[0].schema.metadata == outs[1].schema.metadata
 
 
-def test_auto_jobs_takes_a_second_process_only_for_large_files_and_an_idle_core(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    small = str(SIM / "era-main.log")
-    assert options.resolve_jobs(0, [small]) == 1
-    assert options.resolve_jobs(3, [small]) == 3
-    big = tmp_path / "big.log"
-    with open(big, "wb") as fh:
-        fh.truncate(options.PROGRESS_MIN_BYTES)
-    monkeypatch.setattr(options.os, "sched_getaffinity", lambda _pid: {0, 1})
-    monkeypatch.setattr(options.os, "getloadavg", lambda: (0.4, 0.5, 0.5))
-    assert options.resolve_jobs(0, [str(big)]) == 2
-    monkeypatch.setattr(options.os, "getloadavg", lambda: (1.6, 1.5, 1.5))  # no idle core
-    assert options.resolve_jobs(0, [str(big)]) == 1
-    monkeypatch.setattr(options.os, "sched_getaffinity", lambda _pid: {0})
-    monkeypatch.setattr(options.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
-    assert options.resolve_jobs(0, [str(big)]) == 1
-    assert options.resolve_jobs(0, ["-"]) == 1
-    gz = tmp_path / "big.log.gz"
-    gz.write_bytes(gzip.compress(b"x\n"))
-    assert options.resolve_jobs(0, [str(gz)]) == 1
-
-
 # -- progress -----------------------------------------------------------------------------------
 
 

@@ -16,7 +16,6 @@ from cuzk_diag.cli.options import (
     output_option,
     output_stream,
     quiet_progress_option,
-    resolve_jobs,
     silence_stdout,
     stdout,
     to_file,
@@ -195,7 +194,7 @@ def _run_batch(
     color: str,
     output: str | None,
     *,
-    jobs: int = 0,
+    jobs: int = 1,
     quiet: bool = False,
     estimates: bool = False,
 ) -> Analysis:
@@ -207,7 +206,7 @@ def _run_batch(
                 list(logs),
                 config,
                 progress=progress,
-                jobs=resolve_jobs(jobs, logs),
+                jobs=jobs,
                 estimates=estimates,
             )
     except CuzkDiagError as exc:

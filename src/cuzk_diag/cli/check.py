@@ -17,7 +17,6 @@ from cuzk_diag.cli.options import (
     jobs_option,
     quiet_progress_option,
     report_output,
-    resolve_jobs,
 )
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
@@ -32,7 +31,7 @@ def input_label(inputs: Sequence[str]) -> str:
 
 
 def load_analysis(
-    inputs: Sequence[str], config: Any, *, jobs: int = 0, quiet: bool = False
+    inputs: Sequence[str], config: Any, *, jobs: int = 1, quiet: bool = False
 ) -> tuple[Any, Any]:
     """(Analysis, Run) of logs, or of one Parquet export (detected by its PAR1 magic), with a
     progress bar on a terminal (not with ``quiet``) and ``--jobs`` processes."""
@@ -40,11 +39,11 @@ def load_analysis(
     from cuzk_diag.pipeline import load_run
 
     with input_progress(inputs, quiet) as progress:
-        run = load_run(list(inputs), progress, jobs=resolve_jobs(jobs, inputs))
+        run = load_run(list(inputs), progress, jobs=jobs)
     return analyze_run(run, config, inputs=list(inputs)), run
 
 
-def run_metrics(inputs: Sequence[str], config: Any, *, jobs: int = 0, quiet: bool = False) -> Any:
+def run_metrics(inputs: Sequence[str], config: Any, *, jobs: int = 1, quiet: bool = False) -> Any:
     """RunMetrics of the inputs."""
     from cuzk_diag.gate import NoDataError, metrics_from_analysis
 

@@ -8,7 +8,7 @@ import os
 import click
 
 from cuzk_diag.cli import UsageError, cli
-from cuzk_diag.cli.options import input_progress, jobs_option, resolve_jobs
+from cuzk_diag.cli.options import input_progress, jobs_option
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.pipeline import DifferentRunsError
 from cuzk_diag.records import Accounting
@@ -112,7 +112,7 @@ def export_cmd(
                     acc=acc,
                     info=info,
                     progress=progress,
-                    jobs=resolve_jobs(jobs, logs),
+                    jobs=jobs,
                 )
         except DifferentRunsError:
             if output != "-":  # no half-written file of mixed runs

@@ -120,19 +120,19 @@ def output_stream(path: str | None) -> Iterator[TextIO]:
 jobs_option = click.option(
     "-j",
     "--jobs",
-    type=click.IntRange(min=0),
-    default=0,
+    type=click.IntRange(min=1),
+    default=1,
     show_default=True,
-    help="Processes that read the logs. 1: parse and assemble in this process; 2 or more: "
-    "parse regular files in a second process, ahead of the assembly (the same records). "
-    "0: 2 for logs of 32 MB or more when a core is idle, else 1.",
+    help="Processes that read regular-file logs. 2: the parse runs in a second process, "
+    "ahead of the assembly, with the same records; it pays only where a core is free and "
+    "fast (see docs/performance.md).",
 )
 
 quiet_progress_option = click.option(
     "-q", "--quiet", is_flag=True, help="No progress bar on stderr."
 )
 
-#: Logs at least this large get a progress bar (on a terminal) and, by default, two processes.
+#: Logs at least this large get a progress bar (on a terminal).
 PROGRESS_MIN_BYTES = 32 << 20
 
 
@@ -157,23 +157,6 @@ def _plain_sizes(logs: Sequence[str]) -> int | None:
             return None
         total += st.st_size
     return total
-
-
-def resolve_jobs(jobs: int, logs: Sequence[str]) -> int:
-    """The ``--jobs`` to use: ``0`` (auto) is 2 for large regular files when a core is idle
-    (the load average of the last minute at most the cores less one, as ``make -l`` judges
-    it), else 1: the second process pays only on a core of its own."""
-    if jobs:
-        return jobs
-    size = _plain_sizes(logs)
-    if size is None or size < PROGRESS_MIN_BYTES:
-        return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = 0.0
-    return 2 if (cores or 1) > 1 and load <= (cores or 1) - 1 else 1
 
 
 def progress_stream() -> TextIO | None:

@@ -12,6 +12,18 @@ from cuzk_diag.records import (
     Value,
 )
 
+#: Startup lines whose integer fields are run settings: tracing kind -> (field, RunInfo name).
+_INT_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
+    "gpu_workers_init": (
+        ("num_gpus", "n_gpus"),
+        ("gpu_workers_per_device", "gw"),
+        ("total_workers", "total_workers"),
+    ),
+    "interlock": (("gpu_workers_per_device", "gw"),),
+    "gpu_threads": (("gpu_threads", "gpu_threads"),),
+    "rayon_threads": (("rayon_threads", "rayon_threads"),),
+}
+
 
 class EngineEvents(State):
     """Part of ``Assembler`` (see the package text)."""
@@ -148,6 +160,10 @@ class EngineEvents(State):
                 self._problem(ev, str(level))
             return
         info = self.info
+        for key, attr in _INT_SETTINGS.get(kind, ()):
+            v = f.get(key)
+            if isinstance(v, int):
+                setattr(info, attr, v)
         if kind == "engine_start":
             if self.clock is not None or self.calls:
                 self._new_segment()
@@ -158,15 +174,6 @@ class EngineEvents(State):
             if self.epoch_ms is not None:
                 info.clocks.append({"source": ev.source, "line": ev.line, "ts": ts})
         elif kind == "gpu_workers_init":
-            n = f.get("num_gpus")
-            if isinstance(n, int):
-                info.n_gpus = n
-            gw = f.get("gpu_workers_per_device")
-            if isinstance(gw, int):
-                info.gw = gw
-            tw = f.get("total_workers")
-            if isinstance(tw, int):
-                info.total_workers = tw
             gpus = f.get("gpus")
             if isinstance(gpus, str):
                 info.gpus = [
@@ -174,22 +181,10 @@ class EngineEvents(State):
                 ]
             elif isinstance(gpus, int):
                 info.gpus = [gpus]
-        elif kind == "interlock":
-            gw = f.get("gpu_workers_per_device")
-            if isinstance(gw, int):
-                info.gw = gw
         elif kind == "gpu_worker_started":
             w, g = f.get("worker_id"), f.get("gpu")
             if isinstance(w, int) and isinstance(g, int):
                 info.worker_gpu[w] = g
-        elif kind == "gpu_threads":
-            v = f.get("gpu_threads")
-            if isinstance(v, int):
-                info.gpu_threads = v
-        elif kind == "rayon_threads":
-            v = f.get("rayon_threads")
-            if isinstance(v, int):
-                info.rayon_threads = v
         elif kind == "pipeline_start":
             pw = f.get("synth_worker_count")  # budget era: the synthesis workers (§4.2)
             if isinstance(pw, int) and info.partition_workers is None:

@@ -407,7 +407,6 @@ class LiveAnalyzer:
         # Rotations of a followed file are one run by construction: no guard between them.
         self.ingest = Ingest(self.inputs, self.acc, self.info, guard=False)
         self.asm = self.ingest.asm
-        self.reading = False
         self.source = -1
         self.stats: SourceStats | None = None
         self._closed_stats: list[SourceStats] = []
@@ -446,11 +445,10 @@ class LiveAnalyzer:
         self.source = index
         self.stats = stats
         self.ingest.begin(index)
-        self.reading = True
 
     def feed(self, text: str) -> None:
         """Whole cleaned lines of the current input (``sources.read_chunks`` output)."""
-        if not self.reading:
+        if self.ingest.parser is None:
             raise RuntimeError("feed before begin_source")
         self._records(self.ingest.feed(text))
 
@@ -459,9 +457,8 @@ class LiveAnalyzer:
         self._close_source()
 
     def _close_source(self) -> None:
-        if not self.reading and self.stats is None:
+        if self.ingest.parser is None and self.stats is None:
             return
-        self.reading = False
         self._records(self.ingest.end(self.stats))
         if self.stats is not None:
             self._closed_stats.append(self.stats)

@@ -516,10 +516,17 @@ def iter_input(
 
 
 def input_size(name: str) -> int | None:
-    """Size in bytes of a regular file input (for progress), or None."""
+    """Bytes of log text in ``name`` known ahead (for progress): the size of an uncompressed
+    regular file; None for stdin, a pipe or a FIFO (never opened here: they are read once),
+    compressed or transcoded input, or a file that cannot be read."""
     if name == "-":
         return None
     try:
-        return os.path.getsize(name)
+        st = os.stat(name)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        with open(name, "rb") as fh:
+            head = fh.read(MAGIC_BYTES)
     except OSError:
         return None
+    return st.st_size if sniff(head) == TEXT else None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -137,26 +136,11 @@ PROGRESS_MIN_BYTES = 32 << 20
 
 
 def _plain_sizes(logs: Sequence[str]) -> int | None:
-    """Total bytes of the logs when every one is an uncompressed regular file, else None
-    (stdin, a pipe, compressed or transcoded input: their text size is not known ahead)."""
-    from cuzk_diag.sources import MAGIC_BYTES, TEXT, sniff
+    """Total bytes of the logs when each one's size is known ahead (``sources.input_size``)."""
+    from cuzk_diag.sources import input_size
 
-    total = 0
-    for name in logs:
-        if name == "-":
-            return None
-        try:
-            st = os.stat(name)
-            if not stat.S_ISREG(st.st_mode):  # a pipe or a FIFO is read once: never sniffed here
-                return None
-            with open(name, "rb") as fh:
-                head = fh.read(MAGIC_BYTES)
-        except OSError:
-            return None
-        if sniff(head) != TEXT:
-            return None
-        total += st.st_size
-    return total
+    sizes = [input_size(name) for name in logs]
+    return None if any(n is None for n in sizes) else sum(n for n in sizes if n is not None)
 
 
 def progress_stream() -> TextIO | None:

@@ -20,6 +20,13 @@ Progress = Callable[[int], None]
 _GUARDED = frozenset({Family.TIMELINE, Family.TRACING})
 
 
+def input_read(acc: Accounting, stats: SourceStats | None) -> None:
+    """An input is read: its cleaning counts and its name go into the accounting."""
+    if stats is not None:
+        apply_source_stats(acc, stats)
+        acc.sources.append(stats.name)
+
+
 @dataclass(frozen=True)
 class SegmentEnd:
     """In a record list: the records of a clock segment are out (the engine restarted)."""
@@ -63,9 +70,7 @@ class Ingest:
     def end(self, stats: SourceStats | None) -> list[Any]:
         out = self.events(self.parser.close()) if self.parser is not None else []
         self.parser = None
-        if stats is not None:
-            apply_source_stats(self.acc, stats)
-            self.acc.sources.append(stats.name)
+        input_read(self.acc, stats)
         return out
 
     def finish(self) -> list[Any]:
@@ -113,9 +118,7 @@ def parse_chunks(
                 read, done = stats.bytes_read - done, stats.bytes_read
                 yield idx, events, read, False
         events = parser.close()
-        if stats is not None:  # always: iter_input yields at least once
-            apply_source_stats(acc, stats)
-            acc.sources.append(stats.name)
+        input_read(acc, stats)  # (iter_input yields at least once: stats is set)
         yield idx, events, 0, True
 
 

@@ -124,8 +124,8 @@ def estimate_findings(
     except (InputError, ValueError):  # a run the model cannot take: no estimates
         return list(findings)
     out = list(findings)
-    for (_, idx), sc in zip(wanted.values(), res.scenarios, strict=True):
-        est = estimate_dict(res, sc, inputs)
+    for (_, idx), result in zip(wanted.values(), res.scenarios, strict=True):
+        est = estimate_dict(res, result, inputs)
         for i in idx:
             out[i] = replace(out[i], estimate=est)
     return out

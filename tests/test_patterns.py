@@ -310,10 +310,21 @@ def test_gate_patterns_agree_with_their_earlier_forms(text):
         (gate._LIMIT_RE, _OLD_LIMIT),
         (gate._BOUND_RE, _OLD_BOUND),
         (gate._CONDITION_RE, _OLD_CONDITION),
-        (gate._REGRESSION_RE, _OLD_REGRESSION),
     ]
     for new, old in pairs:
         assert _groups(new.fullmatch(text.strip())) == _groups(old.match(text))
+    # The earlier regression form took a blank limit (`a: `) as the limit " ", which the limit
+    # parser then refused; the stripped match refuses it at once. Any other text: the same.
+    before = _groups(_OLD_REGRESSION.match(text))
+    if before is not None and not before[1].strip():
+        before = None
+    assert _groups(gate._REGRESSION_RE.fullmatch(text.strip())) == before
+
+
+@pytest.mark.parametrize("spec", ["a: ", "gpu_total_ms.p50:\t", "s_per_proof :   "])
+def test_a_regression_with_a_blank_limit_is_refused(spec: str) -> None:
+    with pytest.raises(gate.ConfigError):
+        gate.parse_regression(spec)
 
 
 _OLD_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07")

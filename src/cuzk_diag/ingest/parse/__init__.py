@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import numpy as np
+
 from cuzk_diag.ingest.parse.bench import MiscParser
 from cuzk_diag.ingest.parse.classify import classify, family_counted, split_lines
+from cuzk_diag.ingest.parse.columnar import parse_fixed
 from cuzk_diag.ingest.parse.era import ERA_LABELS, ERAS, EraDetector
 from cuzk_diag.ingest.parse.timeline import TIMELINE_PREFIX, intruder_at, parse_timeline
 from cuzk_diag.ingest.parse.timing import NTT_H_PREFIX, TIMING_PREFIX, parse_ntt_h, parse_timing
@@ -31,9 +34,6 @@ __all__ = [
     "parse_duration_ms",
     "parse_text",
 ]
-
-_new = tuple.__new__
-_TRACING = Family.TRACING
 
 
 class LineParser:
@@ -70,49 +70,57 @@ class LineParser:
         counts = chunk.counts
         lineno = self.next_line
         self.next_line += n
-        out: list[Event] = []
-        append = out.append
-        source, acc, full, misc = self.source, self.acc, self.full, self.misc.parse
-        clock = chunk.clock
+        index = chunk.index
+        # Lines of a fixed form in bulk; the others one by one below, into the same slots.
+        slots: list[Any] = parse_fixed(chunk.selected, index, lineno, self.source, chunk.clock)
+        rest = np.flatnonzero(np.fromiter((s is None for s in slots), bool, len(slots)))
+        head: list[Event] = []
+        several = False  # some slot holds a list of events
         skip = -1
         if self._torn is not None and n:
             first = arr[0].as_py()
-            if self._finish_torn(first, lineno, out):
+            if self._finish_torn(first, lineno, head):
                 skip = 0
                 counts[family_counted(first)] -= 1
-        for j, ln in zip(chunk.index, chunk.text, strict=True):
+                if len(index) and index[0] == 0:
+                    slots[0] = None
+        source, acc, full, misc = self.source, self.acc, self.full, self.misc.parse
+        last = len(index) - 1
+        texts = chunk.selected.take(rest).to_pylist()
+        for r, j, ln in zip(rest.tolist(), index[rest].tolist(), texts, strict=True):
             if j == skip:
                 continue
             no = lineno + j
             c = ln[:1]
             if c == "C":
                 if ln.startswith(TIMING_PREFIX):
-                    append(parse_timing(ln, no, source, acc))
+                    slots[r] = parse_timing(ln, no, source, acc)
                     continue
                 if ln.startswith(NTT_H_PREFIX):
-                    append(parse_ntt_h(ln, no, source, acc))
+                    slots[r] = parse_ntt_h(ln, no, source, acc)
                     continue
             elif c == "T" and ln.startswith(TIMELINE_PREFIX):
                 ev = parse_timeline(ln, no, source, acc)
                 if ev is not None:
-                    append(ev)
+                    slots[r] = ev
                 elif j + 1 < n:
                     # A TIMELINE line split by another writer: join it with the next line.
                     tail = arr[j + 1].as_py()
-                    if self._repair(ln, no, tail, no + 1, out):
+                    repaired: list[Event] = []
+                    if self._repair(ln, no, tail, no + 1, repaired):
                         skip = j + 1
                         counts[family_counted(tail)] -= 1
+                        if r < last and index[r + 1] == skip:
+                            slots[r + 1] = None
                     else:
-                        self._unrepaired(ln, no, out)
+                        self._unrepaired(ln, no, repaired)
+                    slots[r] = repaired
+                    several = True
                 else:
                     self._torn = (no, ln)
                 continue
-            if clock is not None and clock[j]:
-                ts = {"ts": ln[: ln.find(" ")]}
-                append(_new(Event, (no, source, _TRACING, "clock", ts, False)))
-                continue
             if not ln:
-                append(Event(no, source, Family.BLANK, "blank", {}))
+                slots[r] = Event(no, source, Family.BLANK, "blank", {})
                 continue
             ev = parse_tracing(ln, no, source, full) if c.isdigit() else None
             if ev is None:
@@ -120,10 +128,18 @@ class LineParser:
                 if ev.family is Family.BENCH:
                     counts["bench"] += 1
                     counts["other"] -= 1
-            append(ev)
+            slots[r] = ev
         acc.by_family.update(counts)
         acc.lines_total += n
-        return out
+        if several:
+            out = head
+            for s in slots:
+                if type(s) is list:
+                    out.extend(s)
+                elif s is not None:
+                    out.append(s)
+            return out
+        return head + [s for s in slots if s is not None]
 
     def close(self) -> list[Event]:
         """End of input: a torn head that never got its tail is counted as malformed."""

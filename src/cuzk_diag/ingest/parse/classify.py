@@ -69,9 +69,9 @@ class Classified:
 
     lines: pa.StringArray  # every line of the chunk (cut to the length limit)
     counts: Counter[str]  # physical lines by family
-    index: list[int]  # positions of the lines to parse, ascending
-    text: list[str]  # those lines
-    clock: np.ndarray | None  # per position: a tracing line wanted for its timestamp only
+    index: np.ndarray  # positions of the lines to parse, ascending
+    selected: pa.StringArray  # those lines
+    clock: np.ndarray | None  # per selected line: a tracing line wanted for its timestamp only
 
 
 def split_lines(text: str, max_line: int) -> tuple[pa.StringArray, int]:
@@ -103,7 +103,7 @@ def classify(arr: pa.StringArray, *, full: bool, damaged: bool) -> Classified:
     counts["blank"] = pc.sum(pc.equal(pc.binary_length(arr), 0)).as_py() or 0
     counts["other"] = n - sum(counts.values())  # bench lines are moved by the parse loop
     if full:
-        return Classified(arr, counts, list(range(n)), arr.to_pylist(), None)
+        return Classified(arr, counts, np.arange(n), arr, None)
     relevant = pc.and_(tracing, pc.match_substring_regex(arr, _RELEVANT_RE2))
     bench = pc.and_not(pc.match_substring_regex(arr, _BENCH_HEAD_RE2), tracing)
     selected = pc.or_(pc.or_(timing, timeline), pc.or_(relevant, bench))
@@ -119,9 +119,9 @@ def classify(arr: pa.StringArray, *, full: bool, damaged: bool) -> Classified:
     return Classified(
         arr,
         counts,
-        pc.indices_nonzero(selected).to_pylist(),
-        arr.filter(selected).to_pylist(),
-        clock.to_numpy(zero_copy_only=False),
+        pc.indices_nonzero(selected).to_numpy(),
+        arr.filter(selected),
+        clock.filter(selected).to_numpy(zero_copy_only=False),
     )
 
 

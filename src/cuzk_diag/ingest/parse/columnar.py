@@ -1,0 +1,234 @@
+"""Column-wise parse of the lines whose format is fixed (Arrow compute kernels over a chunk).
+
+Most lines of a daemon log are printed by a handful of format strings: the C++ prover's
+``CUZK_TIMING:`` lines with integer values (T1-T8, T17-T19), its ``CUZK_NTT_H:`` line, the
+engine's TIMELINE lines, and the tracing lines kept for their timestamp only ("clock" lines).
+Lines in the exact printed form of one of those are parsed here, a whole chunk at a time: one
+regex extraction per line shape into string columns, one cast per integer column, and the
+events built from the columns. A line in any other form (extra spaces, unknown keys, values
+that are not plain integers, torn lines) is left to the per-line parsers of its family, which
+take every form; both give the same event for a line in the exact form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cuzk_diag.ingest.parse.timeline import _TIMELINE_DETAIL_KEYS, TIMELINE_EVENTS
+from cuzk_diag.ingest.parse.timing import _CANONICAL, _NTT_H_COLUMN, NTT_H_KEYS
+from cuzk_diag.records import Event, Family, Value
+
+_new = tuple.__new__
+_INT = r"-?[0-9]{1,18}"  # the values a cast to int64 takes exactly as int() does
+
+_TIMING_RE2 = (
+    rf"^CUZK_TIMING: (?P<k1>[a-z_][a-z0-9_]*)=(?P<v1>{_INT})"
+    rf"(?: (?P<k2>[a-z_][a-z0-9_]*)=(?P<v2>{_INT}))?(?: (?P<k3>[a-z_][a-z0-9_]*)=(?P<v3>{_INT}))?$"
+)
+_NTT_H_RE2 = "^CUZK_NTT_H: " + " ".join(f"{k}=(?P<{k}>{_INT})ms" for k in NTT_H_KEYS) + "$"
+_TIMELINE_RE2 = (
+    rf"^TIMELINE,(?P<off>[0-9]{{1,18}}),(?P<event>{'|'.join(sorted(TIMELINE_EVENTS))}),"
+    r"(?P<job>[^,]*),(?P<detail>.*)$"
+)
+# What makes the per-line TIMELINE parser look closer (another writer's line inside it).
+_TIMELINE_SUSPECT_RE2 = r"CUZK_|Z |.TIMELINE,"
+#: At most this many detail shapes of one chunk are parsed in bulk (each costs a few kernels).
+_MAX_SHAPES = 32
+
+
+def parse_fixed(
+    sel: pa.StringArray, index: np.ndarray, lineno: int, source: int, clock: np.ndarray | None
+) -> list[Event | None]:
+    """Events of the selected lines ``sel`` that have a fixed form, None for the others.
+
+    ``index`` gives each selected line's position in its chunk (line number ``lineno`` +
+    position); ``clock`` marks the selected lines wanted for their timestamp only.
+    """
+    out: list[Event | None] = [None] * len(sel)
+    if not len(sel):
+        return out
+    nos = index + lineno
+    _timing(sel, nos, source, out)
+    _ntt_h(sel, nos, source, out)
+    _timeline(sel, nos, source, out)
+    if clock is not None:
+        _clock(sel, nos, source, clock, out)
+    return out
+
+
+def _rows(mask: pa.Array) -> np.ndarray:
+    return pc.indices_nonzero(mask).to_numpy()
+
+
+def _scatter(
+    out: list[Event | None],
+    rows: np.ndarray,
+    nos: np.ndarray,
+    source: int,
+    family: Family,
+    kinds: str | Sequence[str],
+    fields: list[dict[str, Value]],
+) -> None:
+    lines = nos[rows].tolist()
+    if isinstance(kinds, str):
+        kind = kinds
+        for r, no, f in zip(rows.tolist(), lines, fields, strict=True):
+            out[r] = _new(Event, (no, source, family, kind, f, False))
+    else:
+        for r, no, k, f in zip(rows.tolist(), lines, kinds, fields, strict=True):
+            out[r] = _new(Event, (no, source, family, k, f, False))
+
+
+def _ints(col: pa.Array) -> list[int]:
+    return pc.cast(col, pa.int64()).to_pylist()  # type: ignore[no-any-return]
+
+
+def _dicts(keys: Sequence[str], cols: Sequence[list[Value]]) -> list[dict[str, Value]]:
+    """One dict per row of ``cols`` (one column per key, in key order)."""
+    if len(keys) == 1:
+        (k1,) = keys
+        return [{k1: a} for a in cols[0]]
+    if len(keys) == 2:
+        k1, k2 = keys
+        return [{k1: a, k2: b} for a, b in zip(cols[0], cols[1], strict=True)]
+    if len(keys) == 3:
+        k1, k2, k3 = keys
+        return [{k1: a, k2: b, k3: c} for a, b, c in zip(*cols, strict=True)]
+    return [dict(zip(keys, row, strict=True)) for row in zip(*cols, strict=True)]
+
+
+def _timing(sel: pa.StringArray, nos: np.ndarray, source: int, out: list[Event | None]) -> None:
+    """Integer ``CUZK_TIMING:`` lines with the key sequence of their format string."""
+    rows = _rows(pc.starts_with(sel, "CUZK_TIMING: "))
+    if not len(rows):
+        return
+    m = pc.extract_regex(sel.take(rows), _TIMING_RE2)
+    ok = m.is_valid()
+    if not pc.any(ok).as_py():
+        return
+    rows = rows[ok.to_numpy(zero_copy_only=False)]
+    m = m.filter(ok)
+    shape = pc.binary_join_element_wise(m.field("k1"), m.field("k2"), m.field("k3"), " ")
+    enc = pc.dictionary_encode(shape)
+    codes = enc.indices.to_numpy(zero_copy_only=False)
+    for code, text in enumerate(enc.dictionary.to_pylist()):
+        keys = tuple(k for k in text.split(" ") if k)
+        kind = _CANONICAL.get(keys)
+        if kind is None or len(set(keys)) != len(keys):
+            continue  # not a format string's key sequence: the per-line parser's
+        pick = codes == code
+        part = m.filter(pa.array(pick))
+        cols = [_ints(part.field(f"v{i + 1}")) for i in range(len(keys))]
+        _scatter(out, rows[pick], nos, source, Family.TIMING, kind, _dicts(keys, cols))
+
+
+def _ntt_h(sel: pa.StringArray, nos: np.ndarray, source: int, out: list[Event | None]) -> None:
+    rows = _rows(pc.starts_with(sel, "CUZK_NTT_H: "))
+    if not len(rows):
+        return
+    m = pc.extract_regex(sel.take(rows), _NTT_H_RE2)
+    ok = m.is_valid()
+    if not pc.any(ok).as_py():
+        return
+    rows = rows[ok.to_numpy(zero_copy_only=False)]
+    m = m.filter(ok)
+    keys = [_NTT_H_COLUMN[k] for k in NTT_H_KEYS]
+    cols = [_ints(m.field(k)) for k in NTT_H_KEYS]
+    _scatter(out, rows, nos, source, Family.NTT_H, "ntt_h", _dicts(keys, cols))
+
+
+def _timeline(sel: pa.StringArray, nos: np.ndarray, source: int, out: list[Event | None]) -> None:
+    """Whole TIMELINE lines whose detail is ``key=value`` pairs of known keys."""
+    rows = _rows(pc.starts_with(sel, "TIMELINE,"))
+    if not len(rows):
+        return
+    lines = sel.take(rows)
+    ok = pc.and_not(
+        pc.is_valid(pc.extract_regex(lines, _TIMELINE_RE2)),
+        pc.match_substring_regex(lines, _TIMELINE_SUSPECT_RE2),
+    )
+    if not pc.any(ok).as_py():
+        return
+    rows = rows[ok.to_numpy(zero_copy_only=False)]
+    m = pc.extract_regex(lines.filter(ok), _TIMELINE_RE2)
+    detail = m.field("detail")
+    # The shape of a detail: its keys, each with "=" when it has a value.
+    shape = pc.dictionary_encode(pc.replace_substring_regex(detail, "=[^,]*", "="))
+    codes = shape.indices.to_numpy(zero_copy_only=False)
+    counts = np.bincount(codes, minlength=len(shape.dictionary))
+    texts = shape.dictionary.to_pylist()
+    for code in np.argsort(-counts, kind="stable")[:_MAX_SHAPES].tolist():
+        plan = _detail_plan(texts[code])
+        if plan is None:
+            continue
+        pattern, keys = plan
+        pick = codes == code
+        part = m.filter(pa.array(pick))
+        vals = pc.extract_regex(part.field("detail"), pattern)
+        good = vals.is_valid().to_numpy(zero_copy_only=False)
+        if not good.all():
+            pick[pick] = good
+            part = part.filter(pa.array(good))
+            vals = vals.filter(pa.array(good))
+        cols: list[list[Value]] = [_ints(part.field("off")), part.field("job").to_pylist()]
+        for i, (_, how) in enumerate(keys):
+            if how == "one":
+                cols.append([1] * len(part))
+            elif how == "text":
+                cols.append(vals.field(f"v{i}").to_pylist())
+            else:
+                cols.append(_ints(vals.field(f"v{i}")))
+        names = ["offset_ms", "job_id"] + [k for k, _ in keys]
+        _scatter(
+            out,
+            rows[pick],
+            nos,
+            source,
+            Family.TIMELINE,
+            part.field("event").to_pylist(),
+            _dicts(names, cols),
+        )
+
+
+def _detail_plan(shape: str) -> tuple[str, list[tuple[str, str]]] | None:
+    """For a detail shape (``partition=,worker=``): the RE2 pattern of its values and its keys
+    with how each value reads (``int``, ``text`` for ``kind``, ``one`` for a bare
+    ``monolithic``), or None when the per-line parser must read it (unknown or repeated keys,
+    other bare words)."""
+    if not shape:
+        return "^$", []
+    keys: list[tuple[str, str]] = []
+    pieces: list[str] = []
+    for i, p in enumerate(shape.split(",")):
+        if p == "monolithic":
+            keys.append((p, "one"))
+            pieces.append(p)
+            continue
+        k, eq, rest = p.partition("=")
+        if not eq or rest or k not in _TIMELINE_DETAIL_KEYS:
+            return None
+        how = "text" if k == "kind" else "int"
+        keys.append((k, how))
+        pieces.append(f"{k}=(?P<v{i}>{'[^,]*' if how == 'text' else _INT})")
+    if len({k for k, _ in keys}) != len(keys):
+        return None
+    return "^" + ",".join(pieces) + "$", keys
+
+
+def _clock(
+    sel: pa.StringArray,
+    nos: np.ndarray,
+    source: int,
+    clock: np.ndarray,
+    out: list[Event | None],
+) -> None:
+    """Tracing lines read for their timestamp only (the text before the first space)."""
+    rows = np.flatnonzero(clock)
+    if not len(rows):
+        return
+    ts = pc.list_element(pc.split_pattern(sel.take(rows), " ", max_splits=1), 0).to_pylist()
+    _scatter(out, rows, nos, source, Family.TRACING, "clock", [{"ts": t} for t in ts])

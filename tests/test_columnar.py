@@ -1,0 +1,162 @@
+"""The column-wise parse of fixed-form lines gives, line for line, the per-line parsers' event.
+
+``parse_fixed`` takes only lines in the exact printed form of a format string and leaves every
+other line to the parser of its family; these tests hold it to that on real logs and on lines
+mutated around the fixed forms (spacing, signs, digits, keys, torn and foreign text).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cuzk_diag.ingest.parse import parse_text
+from cuzk_diag.ingest.parse.columnar import parse_fixed
+from cuzk_diag.ingest.parse.timeline import parse_timeline
+from cuzk_diag.ingest.parse.timing import parse_ntt_h, parse_timing
+from cuzk_diag.records import Accounting, Event, Family
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _per_line(ln: str, no: int, clock: bool) -> Event | None:
+    """The event the per-line parsers give for ``ln`` (None: not of a fixed-form family)."""
+    acc = Accounting()
+    if clock:
+        return Event(no, 0, Family.TRACING, "clock", {"ts": ln[: ln.find(" ")]})
+    if ln.startswith("CUZK_TIMING: "):
+        return parse_timing(ln, no, 0, acc)
+    if ln.startswith("CUZK_NTT_H: "):
+        return parse_ntt_h(ln, no, 0, acc)
+    if ln.startswith("TIMELINE,"):
+        return parse_timeline(ln, no, 0, acc)
+    return None
+
+
+def _check(lines: list[str], clock: list[bool] | None = None) -> int:
+    """Compare every bulk-parsed line with its per-line event; returns how many were bulk."""
+    index = np.arange(len(lines))
+    marks = np.array(clock if clock is not None else [False] * len(lines), dtype=bool)
+    slots = parse_fixed(pa.array(lines, pa.string()), index, 1, 0, marks)
+    taken = 0
+    for i, (ln, ev) in enumerate(zip(lines, slots, strict=True)):
+        if ev is None:
+            continue
+        taken += 1
+        want = _per_line(ln, i + 1, bool(marks[i]))
+        assert want is not None, ln
+        assert tuple(ev) == tuple(want), ln
+        assert list(ev.fields) == list(want.fields), ln  # key order: the line table's JSON
+    return taken
+
+
+def test_fixture_logs_parse_the_same_in_bulk() -> None:
+    """Every fixture log: the bulk events equal the per-line ones, and the bulk takes the
+    fixed-form lines (almost all C++ and TIMELINE lines of a clean log)."""
+    fixed = taken = 0
+    for path in sorted((ROOT / "fixtures").rglob("*.log")):
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        taken += _check(lines)
+        fixed += sum(ln.startswith(("CUZK_TIMING: ", "CUZK_NTT_H: ", "TIMELINE,")) for ln in lines)
+    assert fixed > 5_000
+    assert taken > 0.9 * fixed
+
+
+def test_clock_lines_keep_their_timestamp() -> None:
+    lines = [
+        "2026-03-01T10:00:00.123456Z  INFO cuzk_core::engine: anything",
+        "CUZK_TIMING: prep_msm_ms=12",
+        "2026-03-01T10:00:00.200000+01:00 DEBUG x: y",
+    ]
+    assert _check(lines, [True, False, True]) == 3
+
+
+_KEYS = [
+    "split_vectors_ms",
+    "setup_to_split_ms",
+    "prep_msm_ms",
+    "gpu_tid",
+    "ntt_msm_h_ms",
+    "tail_msm_ms",
+    "gpu_total_ms",
+    "mutex_held_ms",
+    "total_start_fn_ms",
+    "b_g2_msm_ms",
+    "num_circuits",
+    "bogus",
+]
+_VALUES = st.one_of(
+    st.integers(-(10**20), 10**20).map(str),
+    st.sampled_from(["", "+5", "007", "-0", "٣", "1.5", "x", "5ms", "9" * 19, " 5"]),
+)
+_SEP = st.sampled_from([" ", " ", " ", "  ", "\t", ","])
+
+
+@st.composite
+def timing_lines(draw: st.DrawFn) -> str:
+    n = draw(st.integers(1, 4))
+    parts = [f"{draw(st.sampled_from(_KEYS))}={draw(_VALUES)}" for _ in range(n)]
+    body = "".join(draw(_SEP) + p for p in parts)[1:]
+    return (
+        draw(st.sampled_from(["CUZK_TIMING: ", "CUZK_TIMING:  "]))
+        + body
+        + draw(st.sampled_from(["", "", " ", "x"]))
+    )
+
+
+@st.composite
+def ntt_h_lines(draw: st.DrawFn) -> str:
+    keys = ["d_b_alloc", "ntt_kernels", "coset_intt_sync", "msm_init", "msm_invoke"]
+    keys += ["msm_dtor", "total"]
+    if draw(st.booleans()):
+        keys = draw(st.permutations(keys))
+    unit = st.sampled_from(["ms", "ms", "ms", "", "us"])
+    return "CUZK_NTT_H: " + " ".join(f"{k}={draw(_VALUES)}{draw(unit)}" for k in keys)
+
+
+_DETAIL_PARTS = st.one_of(
+    st.builds(
+        lambda k, v: f"{k}={v}",
+        st.sampled_from(["partition", "worker", "gpu_ms", "synth_ms", "snap_partition", "x"]),
+        _VALUES,
+    ),
+    st.builds(lambda v: f"kind={v}", st.sampled_from(["porep", "", "a=b", "snap"])),
+    st.sampled_from(["monolithic", "monolithic=2", "", "word", "kind"]),
+)
+
+
+@st.composite
+def timeline_lines(draw: st.DrawFn) -> str:
+    off = draw(st.one_of(st.integers(0, 10**20).map(str), st.sampled_from(["", "-1", "１"])))
+    event = draw(st.sampled_from(["GPU_START", "GPU_END", "SYNTH_START", "CHAN_SEND", "NOPE"]))
+    job = draw(st.sampled_from(["job-1", "", "a b", "CUZK_x", "2026-03-01T10:00:00Z x"]))
+    detail = ",".join(draw(st.lists(_DETAIL_PARTS, max_size=4)))
+    tail = draw(st.sampled_from(["", "", "CUZK_TIMING: prep_msm_ms=1", "TIMELINE,1,GPU_END,j,"]))
+    return f"TIMELINE,{off},{event},{job},{detail}{tail}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(timing_lines(), ntt_h_lines(), timeline_lines()), min_size=1))
+def test_mutated_lines_parse_the_same_in_bulk(lines: list[str]) -> None:
+    _check(lines)
+
+
+def test_a_log_through_the_parser_equals_line_by_line() -> None:
+    """Whole text through ``LineParser``: the same events as the per-line parsers give."""
+    lines = [
+        "CUZK_TIMING: prep_msm_ms=12",
+        "CUZK_TIMING: prep_msm_ms=+12",
+        "TIMELINE,5,GPU_START,j1,partition=3,worker=0",
+        "TIMELINE,6,GPU_END,j1,worker=0,gpu_ms=7,monolithic",
+        "CUZK_NTT_H: d_b_alloc=0ms ntt_kernels=1ms coset_intt_sync=2ms msm_init=0ms "
+        "msm_invoke=3ms msm_dtor=0ms total=6ms",
+    ]
+    events, acc = parse_text("\n".join(lines) + "\n")
+    assert [tuple(e) for e in events] == [
+        tuple(_per_line(ln, i + 1, False) or ()) for i, ln in enumerate(lines)
+    ]
+    assert acc.lines_total == len(lines)

@@ -465,10 +465,13 @@ class LiveAnalyzer:
             self.stats = None
 
     def _records(self, out: list[Any]) -> None:
-        for rec in out:
-            if type(rec) is not SegmentEnd:
-                self._record(rec)
+        self._final([rec for rec in out if type(rec) is not SegmentEnd])
         self._bound_assembler()
+
+    def _final(self, records: list[dict[str, Any]]) -> None:
+        """Final records from the assembler, in order (their shown form made in one pass)."""
+        for rec, shown in zip(records, self._shown(records), strict=True):
+            self._record(rec, shown)
 
     def _bound_assembler(self) -> None:
         asm = self.asm
@@ -479,8 +482,7 @@ class LiveAnalyzer:
             for call in asm.calls[: len(asm.calls) - self.OPEN_CALLS_MAX // 2]:
                 asm._emit(call)
             out, asm.out = asm.out, []
-            for rec in out:
-                self._record(rec)
+            self._final(out)
         jobs = self.info.jobs
         if len(jobs) > self.opts.max_records:
             for job in list(jobs)[: len(jobs) - self.opts.max_records]:
@@ -488,11 +490,12 @@ class LiveAnalyzer:
 
     # -- records -----------------------------------------------------------------------------------
 
-    def _shown(self, rec: dict[str, Any]) -> dict[str, Any]:
-        """The record as a ``partition`` event shows it: with its wall clock, as the export has."""
-        return with_wall_clock_text([rec], self.info)[0]
+    def _shown(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Records as ``partition`` events show them: with their wall clock, as the export has
+        (one Arrow pass for all of them)."""
+        return with_wall_clock_text(records, self.info)
 
-    def _record(self, rec: dict[str, Any]) -> None:
+    def _record(self, rec: dict[str, Any], shown: dict[str, Any]) -> None:
         """A final record from the assembler: kept, counted, shown (unless shown already)."""
         self.partitions += 1
         if rec.get("status") == "failed":
@@ -504,15 +507,15 @@ class LiveAnalyzer:
         prov = self.provisional.pop(key, None)
         if prov is None:
             self._window_put(key, rec, replace=False)
-            self.sink.record(self._shown(rec), revised=False)
+            self.sink.record(shown, revised=False)
         else:
             self._window_put(key, rec, replace=True)
             if prov != rec:
                 self.revised += 1
-                self.sink.record(self._shown(rec), revised=True)
+                self.sink.record(shown, revised=True)
         self._dirty = True
 
-    def _provisional(self, rec: dict[str, Any]) -> None:
+    def _provisional(self, rec: dict[str, Any], shown: dict[str, Any]) -> None:
         """A record placed early (idle input): shown now, replaced when the final one comes."""
         key = _key(rec)
         prev = self.provisional.get(key)
@@ -524,7 +527,7 @@ class LiveAnalyzer:
         self._window_put(key, rec, replace=prev is not None)
         if prev is not None:
             self.revised += 1
-        self.sink.record(self._shown(rec), revised=prev is not None)
+        self.sink.record(shown, revised=prev is not None)
         self._dirty = True
 
     def _window_put(self, key: tuple[Any, ...], rec: dict[str, Any], *, replace: bool) -> None:
@@ -655,8 +658,9 @@ class LiveAnalyzer:
         if not asm.pending:
             return
         self.speculations += 1
-        for rec in asm.preview():
-            self._provisional(rec)
+        records = asm.preview()
+        for rec, shown in zip(records, self._shown(records), strict=True):
+            self._provisional(rec, shown)
 
     def evaluate(self) -> None:
         """Run facts and rules on the window and emit the finding changes."""
@@ -759,8 +763,7 @@ class LiveAnalyzer:
     def finish(self) -> Analysis:
         """End of input: flush the assembler and analyse every kept record, as ``analyze`` does."""
         self._close_source()
-        for rec in self.ingest.finish():
-            self._record(rec)
+        self._final(self.ingest.finish())
         self._complete_jobs()
         if self._dirty:
             self.evaluate()  # the window's last state, for the final events and summary

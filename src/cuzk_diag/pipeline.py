@@ -319,7 +319,8 @@ def with_wall_clock_text(records: list[dict[str, Any]], info: RunInfo) -> list[d
     """Records as a stream shows them: ``start_ts``/``end_ts`` as ISO 8601 UTC text, as the
     CSV and JSON Lines exports hold them (records as they complete do not carry them yet).
 
-    Reads only the five columns it needs from the dicts: live mode calls it per record."""
+    Reads only the five columns it needs from the dicts: live mode calls it per batch of
+    records the input completed."""
     if not records or not info.clocks:
         return records
     from cuzk_diag.writers import timestamps_as_text

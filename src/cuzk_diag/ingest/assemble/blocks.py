@@ -246,6 +246,42 @@ class Block:
         self.tid_seen = set(tid_seen)
         self.extra = dict(extra)
 
+    def view(self, snap: tuple[Any, ...]) -> None:
+        """Take the state of ``snap`` without copying it, to read it only: whatever changes the
+        block next must ``restore`` first (the beam reads each hypothesis this way)."""
+        (
+            self.fields,
+            self.stage,
+            self.lines,
+            self.tids,
+            self.has_t17,
+            self.has_t10,
+            self.seen,
+            self.tid_seen,
+            self.lock_lo,
+            self.lock_hi,
+            self.extra,
+            self.per_tid,
+        ) = snap
+
+    def take(self) -> tuple[Any, ...]:
+        """``snapshot`` without copying: for a state that nothing else holds, which the block
+        leaves at once (``view`` or ``restore``)."""
+        return (
+            self.fields,
+            self.stage,
+            self.lines,
+            self.tids,
+            self.has_t17,
+            self.has_t10,
+            self.seen,
+            self.tid_seen,
+            self.lock_lo,
+            self.lock_hi,
+            self.extra,
+            self.per_tid,
+        )
+
     def missing_stages(self, ntt_era: bool) -> list[str]:
         """Stages every complete GPU region of this code prints but this block lacks."""
         need = ["ntt_msm_h", "batch_add", "tail_msm"]

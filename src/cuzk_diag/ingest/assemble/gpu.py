@@ -107,10 +107,12 @@ class GpuRegion(State):
         new: list[tuple[float, int, dict[int, tuple[Any, ...]]]] = []
         closing: dict[int, int] = {}
         order = 0
+        viewed: dict[int, tuple[Any, ...]] = {}  # block seq -> the hypothesis state it shows
         for cost, _, snaps in self.beam:
             for seq, snap in snaps.items():
                 if seq in open_blocks:
-                    open_blocks[seq].restore(snap)
+                    open_blocks[seq].view(snap)
+                    viewed[seq] = snap
             mine = [b for b in self.blocks if b.seq in snaps]
             cands = [b for b in mine if b.accepts(kind, tid, ntt_era)]
             lenient = not cands and may_skip
@@ -118,8 +120,9 @@ class GpuRegion(State):
                 cands = [b for b in mine if b.accepts(kind, tid, ntt_era, lenient=True)]
                 self._doubt(kind)
             for b in cands:
-                keep = b.snapshot()
+                snap = snaps[b.seq]
                 c = self.GAP_COST * b.skipped(kind, tid, ntt_era) if lenient else 0.0
+                b.restore(snap)  # a copy of the hypothesis' state to place the line in
                 if not tid:
                     lc, b.lock_lo, b.lock_hi = b.lock_cost(kind, ev.fields, lo, hi)
                     c += lc
@@ -127,11 +130,14 @@ class GpuRegion(State):
                 c += b.relation_cost(kind)
                 order += 1
                 snaps2 = dict(snaps)
-                snaps2[b.seq] = b.snapshot()
+                snaps2[b.seq] = b.take()
                 new.append((cost + c, order, snaps2))
                 if b.closes_with(kind, tid):
                     closing[order] = b.seq
-                b.restore(keep)
+                b.view(snap)
+        # Each block keeps (a copy of) the last hypothesis state it showed.
+        for seq, snap in viewed.items():
+            open_blocks[seq].restore(snap)
         if not new:
             # No hypothesis can take the line: settle on the best and let it open a block
             # (a line that cannot start one was lost from its block: unattributed).

@@ -1,10 +1,12 @@
 """The parse of regular-file inputs in a second process, ahead of the assembly in this one.
 
-Reading, cleaning and parsing (``stream.parse_chunks``) run in a child interpreter
-(``python -m cuzk_diag.ingest.parallel FILE...``); each chunk's events come back pickled
-through its stdout, whose small pipe buffer makes the child wait while this process is behind
-(memory stays that of a chunk or two). The events, and so the records, are the ones a
-single-process run makes: the child runs the same loop over the same chunks. Its accounting
+Reading, cleaning and parsing (``stream.parse_parts``) run in a child interpreter
+(``python -m cuzk_diag.ingest.parallel FILE...``); each chunk comes back pickled through its
+stdout as a ``ParsedChunk``: the fixed-form lines as Arrow columns (cheap to send), the other
+lines as events. Only the making of the fixed-form lines' events is left to this process. The
+pipe's small buffer makes the child wait while this process is behind (memory stays that of a
+chunk or two). The events, and so the records, are the ones a single-process run makes: the
+child runs the same loop over the same chunks. Its accounting
 comes back at the end of each input and replaces the parse-side counts here (the assembly adds
 only its own ``unattributed`` counts).
 """
@@ -21,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 from cuzk_diag.errors import InputError
-from cuzk_diag.records import Accounting, Event, Family
+from cuzk_diag.records import Accounting, Event
 
 #: What the assembly writes into the accounting; everything else is the parse's.
 ASSEMBLY_FIELDS = frozenset({"unattributed", "unattributed_examples"})
@@ -45,36 +47,6 @@ def can_parallel(inputs: Sequence[Any]) -> bool:
     )
 
 
-_FAMILIES = list(Family)
-_FAMILY_CODE = {f: i for i, f in enumerate(_FAMILIES)}
-_new = tuple.__new__
-
-
-def encode_events(events: list[Event]) -> tuple[Any, ...]:
-    """Events as a few parallel lists: about half the cost of pickling each ``Event``."""
-    code = _FAMILY_CODE
-    return (
-        [e[0] for e in events],
-        [e[1] for e in events],
-        bytes([code[e[2]] for e in events]),
-        [e[3] for e in events],
-        [e[4] for e in events],
-        [i for i, e in enumerate(events) if e[5]],
-    )
-
-
-def decode_events(cols: tuple[Any, ...]) -> list[Event]:
-    lines, sources, families, kinds, fields, malformed = cols
-    fam = _FAMILIES
-    out = [
-        _new(Event, (ln, src, fam[f], k, d, False))
-        for ln, src, f, k, d in zip(lines, sources, families, kinds, fields, strict=True)
-    ]
-    for i in malformed:
-        out[i] = out[i]._replace(malformed=True)
-    return out
-
-
 def _send(out: IO[bytes], msg: tuple[Any, ...]) -> None:
     data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
     out.write(_LEN.pack(len(data)))
@@ -92,14 +64,14 @@ def _recv(inp: IO[bytes]) -> tuple[Any, ...] | None:
 
 def child_main(names: list[str]) -> int:
     """The child: parse ``names`` and write the messages to stdout."""
-    from cuzk_diag.ingest.stream import parse_chunks
+    from cuzk_diag.ingest.stream import parse_parts
 
     out = sys.stdout.buffer
     acc = Accounting()
     try:
-        for idx, events, size, ended in parse_chunks(names, acc, full=False):
+        for idx, part, size, ended in parse_parts(names, acc, full=False):
             kind = "end" if ended else "events"
-            _send(out, (kind, idx, encode_events(events), size, acc if ended else None))
+            _send(out, (kind, idx, part, size, acc if ended else None))
         _send(out, ("done", -1, None, 0, acc))
     except Exception as exc:  # handed to the parent, which raises it
         err = exc if isinstance(exc, InputError) else InputError(f"{type(exc).__name__}: {exc}")
@@ -131,12 +103,12 @@ def parse_in_child(
             msg = _recv(proc.stdout)
             if msg is None:
                 raise InputError(f"the parse process ended early (exit code {proc.wait()})")
-            kind, idx, events, size, extra = msg
+            kind, idx, part, size, extra = msg
             if kind == "error":
                 raise extra
             if kind == "done":
                 return
-            yield idx, decode_events(events), size, extra
+            yield idx, part.events(), size, extra
     finally:
         proc.stdout.close()
         if proc.poll() is None:

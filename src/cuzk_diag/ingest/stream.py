@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cuzk_diag.ingest.assemble import Assembler
-from cuzk_diag.ingest.parse import LineParser, apply_source_stats
+from cuzk_diag.ingest.parse import LineParser, ParsedChunk, apply_source_stats
 from cuzk_diag.records import Accounting, Event, Family, RunInfo
 from cuzk_diag.sources import Source, SourceStats, iter_input
 
@@ -107,6 +107,14 @@ def parse_chunks(
     inputs read in order; the last item of each input holds the events of ``LineParser.close``,
     after which its cleaning counts are in ``acc``. (Bytes are those of the log's text: of a
     compressed input, the decompressed bytes.)"""
+    for idx, part, size, ended in parse_parts(inputs, acc, full=full):
+        yield idx, part.events(), size, ended
+
+
+def parse_parts(
+    inputs: Iterable[str | Source], acc: Accounting, *, full: bool
+) -> Iterator[tuple[int, ParsedChunk, int, bool]]:
+    """``parse_chunks`` with each chunk's events not yet put together (``ParsedChunk``)."""
     for idx, name in enumerate(inputs):
         parser = LineParser(idx, acc, full=full)
         stats = None
@@ -114,12 +122,12 @@ def parse_chunks(
         for chunk_stats, chunk in iter_input(name):
             stats = chunk_stats
             if chunk:
-                events = parser.feed(chunk)
+                part = parser.feed_parts(chunk)
                 read, done = stats.bytes_read - done, stats.bytes_read
-                yield idx, events, read, False
-        events = parser.close()
+                yield idx, part, read, False
+        last = ParsedChunk(idx, 0, [], head=parser.close())
         input_read(acc, stats)  # (iter_input yields at least once: stats is set)
-        yield idx, events, 0, True
+        yield idx, last, 0, True
 
 
 def stream(

@@ -9,13 +9,14 @@ another writer. Line numbers are kept on every event; every physical line is cou
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from cuzk_diag.ingest.parse.bench import MiscParser
 from cuzk_diag.ingest.parse.classify import classify, family_counted, split_lines
-from cuzk_diag.ingest.parse.columnar import parse_fixed
+from cuzk_diag.ingest.parse.columnar import Group, extract_fixed, fixed_events
 from cuzk_diag.ingest.parse.era import ERA_LABELS, ERAS, EraDetector
 from cuzk_diag.ingest.parse.timeline import TIMELINE_PREFIX, intruder_at, parse_timeline
 from cuzk_diag.ingest.parse.timing import NTT_H_PREFIX, TIMING_PREFIX, parse_ntt_h, parse_timing
@@ -28,12 +29,46 @@ __all__ = [
     "ERA_LABELS",
     "EraDetector",
     "LineParser",
+    "ParsedChunk",
     "TRACING_KINDS",
     "apply_source_stats",
     "iter_events",
     "parse_duration_ms",
     "parse_text",
 ]
+
+
+@dataclass
+class ParsedChunk:
+    """A parsed chunk before its events are put together: the fixed-form lines as column
+    groups, the other selected lines' events by row (a list where a torn line was repaired),
+    the rows a repair consumed, and events before all of them (a torn line's end)."""
+
+    source: int
+    size: int  # selected lines
+    groups: list[Group]
+    rest: dict[int, Event | list[Event]] = field(default_factory=dict)
+    cleared: list[int] = field(default_factory=list)
+    head: list[Event] = field(default_factory=list)
+
+    def events(self) -> list[Event]:
+        """The chunk's events in line order."""
+        slots: list[Any] = fixed_events(self.groups, self.size, self.source)
+        for r in self.cleared:
+            slots[r] = None
+        several = False
+        for r, ev in self.rest.items():
+            slots[r] = ev
+            several = several or type(ev) is list
+        if several:
+            out = self.head
+            for s in slots:
+                if type(s) is list:
+                    out.extend(s)
+                elif s is not None:
+                    out.append(s)
+            return out
+        return self.head + [s for s in slots if s is not None]
 
 
 class LineParser:
@@ -63,6 +98,11 @@ class LineParser:
 
     def feed(self, text: str) -> list[Event]:
         """Parse a chunk of whole lines (each ending in a newline) and return its events."""
+        return self.feed_parts(text).events()
+
+    def feed_parts(self, text: str) -> ParsedChunk:
+        """``feed`` up to the events of the fixed-form lines, which stay columns (a parse in
+        another process sends them so, ``ParsedChunk.events`` makes them where they are used)."""
         arr, cut = split_lines(text, MAX_LINE)
         self.acc.oversized_lines += cut
         n = len(arr)
@@ -71,21 +111,24 @@ class LineParser:
         lineno = self.next_line
         self.next_line += n
         index = chunk.index
-        # Lines of a fixed form in bulk; the others one by one below, into the same slots.
-        slots: list[Any] = parse_fixed(chunk.selected, index, lineno, self.source, chunk.clock)
-        rest = np.flatnonzero(np.fromiter((s is None for s in slots), bool, len(slots)))
-        head: list[Event] = []
-        several = False  # some slot holds a list of events
+        size = len(index)
+        groups = extract_fixed(chunk.selected, index, lineno, chunk.clock)
+        done = np.zeros(size, dtype=bool)
+        for g in groups:
+            done[g.rows] = True
+        rest = np.flatnonzero(~done)
+        part = ParsedChunk(self.source, size, groups)
+        # The other lines one by one: an event (or, for a repaired torn line, a list) per row.
+        put = part.rest
         skip = -1
         if self._torn is not None and n:
             first = arr[0].as_py()
-            if self._finish_torn(first, lineno, head):
+            if self._finish_torn(first, lineno, part.head):
                 skip = 0
                 counts[family_counted(first)] -= 1
-                if len(index) and index[0] == 0:
-                    slots[0] = None
+                if size and index[0] == 0:
+                    part.cleared.append(0)
         source, acc, full, misc = self.source, self.acc, self.full, self.misc.parse
-        last = len(index) - 1
         texts = chunk.selected.take(rest).to_pylist()
         for r, j, ln in zip(rest.tolist(), index[rest].tolist(), texts, strict=True):
             if j == skip:
@@ -94,15 +137,15 @@ class LineParser:
             c = ln[:1]
             if c == "C":
                 if ln.startswith(TIMING_PREFIX):
-                    slots[r] = parse_timing(ln, no, source, acc)
+                    put[r] = parse_timing(ln, no, source, acc)
                     continue
                 if ln.startswith(NTT_H_PREFIX):
-                    slots[r] = parse_ntt_h(ln, no, source, acc)
+                    put[r] = parse_ntt_h(ln, no, source, acc)
                     continue
             elif c == "T" and ln.startswith(TIMELINE_PREFIX):
                 ev = parse_timeline(ln, no, source, acc)
                 if ev is not None:
-                    slots[r] = ev
+                    put[r] = ev
                 elif j + 1 < n:
                     # A TIMELINE line split by another writer: join it with the next line.
                     tail = arr[j + 1].as_py()
@@ -110,17 +153,16 @@ class LineParser:
                     if self._repair(ln, no, tail, no + 1, repaired):
                         skip = j + 1
                         counts[family_counted(tail)] -= 1
-                        if r < last and index[r + 1] == skip:
-                            slots[r + 1] = None
+                        if r + 1 < size and index[r + 1] == skip:
+                            part.cleared.append(r + 1)
                     else:
                         self._unrepaired(ln, no, repaired)
-                    slots[r] = repaired
-                    several = True
+                    put[r] = repaired
                 else:
                     self._torn = (no, ln)
                 continue
             if not ln:
-                slots[r] = Event(no, source, Family.BLANK, "blank", {})
+                put[r] = Event(no, source, Family.BLANK, "blank", {})
                 continue
             ev = parse_tracing(ln, no, source, full) if c.isdigit() else None
             if ev is None:
@@ -128,18 +170,10 @@ class LineParser:
                 if ev.family is Family.BENCH:
                     counts["bench"] += 1
                     counts["other"] -= 1
-            slots[r] = ev
+            put[r] = ev
         acc.by_family.update(counts)
         acc.lines_total += n
-        if several:
-            out = head
-            for s in slots:
-                if type(s) is list:
-                    out.extend(s)
-                elif s is not None:
-                    out.append(s)
-            return out
-        return head + [s for s in slots if s is not None]
+        return part
 
     def close(self) -> list[Event]:
         """End of input: a torn head that never got its tail is counted as malformed."""

@@ -13,6 +13,7 @@ take every form; both give the same event for a line in the exact form.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -40,51 +41,76 @@ _TIMELINE_SUSPECT_RE2 = r"CUZK_|Z |.TIMELINE,"
 _MAX_SHAPES = 32
 
 
-def parse_fixed(
-    sel: pa.StringArray, index: np.ndarray, lineno: int, source: int, clock: np.ndarray | None
-) -> list[Event | None]:
-    """Events of the selected lines ``sel`` that have a fixed form, None for the others.
+@dataclass
+class Group:
+    """Lines of one fixed form, as columns: which selected rows they are, their line numbers,
+    their kind (one for all, or a column), and their fields (a name and a column each; an int
+    for a value every row has)."""
+
+    rows: np.ndarray
+    lines: np.ndarray
+    family: Family
+    kind: str | pa.Array
+    names: list[str]
+    cols: list[pa.Array | int]
+
+    def events(self, source: int) -> list[Event]:
+        n = len(self.rows)
+        cols = [c.to_pylist() if isinstance(c, pa.Array) else [c] * n for c in self.cols]
+        fields = _dicts(self.names, cols)
+        lines = self.lines.tolist()
+        fam = self.family
+        if isinstance(self.kind, str):
+            k = self.kind
+            return [
+                _new(Event, (no, source, fam, k, f, False))
+                for no, f in zip(lines, fields, strict=True)
+            ]
+        kinds = self.kind.to_pylist()
+        return [
+            _new(Event, (no, source, fam, k, f, False))
+            for no, k, f in zip(lines, kinds, fields, strict=True)
+        ]
+
+
+def extract_fixed(
+    sel: pa.StringArray, index: np.ndarray, lineno: int, clock: np.ndarray | None
+) -> list[Group]:
+    """The lines of ``sel`` (selected lines of a chunk) that have a fixed form, as columns.
 
     ``index`` gives each selected line's position in its chunk (line number ``lineno`` +
     position); ``clock`` marks the selected lines wanted for their timestamp only.
     """
-    out: list[Event | None] = [None] * len(sel)
+    groups: list[Group] = []
     if not len(sel):
-        return out
+        return groups
     nos = index + lineno
-    _timing(sel, nos, source, out)
-    _ntt_h(sel, nos, source, out)
-    _timeline(sel, nos, source, out)
+    _timing(sel, nos, groups)
+    _ntt_h(sel, nos, groups)
+    _timeline(sel, nos, groups)
     if clock is not None:
-        _clock(sel, nos, source, clock, out)
+        _clock(sel, nos, clock, groups)
+    return groups
+
+
+def fixed_events(groups: list[Group], size: int, source: int) -> list[Event | None]:
+    """The events of ``groups`` at their rows of ``size`` selected lines, None elsewhere."""
+    out: list[Event | None] = [None] * size
+    for g in groups:
+        for r, ev in zip(g.rows.tolist(), g.events(source), strict=True):
+            out[r] = ev
     return out
+
+
+def parse_fixed(
+    sel: pa.StringArray, index: np.ndarray, lineno: int, source: int, clock: np.ndarray | None
+) -> list[Event | None]:
+    """Events of the selected lines ``sel`` that have a fixed form, None for the others."""
+    return fixed_events(extract_fixed(sel, index, lineno, clock), len(sel), source)
 
 
 def _rows(mask: pa.Array) -> np.ndarray:
     return pc.indices_nonzero(mask).to_numpy()
-
-
-def _scatter(
-    out: list[Event | None],
-    rows: np.ndarray,
-    nos: np.ndarray,
-    source: int,
-    family: Family,
-    kinds: str | Sequence[str],
-    fields: list[dict[str, Value]],
-) -> None:
-    lines = nos[rows].tolist()
-    if isinstance(kinds, str):
-        kind = kinds
-        for r, no, f in zip(rows.tolist(), lines, fields, strict=True):
-            out[r] = _new(Event, (no, source, family, kind, f, False))
-    else:
-        for r, no, k, f in zip(rows.tolist(), lines, kinds, fields, strict=True):
-            out[r] = _new(Event, (no, source, family, k, f, False))
-
-
-def _ints(col: pa.Array) -> list[int]:
-    return pc.cast(col, pa.int64()).to_pylist()  # type: ignore[no-any-return]
 
 
 def _dicts(keys: Sequence[str], cols: Sequence[list[Value]]) -> list[dict[str, Value]]:
@@ -101,7 +127,11 @@ def _dicts(keys: Sequence[str], cols: Sequence[list[Value]]) -> list[dict[str, V
     return [dict(zip(keys, row, strict=True)) for row in zip(*cols, strict=True)]
 
 
-def _timing(sel: pa.StringArray, nos: np.ndarray, source: int, out: list[Event | None]) -> None:
+def _int64(col: pa.Array) -> pa.Array:
+    return pc.cast(col, pa.int64())
+
+
+def _timing(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
     """Integer ``CUZK_TIMING:`` lines with the key sequence of their format string."""
     rows = _rows(pc.starts_with(sel, "CUZK_TIMING: "))
     if not len(rows):
@@ -122,11 +152,12 @@ def _timing(sel: pa.StringArray, nos: np.ndarray, source: int, out: list[Event |
             continue  # not a format string's key sequence: the per-line parser's
         pick = codes == code
         part = m.filter(pa.array(pick))
-        cols = [_ints(part.field(f"v{i + 1}")) for i in range(len(keys))]
-        _scatter(out, rows[pick], nos, source, Family.TIMING, kind, _dicts(keys, cols))
+        cols: list[pa.Array | int] = [_int64(part.field(f"v{i + 1}")) for i in range(len(keys))]
+        r = rows[pick]
+        groups.append(Group(r, nos[r], Family.TIMING, kind, list(keys), cols))
 
 
-def _ntt_h(sel: pa.StringArray, nos: np.ndarray, source: int, out: list[Event | None]) -> None:
+def _ntt_h(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
     rows = _rows(pc.starts_with(sel, "CUZK_NTT_H: "))
     if not len(rows):
         return
@@ -136,12 +167,12 @@ def _ntt_h(sel: pa.StringArray, nos: np.ndarray, source: int, out: list[Event | 
         return
     rows = rows[ok.to_numpy(zero_copy_only=False)]
     m = m.filter(ok)
-    keys = [_NTT_H_COLUMN[k] for k in NTT_H_KEYS]
-    cols = [_ints(m.field(k)) for k in NTT_H_KEYS]
-    _scatter(out, rows, nos, source, Family.NTT_H, "ntt_h", _dicts(keys, cols))
+    names = [_NTT_H_COLUMN[k] for k in NTT_H_KEYS]
+    cols: list[pa.Array | int] = [_int64(m.field(k)) for k in NTT_H_KEYS]
+    groups.append(Group(rows, nos[rows], Family.NTT_H, "ntt_h", names, cols))
 
 
-def _timeline(sel: pa.StringArray, nos: np.ndarray, source: int, out: list[Event | None]) -> None:
+def _timeline(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
     """Whole TIMELINE lines whose detail is ``key=value`` pairs of known keys."""
     rows = _rows(pc.starts_with(sel, "TIMELINE,"))
     if not len(rows):
@@ -174,24 +205,17 @@ def _timeline(sel: pa.StringArray, nos: np.ndarray, source: int, out: list[Event
             pick[pick] = good
             part = part.filter(pa.array(good))
             vals = vals.filter(pa.array(good))
-        cols: list[list[Value]] = [_ints(part.field("off")), part.field("job").to_pylist()]
+        cols: list[pa.Array | int] = [_int64(part.field("off")), part.field("job")]
         for i, (_, how) in enumerate(keys):
             if how == "one":
-                cols.append([1] * len(part))
+                cols.append(1)
             elif how == "text":
-                cols.append(vals.field(f"v{i}").to_pylist())
+                cols.append(vals.field(f"v{i}"))
             else:
-                cols.append(_ints(vals.field(f"v{i}")))
+                cols.append(_int64(vals.field(f"v{i}")))
         names = ["offset_ms", "job_id"] + [k for k, _ in keys]
-        _scatter(
-            out,
-            rows[pick],
-            nos,
-            source,
-            Family.TIMELINE,
-            part.field("event").to_pylist(),
-            _dicts(names, cols),
-        )
+        r = rows[pick]
+        groups.append(Group(r, nos[r], Family.TIMELINE, part.field("event"), names, cols))
 
 
 def _detail_plan(shape: str) -> tuple[str, list[tuple[str, str]]] | None:
@@ -219,16 +243,10 @@ def _detail_plan(shape: str) -> tuple[str, list[tuple[str, str]]] | None:
     return "^" + ",".join(pieces) + "$", keys
 
 
-def _clock(
-    sel: pa.StringArray,
-    nos: np.ndarray,
-    source: int,
-    clock: np.ndarray,
-    out: list[Event | None],
-) -> None:
+def _clock(sel: pa.StringArray, nos: np.ndarray, clock: np.ndarray, groups: list[Group]) -> None:
     """Tracing lines read for their timestamp only (the text before the first space)."""
     rows = np.flatnonzero(clock)
     if not len(rows):
         return
-    ts = pc.list_element(pc.split_pattern(sel.take(rows), " ", max_splits=1), 0).to_pylist()
-    _scatter(out, rows, nos, source, Family.TRACING, "clock", [{"ts": t} for t in ts])
+    ts = pc.list_element(pc.split_pattern(sel.take(rows), " ", max_splits=1), 0)
+    groups.append(Group(rows, nos[rows], Family.TRACING, "clock", ["ts"], [ts]))

@@ -243,6 +243,12 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         """
         lines = [ev for _, ev in indexed]
         n = len(lines)
+        if n == 1:
+            only = self._prep_candidates(lines[0], {})
+            if len(only) == 1:
+                # One line that only one call can take: no assignment to weigh.
+                self._put_cpu(only[0], lines[0], lines[0].kind)
+                return
         los: list[float | None] = []
         his: list[float | None] = []
         for idx, _ in indexed:
@@ -260,22 +266,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         budget = [20000]
 
         def cands(ev: Event) -> list[Call]:
-            k = ev.kind
-            out = []
-            for c in self.calls:
-                t = temp.get(c.seq, {})
-                if c.closed_out or k in c.kinds or k in t:
-                    continue
-                if k == "prep_msm":
-                    if "split_vectors" not in c.kinds:
-                        continue
-                elif "prep_msm" not in c.kinds and "prep_msm" not in t or "epilogue" in c.kinds:
-                    continue
-                out.append(c)
-            if not out and k == "b_g2_msm":
-                # No call waits for its T3 after a T2: a T2 line was lost or damaged.
-                out = [c for c in self._lost_t2_calls() if not temp.get(c.seq)]
-            return out
+            return self._prep_candidates(ev, temp)
 
         def predict(ev: Event, c: Call) -> float | None:
             if c.start is None:
@@ -351,6 +342,25 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
             self._put_cpu(call, ev, ev.kind)
             if ambiguous:
                 call.cpu_weak = True
+
+    def _prep_candidates(self, ev: Event, temp: dict[int, dict[str, int]]) -> list[Call]:
+        """Open calls that can take a T2/T3 line next (``temp``: lines assigned meanwhile)."""
+        k = ev.kind
+        out = []
+        for c in self.calls:
+            t = temp.get(c.seq, {})
+            if c.closed_out or k in c.kinds or k in t:
+                continue
+            if k == "prep_msm":
+                if "split_vectors" not in c.kinds:
+                    continue
+            elif "prep_msm" not in c.kinds and "prep_msm" not in t or "epilogue" in c.kinds:
+                continue
+            out.append(c)
+        if not out and k == "b_g2_msm":
+            # No call waits for its T3 after a T2: a T2 line was lost or damaged.
+            out = [c for c in self._lost_t2_calls() if not temp.get(c.seq)]
+        return out
 
     def _new_segment(self) -> None:
         """The engine restarted (or a new input began): TIMELINE offsets start again at 0."""

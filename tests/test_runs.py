@@ -115,18 +115,18 @@ def _ev(source: int, line: int, family: Family, kind: str, **fields: object) -> 
 def test_guard_refuses_other_settings_and_other_daemon_processes() -> None:
     acc = Accounting()
     guard = RunGuard(["a.log", "b.log"], acc)
-    guard.feed(_ev(0, 3, Family.TRACING, "gpu_workers_init", gpu_workers_per_device=2))
-    guard.feed(_ev(1, 1, Family.TIMELINE, "GPU_START", offset_ms=5))
+    guard.feed([_ev(0, 3, Family.TRACING, "gpu_workers_init", gpu_workers_per_device=2)])
+    guard.feed([_ev(1, 1, Family.TIMELINE, "GPU_START", offset_ms=5)])
     with pytest.raises(DifferentRunsError, match=r"workers per GPU 2 \(line 3\) against 1"):
-        guard.feed(_ev(1, 9, Family.TRACING, "gpu_workers_init", gpu_workers_per_device=1))
+        guard.feed([_ev(1, 9, Family.TRACING, "gpu_workers_init", gpu_workers_per_device=1)])
 
     acc = Accounting()
     guard = RunGuard(["a.log", "b.log", "bench.txt"], acc)
-    guard.feed(_ev(0, 1, Family.TIMELINE, "GPU_START", offset_ms=5))
+    guard.feed([_ev(0, 1, Family.TIMELINE, "GPU_START", offset_ms=5)])
     acc.journald_sources.update({"host1 cuzk[4242]": 10})
-    guard.feed(_ev(1, 1, Family.TIMELINE, "GPU_START", offset_ms=900))
+    guard.feed([_ev(1, 1, Family.TIMELINE, "GPU_START", offset_ms=900)])
     acc.journald_sources.update({"host1 cuzk[4242]": 5, "host1 cuzk-bench[77]": 3})
-    guard.feed(_ev(2, 1, Family.BENCH, "bench_total", total_s=3.0))  # same process: one run
+    guard.feed([_ev(2, 1, Family.BENCH, "bench_total", total_s=3.0)])  # same process: one run
     acc.journald_sources.update(Counter({"host2 cuzk[4242]": 4}))
     with pytest.raises(DifferentRunsError, match=r"host1 cuzk\[4242\] against host2 cuzk\[4242\]"):
         guard.finish()

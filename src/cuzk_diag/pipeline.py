@@ -45,6 +45,8 @@ _SETTINGS = {
     ("interlock", "gpu_workers_per_device"): "workers per GPU",
     ("gpu_threads", "gpu_threads"): "gpu_threads",
 }
+#: Tracing lines the guard reads.
+_GUARD_KINDS = frozenset({"engine_start", *(kind for kind, _ in _SETTINGS)})
 #: A TIMELINE offset this far (ms) below the previous inputs' latest is a clock that restarted.
 CLOCK_BACK_TOLERANCE_MS = 1000
 
@@ -85,26 +87,37 @@ class RunGuard:
         self.inputs: list[_InputFacts] = []
         self._hosts_before: dict[str, int] = {}
 
-    def feed(self, ev: Event) -> None:
-        while ev.source >= len(self.inputs):
+    def feed(self, events: Sequence[Event]) -> None:
+        """The events of one chunk of one input (the guard reads TIMELINE offsets, the engine
+        start and the startup settings)."""
+        if not events:
+            return
+        while events[0].source >= len(self.inputs):
             self._next_input()
-        cur = self.inputs[ev.source]
-        if ev.family is Family.TIMELINE:
-            off = ev.fields.get("offset_ms")
-            if isinstance(off, int) and ev.kind != "torn":
-                if cur.first_offset is None:
-                    cur.first_offset = off
-                    self._check_clock(cur, off)
-                cur.max_offset = off if cur.max_offset is None else max(cur.max_offset, off)
-        elif ev.family is Family.TRACING:
-            if ev.kind == "engine_start" and cur.engine_line is None:
-                ts = ev.fields.get("ts")
-                cur.engine_start, cur.engine_line = (ts if isinstance(ts, str) else None), ev.line
-                self._check_engine_start(cur)
-            for (kind, key), label in _SETTINGS.items():
-                if ev.kind == kind and ev.fields.get(key) is not None:
-                    cur.settings.setdefault(label, (ev.fields[key], ev.line))
-                    self._check_setting(cur, label)
+        cur = self.inputs[events[0].source]
+        timeline, tracing = Family.TIMELINE, Family.TRACING
+        for ev in events:
+            fam = ev.family
+            if fam is timeline:
+                off = ev.fields.get("offset_ms")
+                if isinstance(off, int) and ev.kind != "torn":
+                    if cur.first_offset is None:
+                        cur.first_offset = off
+                        self._check_clock(cur, off)
+                    if cur.max_offset is None or off > cur.max_offset:
+                        cur.max_offset = off
+            elif fam is tracing and ev.kind in _GUARD_KINDS:
+                self._tracing(cur, ev)
+
+    def _tracing(self, cur: _InputFacts, ev: Event) -> None:
+        if ev.kind == "engine_start" and cur.engine_line is None:
+            ts = ev.fields.get("ts")
+            cur.engine_start, cur.engine_line = (ts if isinstance(ts, str) else None), ev.line
+            self._check_engine_start(cur)
+        for (kind, key), label in _SETTINGS.items():
+            if ev.kind == kind and ev.fields.get(key) is not None:
+                cur.settings.setdefault(label, (ev.fields[key], ev.line))
+                self._check_setting(cur, label)
 
     def finish(self) -> None:
         """Check the journald processes of the last input (known once it is read)."""

@@ -8,16 +8,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from cuzk_diag.ingest.assemble import Assembler
+from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
 from cuzk_diag.ingest.parse import LineParser, ParsedChunk, apply_source_stats
-from cuzk_diag.records import Accounting, Event, Family, RunInfo
+from cuzk_diag.records import Accounting, Event, RunInfo
 from cuzk_diag.sources import Source, SourceStats, iter_input
 
 Progress = Callable[[int], None]
-_GUARDED = frozenset({Family.TIMELINE, Family.TRACING})
 
 
 def input_read(acc: Accounting, stats: SourceStats | None) -> None:
@@ -25,13 +23,6 @@ def input_read(acc: Accounting, stats: SourceStats | None) -> None:
     if stats is not None:
         apply_source_stats(acc, stats)
         acc.sources.append(stats.name)
-
-
-@dataclass(frozen=True)
-class SegmentEnd:
-    """In a record list: the records of a clock segment are out (the engine restarted)."""
-
-    segment: int
 
 
 class Ingest:
@@ -58,7 +49,6 @@ class Ingest:
         self.asm = Assembler(acc, info)
         self.guard = RunGuard(names, acc) if guard else None
         self.parser: LineParser | None = None
-        self._source = -1  # input of the last event the guard saw
 
     def begin(self, index: int) -> None:
         self.parser = LineParser(index, self.acc, full=False)
@@ -78,26 +68,11 @@ class Ingest:
             self.guard.finish()
         return self.asm.finish()
 
-    def events(self, events: Iterable[Event]) -> list[Any]:
+    def events(self, events: Sequence[Event]) -> list[Any]:
         """Assemble parsed events (of the current input)."""
-        asm = self.asm
-        guard = self.guard.feed if self.guard is not None else None
-        feed = asm.feed
-        out: list[Any] = []
-        source = self._source
-        for ev in events:
-            # The guard reads TIMELINE and tracing lines, and sees where each input starts.
-            if guard is not None and (ev.family in _GUARDED or ev.source != source):
-                guard(ev)
-                source = ev.source
-            segment = asm.segment
-            recs = feed(ev)
-            if recs:
-                out.extend(recs)
-            if asm.segment != segment:
-                out.append(SegmentEnd(asm.segment))
-        self._source = source
-        return out
+        if self.guard is not None:
+            self.guard.feed(events)
+        return self.asm.feed_many(events)
 
 
 def parse_chunks(

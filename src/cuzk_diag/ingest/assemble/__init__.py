@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import copy
 from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from cuzk_diag.ingest.assemble.blocks import (
@@ -49,7 +51,14 @@ from cuzk_diag.records import (
     Value,
 )
 
-__all__ = ["Assembler", "Block", "Call", "TOL_MS"]
+__all__ = ["Assembler", "Block", "Call", "SegmentEnd", "TOL_MS"]
+
+
+@dataclass(frozen=True)
+class SegmentEnd:
+    """In a record list: the records of a clock segment are out (the engine restarted)."""
+
+    segment: int
 
 
 class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
@@ -89,52 +98,74 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
     # -- driving --------------------------------------------------------------------------------
 
     def feed(self, ev: Event) -> list[dict[str, Any]]:
-        fam = ev.family
-        if fam is Family.TIMING or fam is Family.NTT_H:
-            if ev.malformed:
-                # Counted (with its line number) as malformed by the parser. Its values cannot
-                # be trusted, so it neither opens a block, nor moves the stage order of the
-                # block it falls into, nor marks the era, nor becomes a record. If it was a
-                # real line, the lines of its kind that follow may go to the wrong open call.
-                self._doubt(ev.kind if fam is Family.TIMING else "ntt_h")
-                return self._take_out()
-            if ev.kind not in self._kinds_seen:
-                # Era markers are first occurrences of line kinds.
-                self._kinds_seen.add(ev.kind)
-                self.era.observe(ev)
-            if ev.kind in ("timing_unknown",):
-                self._note_unattributed(ev)
-            else:
-                self.pending.append(ev)
-                if len(self.pending) > 256:
+        """The records one event completed."""
+        return [r for r in self.feed_many((ev,)) if type(r) is not SegmentEnd]
+
+    def feed_many(self, events: Iterable[Event]) -> list[Any]:
+        """Take events in order; returns the records they completed, with a ``SegmentEnd``
+        after the last record of each clock segment that ended (the engine restarted)."""
+        timing, ntt_h, timeline, tracing = (
+            Family.TIMING,
+            Family.NTT_H,
+            Family.TIMELINE,
+            Family.TRACING,
+        )
+        out: list[Any] = []
+        for ev in events:
+            fam = ev.family
+            segment = self.segment
+            if fam is timing or fam is ntt_h:
+                kind = ev.kind
+                if ev.malformed:
+                    # Counted (with its line number) as malformed by the parser. Its values
+                    # cannot be trusted, so it neither opens a block, nor moves the stage order
+                    # of the block it falls into, nor marks the era, nor becomes a record. If it
+                    # was a real line, the lines of its kind that follow may go to the wrong
+                    # open call.
+                    self._doubt(kind if fam is timing else "ntt_h")
+                    continue
+                if kind not in self._kinds_seen:
+                    # Era markers are first occurrences of line kinds.
+                    self._kinds_seen.add(kind)
+                    self.era.observe(ev)
+                if kind == "timing_unknown":
+                    self._note_unattributed(ev)
+                    continue
+                pending = self.pending  # (_drain replaces the list)
+                pending.append(ev)
+                if len(pending) > 256:
                     self._drain(None)
-        elif fam is Family.TIMELINE:
-            self.era.observe(ev)
-            if ev.kind != "torn":
-                off = ev.fields.get("offset_ms")
-                if isinstance(off, int):
-                    self._drain(float(off))
-                    self.clock = max(self.clock or 0.0, float(off))
-                self._timeline(ev)
-        elif fam is Family.TRACING:
-            if self.epoch_ms is not None:
-                ts = ev.fields.get("ts")
-                t = _ts_ms(ts) if isinstance(ts, str) else None
-                if t is not None:
-                    off = t - self.epoch_ms
-                    self._drain(off)
-                    self.clock = max(self.clock or 0.0, off)
-            if ev.kind != "clock":
-                self._tracing(ev)
-        elif fam is Family.BENCH:
-            self._bench(ev)
-        elif ev.malformed and ev.kind == "damaged":
-            # A line damaged beyond reading (NUL bytes): whatever it was, the placements it
-            # could have changed are ambiguous.
-            self._doubt("ntt_h")
-            for c in self.calls:
-                c.cpu_weak = True
-        return self._take_out()
+            elif fam is timeline:
+                self.era.observe(ev)
+                if ev.kind != "torn":
+                    off = ev.fields.get("offset_ms")
+                    if isinstance(off, int):
+                        self._drain(float(off))
+                        self.clock = max(self.clock or 0.0, float(off))
+                    self._timeline(ev)
+            elif fam is tracing:
+                if self.epoch_ms is not None:
+                    ts = ev.fields.get("ts")
+                    t = _ts_ms(ts) if isinstance(ts, str) else None
+                    if t is not None:
+                        off = t - self.epoch_ms
+                        self._drain(off)
+                        self.clock = max(self.clock or 0.0, off)
+                if ev.kind != "clock":
+                    self._tracing(ev)
+            elif fam is Family.BENCH:
+                self._bench(ev)
+            elif ev.malformed and ev.kind == "damaged":
+                # A line damaged beyond reading (NUL bytes): whatever it was, the placements it
+                # could have changed are ambiguous.
+                self._doubt("ntt_h")
+                for c in self.calls:
+                    c.cpu_weak = True
+            if self.segment != segment:
+                out.extend(self._take_out())
+                out.append(SegmentEnd(self.segment))
+        out.extend(self._take_out())
+        return out
 
     def _doubt(self, kind: str) -> None:
         """A line of ``kind`` is lost: placements it could have changed are ambiguous."""

@@ -36,6 +36,10 @@ _JOINT_KINDS = frozenset({"prep_msm", "b_g2_msm"})
 _CPU_KINDS = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc", "host_register"})
 _CPU_EVERY = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc"})  # T1-T3, T8
 
+#: Kinds of line that can be the first of a block.
+STARTS_BLOCK = frozenset(
+    {"mutex_wait", "prestage_vram", "pool_threshold", "d_a_cache", "ntt_h", "ntt_msm_h"}
+)
 #: Field renames from event keys to record columns.
 _RENAME = {
     "host_register": {"err": "host_register_err"},
@@ -367,9 +371,14 @@ def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
     elif tid == 0 and not blk.per_tid:
         # The usual single-GPU-thread call: thread 0's values are the block's.
         fields = blk.fields
-        for k, v in f.items():
-            if k not in _DROP:
-                fields[ren.get(k, k)] = v
+        if not ren:
+            fields.update(f)  # (in the line's key order, as the loop below)
+            for k in _DROP:
+                fields.pop(k, None)
+        else:
+            for k, v in f.items():
+                if k not in _DROP:
+                    fields[ren.get(k, k)] = v
     else:
         # Per GPU thread; a multi-GPU call reports each stage's longest thread.
         if not blk.per_tid:

@@ -9,6 +9,7 @@ from cuzk_diag.ingest.assemble.blocks import (
     _ANON_MISS,
     _CPU_KINDS,
     _STAGE,
+    STARTS_BLOCK,
     TOL_MS,
     Block,
     _apply_gpu,
@@ -50,7 +51,7 @@ class GpuRegion(State):
             if self._extend_beam(ev, kind, tid, lo, hi, ntt_era):
                 return
         cands = [b for b in self.blocks if b.accepts(kind, tid, ntt_era)]
-        if not cands and not (self._starts_block(kind) and not tid):
+        if not cands and not (kind in STARTS_BLOCK and not tid):
             # A line of the block's own kinds was lost (or the log starts mid-call): the line
             # goes to a block that can take it after a gap, never into a block of its own.
             cands = [b for b in self.blocks if b.accepts(kind, tid, ntt_era, lenient=True)]
@@ -69,7 +70,7 @@ class GpuRegion(State):
             blk = cands[0]
             # A line that starts a block (T17, T10, T14, or T4 in old code) while another block
             # is open could also open a new block on another GPU.
-            if self._starts_block(kind) and self._could_open(kind, blk, ev):
+            if kind in STARTS_BLOCK and self._could_open(kind, blk, ev):
                 blk = self._open_block(ev, kind, lo, hi)
         else:
             # Blocks of several GPUs are open and more than one can take this line. When the
@@ -102,7 +103,7 @@ class GpuRegion(State):
         lost line), at ``GAP_COST`` per stage skipped; one that cannot take it at all ends.
         """
         assert self.beam is not None
-        may_skip = not (self._starts_block(kind) and not tid)
+        may_skip = not (kind in STARTS_BLOCK and not tid)
         open_blocks = {b.seq: b for b in self.blocks}
         new: list[tuple[float, int, dict[int, tuple[Any, ...]]]] = []
         closing: dict[int, int] = {}
@@ -182,16 +183,6 @@ class GpuRegion(State):
         deferred, self.deferred = self.deferred, []
         for call in deferred:
             self._maybe_emit(call)
-
-    def _starts_block(self, kind: str) -> bool:
-        return kind in (
-            "mutex_wait",
-            "prestage_vram",
-            "pool_threshold",
-            "d_a_cache",
-            "ntt_h",
-            "ntt_msm_h",
-        )
 
     def _could_open(self, kind: str, blk: Block, ev: Event | None = None) -> bool:
         """Is a new block more plausible than continuing ``blk``?"""

@@ -73,7 +73,6 @@ class State:
     _gpu_line: Callable[..., None]
     _extend_beam: Callable[..., bool]
     _commit_beam: Callable[..., None]
-    _starts_block: Callable[..., bool]
     _could_open: Callable[..., bool]
     _open_block: Callable[..., Block]
     _put_gpu: Callable[..., None]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any
 
 from cuzk_diag.records import (
@@ -49,6 +50,23 @@ _RENAME = {
 }
 _DROP = frozenset({"gpu_tid", "_words"})
 _RECORD_COLUMNS = frozenset(name for name, _ in PARTITION_COLUMNS)
+
+#: What a line's placement changes in a block, in the order of its snapshots.
+_STATE_FIELDS = (
+    "fields",
+    "stage",
+    "lines",
+    "tids",
+    "has_t17",
+    "has_t10",
+    "seen",
+    "tid_seen",
+    "lock_lo",
+    "lock_hi",
+    "extra",
+    "per_tid",
+)
+_STATE = operator.attrgetter(*_STATE_FIELDS)
 
 _ANON_MISS = 1000.0  # cost of leaving a block with a call formed from C++ lines alone
 TOL_MS = 6  # clock truncation (gettimeofday +-1 ms, each value truncated) plus print latency
@@ -212,19 +230,21 @@ class Block:
         return cost, new_lo, new_hi
 
     def snapshot(self) -> tuple[Any, ...]:
+        """The block's placement state (``_STATE_FIELDS``), copied."""
+        fields, stage, lines, tids, t17, t10, seen, tid_seen, lo, hi, extra, per_tid = _STATE(self)
         return (
-            dict(self.fields),
-            self.stage,
-            list(self.lines),
-            set(self.tids),
-            self.has_t17,
-            self.has_t10,
-            set(self.seen),
-            set(self.tid_seen),
-            self.lock_lo,
-            self.lock_hi,
-            dict(self.extra),
-            {k: dict(v) for k, v in self.per_tid.items()},
+            dict(fields),
+            stage,
+            list(lines),
+            set(tids),
+            t17,
+            t10,
+            set(seen),
+            set(tid_seen),
+            lo,
+            hi,
+            dict(extra),
+            {k: dict(v) for k, v in per_tid.items()},
         )
 
     def restore(self, snap: tuple[Any, ...]) -> None:
@@ -271,20 +291,7 @@ class Block:
     def take(self) -> tuple[Any, ...]:
         """``snapshot`` without copying: for a state that nothing else holds, which the block
         leaves at once (``view`` or ``restore``)."""
-        return (
-            self.fields,
-            self.stage,
-            self.lines,
-            self.tids,
-            self.has_t17,
-            self.has_t10,
-            self.seen,
-            self.tid_seen,
-            self.lock_lo,
-            self.lock_hi,
-            self.extra,
-            self.per_tid,
-        )
+        return _STATE(self)  # type: ignore[no-any-return]
 
     def missing_stages(self, ntt_era: bool) -> list[str]:
         """Stages every complete GPU region of this code prints but this block lacks."""

@@ -131,17 +131,30 @@ def _int64(col: pa.Array) -> pa.Array:
     return pc.cast(col, pa.int64())
 
 
+def _extract(
+    sel: pa.StringArray, prefix: str, pattern: str, exclude: str | None = None
+) -> tuple[np.ndarray, pa.StructArray] | None:
+    """The rows of ``sel`` that start with ``prefix`` and match ``pattern`` whole (and not
+    ``exclude``), with the pattern's named groups; None when there are none."""
+    rows = _rows(pc.starts_with(sel, prefix))
+    if not len(rows):
+        return None
+    lines = sel.take(rows)
+    m = pc.extract_regex(lines, pattern)
+    ok = m.is_valid()
+    if exclude is not None:
+        ok = pc.and_not(ok, pc.match_substring_regex(lines, exclude))
+    if not pc.any(ok).as_py():
+        return None
+    return rows[ok.to_numpy(zero_copy_only=False)], m.filter(ok)
+
+
 def _timing(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
     """Integer ``CUZK_TIMING:`` lines with the key sequence of their format string."""
-    rows = _rows(pc.starts_with(sel, "CUZK_TIMING: "))
-    if not len(rows):
+    found = _extract(sel, "CUZK_TIMING: ", _TIMING_RE2)
+    if found is None:
         return
-    m = pc.extract_regex(sel.take(rows), _TIMING_RE2)
-    ok = m.is_valid()
-    if not pc.any(ok).as_py():
-        return
-    rows = rows[ok.to_numpy(zero_copy_only=False)]
-    m = m.filter(ok)
+    rows, m = found
     shape = pc.binary_join_element_wise(m.field("k1"), m.field("k2"), m.field("k3"), " ")
     enc = pc.dictionary_encode(shape)
     codes = enc.indices.to_numpy(zero_copy_only=False)
@@ -158,15 +171,10 @@ def _timing(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
 
 
 def _ntt_h(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
-    rows = _rows(pc.starts_with(sel, "CUZK_NTT_H: "))
-    if not len(rows):
+    found = _extract(sel, "CUZK_NTT_H: ", _NTT_H_RE2)
+    if found is None:
         return
-    m = pc.extract_regex(sel.take(rows), _NTT_H_RE2)
-    ok = m.is_valid()
-    if not pc.any(ok).as_py():
-        return
-    rows = rows[ok.to_numpy(zero_copy_only=False)]
-    m = m.filter(ok)
+    rows, m = found
     names = [_NTT_H_COLUMN[k] for k in NTT_H_KEYS]
     cols: list[pa.Array | int] = [_int64(m.field(k)) for k in NTT_H_KEYS]
     groups.append(Group(rows, nos[rows], Family.NTT_H, "ntt_h", names, cols))
@@ -174,18 +182,10 @@ def _ntt_h(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
 
 def _timeline(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
     """Whole TIMELINE lines whose detail is ``key=value`` pairs of known keys."""
-    rows = _rows(pc.starts_with(sel, "TIMELINE,"))
-    if not len(rows):
+    found = _extract(sel, "TIMELINE,", _TIMELINE_RE2, _TIMELINE_SUSPECT_RE2)
+    if found is None:
         return
-    lines = sel.take(rows)
-    ok = pc.and_not(
-        pc.is_valid(pc.extract_regex(lines, _TIMELINE_RE2)),
-        pc.match_substring_regex(lines, _TIMELINE_SUSPECT_RE2),
-    )
-    if not pc.any(ok).as_py():
-        return
-    rows = rows[ok.to_numpy(zero_copy_only=False)]
-    m = pc.extract_regex(lines.filter(ok), _TIMELINE_RE2)
+    rows, m = found
     detail = m.field("detail")
     # The shape of a detail: its keys, each with "=" when it has a value.
     shape = pc.dictionary_encode(pc.replace_substring_regex(detail, "=[^,]*", "="))

@@ -8,8 +8,10 @@
 Prints, in this order:
 
 1. a split of the time by stage, each stage timed on its own without the profiler:
-   reading + cleaning (``sources.iter_input``), line parsing (``lines.iter_events(full=False)``
-   minus the reading it includes), assembly (``Assembler.feed`` over the parsed events, then
+   reading + cleaning (``sources.iter_input``), line parsing (``ingest.parse.iter_events
+   (full=False)`` minus the reading and classification it includes; of it, the column-wise
+   extraction of fixed-form lines and the making of their events are shown on their own),
+   assembly (``Assembler.feed_many`` over the parsed events, then
    ``finish``), and frame building (``records_to_table`` + ``table_to_frame`` over all the
    records); next to it a plain ``load_run`` for comparison (the pipeline may interleave the
    stages, e.g. build Arrow batches while assembling, so the sum need not match it exactly);
@@ -82,16 +84,33 @@ def stage_split(path: str) -> list[tuple[str, float, str]]:
         return picked
 
     t_classify, n_picked = _timed(classify_only)
-    t_parse_all, events = _timed(lambda: list(iter_events([path], Accounting(), full=False)))
+    # The column-wise part of the parse, timed inside the parse (ingest/parse/columnar).
+    import cuzk_diag.ingest.parse as parse_pkg
+
+    spent = {"extract": 0.0, "events": 0.0}
+
+    def timing(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[name] += time.perf_counter() - t0
+
+        return run
+
+    plain = parse_pkg.extract_fixed, parse_pkg.fixed_events
+    parse_pkg.extract_fixed = timing("extract", plain[0])
+    parse_pkg.fixed_events = timing("events", plain[1])
+    try:
+        t_parse_all, events = _timed(lambda: list(iter_events([path], Accounting(), full=False)))
+    finally:
+        parse_pkg.extract_fixed, parse_pkg.fixed_events = plain
 
     # The assembler on its own, fed with the events parsed above (as the pipeline feeds it).
     def assemble(events: list[Any]) -> list[dict[str, Any]]:
         asm = Assembler(Accounting(), RunInfo())
-        records: list[dict[str, Any]] = []
-        for ev in events:
-            out = asm.feed(ev)
-            if out:
-                records.extend(out)
+        records = [r for r in asm.feed_many(events) if isinstance(r, dict)]
         records.extend(asm.finish())
         return records
 
@@ -119,11 +138,22 @@ def stage_split(path: str) -> list[tuple[str, float, str]]:
             f"{n_picked} lines selected",
         ),
         (
-            "per-line parsing of the selected lines (Python)",
+            "parsing of the selected lines",
             t_lines,
             f"{n_events} events",
         ),
-        ("assembly (Assembler.feed + finish)", t_asm, f"{n_records} records"),
+        (
+            "- of it: column-wise extraction of fixed-form lines (Arrow kernels)",
+            spent["extract"],
+            "",
+        ),
+        ("- of it: making their events from the columns (Python)", spent["events"], ""),
+        (
+            "- of it: the other lines, one by one (Python)",
+            t_lines - spent["extract"] - spent["events"],
+            "",
+        ),
+        ("assembly (Assembler.feed_many + finish)", t_asm, f"{n_records} records"),
         ("frame building (records_to_table + table_to_frame)", t_frame, ""),
         ("sum of the stages", staged, ""),
         ("load_run, unprofiled", t_total, ""),

@@ -37,7 +37,8 @@ from cuzk_diag.errors import InputError
 from cuzk_diag.facts import OFFSET_COLUMNS
 from cuzk_diag.follow import FollowFile
 from cuzk_diag.frame import records_to_table, table_to_frame
-from cuzk_diag.ingest.stream import Ingest, SegmentEnd
+from cuzk_diag.ingest.assemble import SegmentEnd
+from cuzk_diag.ingest.stream import Ingest
 from cuzk_diag.pipeline import Run, finish_table, with_wall_clock_text
 from cuzk_diag.records import (
     PARTITION_COLUMNS,

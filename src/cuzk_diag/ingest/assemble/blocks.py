@@ -291,7 +291,7 @@ class Block:
     def take(self) -> tuple[Any, ...]:
         """``snapshot`` without copying: for a state that nothing else holds, which the block
         leaves at once (``view`` or ``restore``)."""
-        return _STATE(self)  # type: ignore[no-any-return]
+        return _STATE(self)
 
     def missing_stages(self, ntt_era: bool) -> list[str]:
         """Stages every complete GPU region of this code prints but this block lacks."""

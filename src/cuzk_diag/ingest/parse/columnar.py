@@ -110,7 +110,8 @@ def parse_fixed(
 
 
 def _rows(mask: pa.Array) -> np.ndarray:
-    return pc.indices_nonzero(mask).to_numpy()
+    rows: np.ndarray = pc.indices_nonzero(mask).to_numpy()
+    return rows
 
 
 def _dicts(keys: Sequence[str], cols: Sequence[list[Value]]) -> list[dict[str, Value]]:

@@ -140,8 +140,11 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                 if ev.kind != "torn":
                     off = ev.fields.get("offset_ms")
                     if isinstance(off, int):
-                        self._drain(float(off))
-                        self.clock = max(self.clock or 0.0, float(off))
+                        t = float(off)
+                        if self.pending:
+                            self._drain(t)
+                        clock = self.clock
+                        self.clock = t if clock is None or t > clock else clock
                     self._timeline(ev)
             elif fam is tracing:
                 if self.epoch_ms is not None:
@@ -149,8 +152,10 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                     t = _ts_ms(ts) if isinstance(ts, str) else None
                     if t is not None:
                         off = t - self.epoch_ms
-                        self._drain(off)
-                        self.clock = max(self.clock or 0.0, off)
+                        if self.pending:
+                            self._drain(off)
+                        clock = self.clock
+                        self.clock = max(clock or 0.0, off)
                 if ev.kind != "clock":
                     self._tracing(ev)
             elif fam is Family.BENCH:

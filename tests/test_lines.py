@@ -409,3 +409,24 @@ def test_cr_only_text_is_one_line():
     events, acc = parse_text("CUZK_TIMING: prep_msm_ms=5\rCUZK_TIMING: prep_msm_ms=6\r")
     assert acc.lines_total == 1 and acc.stray_cr_lines == 1
     assert [(e.line, e.fields) for e in events] == [(1, {"prep_msm_ms": 6})]
+
+
+_FIELD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(), _FIELD_VALUES, max_size=6))
+def test_line_table_json_is_the_standard_encoding(fields: dict[str, object]) -> None:
+    """The line table's ``fields`` text is exactly ``json.dumps(fields, ensure_ascii=False)``
+    (quotes, control characters, non-ASCII text, NaN and infinities included)."""
+    import json
+
+    from cuzk_diag.linetable import _dumps
+
+    assert _dumps(fields) == json.dumps(fields, ensure_ascii=False)

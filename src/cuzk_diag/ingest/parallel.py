@@ -64,9 +64,8 @@ def _recv(inp: IO[bytes]) -> tuple[Any, ...] | None:
 
 def child_main(names: list[str]) -> int:
     """The child: parse ``names`` and write the messages to stdout."""
-    from cuzk_diag.ingest.stream import parse_parts, settle_heap
+    from cuzk_diag.ingest.stream import parse_parts
 
-    settle_heap()
     out = sys.stdout.buffer
     acc = Accounting()
     try:

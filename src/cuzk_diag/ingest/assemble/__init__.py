@@ -140,22 +140,14 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                 if ev.kind != "torn":
                     off = ev.fields.get("offset_ms")
                     if isinstance(off, int):
-                        t = float(off)
-                        if self.pending:
-                            self._drain(t)
-                        clock = self.clock
-                        self.clock = t if clock is None or t > clock else clock
+                        self._clock_reading(float(off))
                     self._timeline(ev)
             elif fam is tracing:
                 if self.epoch_ms is not None:
                     ts = ev.fields.get("ts")
                     t = _ts_ms(ts) if isinstance(ts, str) else None
                     if t is not None:
-                        off = t - self.epoch_ms
-                        if self.pending:
-                            self._drain(off)
-                        clock = self.clock
-                        self.clock = max(clock or 0.0, off)
+                        self._clock_reading(t - self.epoch_ms)
                 if ev.kind != "clock":
                     self._tracing(ev)
             elif fam is Family.BENCH:
@@ -171,6 +163,13 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                 out.append(SegmentEnd(self.segment))
         out.extend(self._take_out())
         return out
+
+    def _clock_reading(self, t: float) -> None:
+        """A timestamped line at ``t`` on the TIMELINE clock: the C++ lines waiting for it are
+        placed, and the clock moves on (never back)."""
+        if self.pending:
+            self._drain(t)
+        self.clock = max(self.clock or 0.0, t)
 
     def _doubt(self, kind: str) -> None:
         """A line of ``kind`` is lost: placements it could have changed are ambiguous."""

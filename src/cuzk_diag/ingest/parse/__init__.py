@@ -1,9 +1,11 @@
 """Cleaned text -> typed ``Event``s, for every line family and code era of the daemon.
 
 ``LineParser.feed`` takes a chunk of whole lines: ``classify`` splits and counts them in bulk
-(C code) and picks the lines to parse; one loop then hands each picked line to the parser of
-its family (``timing``, ``timeline``, ``tracing``, ``bench``), repairing TIMELINE lines torn by
-another writer. Line numbers are kept on every event; every physical line is counted once.
+(C code) and picks the lines to parse; ``columnar`` parses those of a fixed form column-wise;
+one loop then hands each other picked line to the parser of its family (``timing``,
+``timeline``, ``tracing``, ``bench``), repairing TIMELINE lines torn by another writer, and
+``ParsedChunk`` puts all the events back in line order. Line numbers are kept on every event;
+every physical line is counted once.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ class ParsedChunk:
             slots[r] = ev
             several = several or type(ev) is list
         if several:
-            out = self.head
+            out = list(self.head)
             for s in slots:
                 if type(s) is list:
                     out.extend(s)

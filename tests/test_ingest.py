@@ -8,6 +8,7 @@ import io
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -169,3 +170,31 @@ def test_progress_of_input_of_unknown_size_counts_bytes_so_far(
         assert progress is not None
     with options.input_progress([str(gz)], quiet=True) as progress:
         assert progress is None
+
+
+def test_the_final_table_is_sorted_by_record_one_column_at_a_time() -> None:
+    """``finish_table`` sorts as ``Table.sort_by`` would (stable for equal numbers), takes its
+    input list, and leaves a table already in lock order as it is."""
+    import pyarrow as pa
+
+    from cuzk_diag.frame import records_to_table
+    from cuzk_diag.pipeline import finish_table
+
+    recs = [{"record": r, "worker": w} for r, w in [(3, 0), (1, 1), (2, 2), (1, 3), (0, 4)]]
+    batches = [records_to_table(recs[:2]), records_to_table(recs[2:])]
+    expected = pa.concat_tables(batches).sort_by([("record", "ascending")])
+    got = finish_table(batches, None)
+    assert batches == []
+    assert got.equals(expected)
+    assert got.column("worker").to_pylist() == [4, 1, 3, 2, 0]
+    assert finish_table([got], None).equals(got)
+    assert finish_table([], None).num_rows == 0
+
+
+def test_a_run_without_its_table_has_the_same_frame() -> None:
+    """``keep_table=False`` builds the frame while freeing the table; the frame is the same."""
+    kept = load_run([str(SIM / "phase12-2gpu-gw2.log")])
+    dropped = load_run([str(SIM / "phase12-2gpu-gw2.log")], keep_table=False)
+    assert kept.table is not None and dropped.table is None
+    assert len(kept.partitions) > 10
+    pd.testing.assert_frame_equal(kept.partitions, dropped.partitions)

@@ -149,7 +149,7 @@ def analyze(
     from cuzk_diag.pipeline import load_run  # imported late: parsing is a layer below
 
     paths = _paths(inputs)
-    run = load_run(paths, progress=progress, jobs=jobs)
+    run = load_run(paths, progress=progress, jobs=jobs, keep_table=False)
     return analyze_run(run, config, inputs=paths, estimates=estimates)
 
 
@@ -157,7 +157,7 @@ def load(path_or_paths: str | Path | Sequence[str | Path]) -> pd.DataFrame:
     """Just the partition frame (``records.PARTITION_SCHEMA`` columns) of one or more logs."""
     from cuzk_diag.pipeline import load_run
 
-    return load_run(_paths(path_or_paths)).partitions
+    return load_run(_paths(path_or_paths), keep_table=False).partitions
 
 
 def _paths(inputs: str | Path | Sequence[str | Path]) -> list[str]:

@@ -60,6 +60,9 @@ def _types_mapper(t: pa.DataType) -> Any:
     return None
 
 
-def table_to_frame(table: pa.Table) -> pd.DataFrame:
-    """pandas view with nullable dtypes (Int64, Float64, string) so missing stays missing."""
-    return table.to_pandas(types_mapper=_types_mapper)
+def table_to_frame(table: pa.Table, *, release: bool = False) -> pd.DataFrame:
+    """pandas view with nullable dtypes (Int64, Float64, string) so missing stays missing.
+
+    ``release``: the table is used up (unusable afterwards), each column's memory freed once
+    it is converted, so the frame is not built beside a whole copy of the table."""
+    return table.to_pandas(types_mapper=_types_mapper, self_destruct=release, split_blocks=release)

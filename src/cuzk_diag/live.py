@@ -42,7 +42,6 @@ from cuzk_diag.ingest.stream import Ingest
 from cuzk_diag.pipeline import Run, finish_table, with_wall_clock_text
 from cuzk_diag.records import (
     PARTITION_COLUMNS,
-    PARTITION_SCHEMA,
     Accounting,
     Finding,
     RunInfo,
@@ -340,9 +339,6 @@ class RecordStore:
         chunks = list(self._chunks)
         if release:
             self._chunks = deque()
-        if info is None:
-            table = pa.concat_tables(chunks) if chunks else PARTITION_SCHEMA.empty_table()
-            return table.sort_by([("record", "ascending")]) if table.num_rows else table
         return finish_table(chunks, info)
 
 

@@ -39,7 +39,7 @@ def load_analysis(
     from cuzk_diag.pipeline import load_run
 
     with input_progress(inputs, quiet) as progress:
-        run = load_run(list(inputs), progress, jobs=jobs)
+        run = load_run(list(inputs), progress, jobs=jobs, keep_table=False)
     return analyze_run(run, config, inputs=list(inputs)), run
 
 

@@ -81,7 +81,7 @@ def whatif_cmd(
     try:
         set_map = parse_assignments(sets, "--set")
         scale_map = parse_assignments(scales, "--scale")
-        run = load_run(list(inputs))
+        run = load_run(list(inputs), keep_table=False)
         result = whatif(run, set_map, scale_map, sweep=sweep, seeds=seeds)
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None

@@ -198,3 +198,43 @@ def test_a_run_without_its_table_has_the_same_frame() -> None:
     assert kept.table is not None and dropped.table is None
     assert len(kept.partitions) > 10
     pd.testing.assert_frame_equal(kept.partitions, dropped.partitions)
+
+
+def test_auto_jobs_uses_a_second_process_only_where_it_pays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small = tmp_path / "small.log"
+    shutil.copy(SIM / "era-main.log", small)
+    big = tmp_path / "big.log"
+    with open(big, "wb") as fh:
+        fh.truncate(parallel.AUTO_MIN_BYTES)  # sparse: only its size is read
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 2)
+    assert parallel.auto_jobs([str(big)]) == 2
+    assert parallel.auto_jobs([str(small)]) == 1
+    assert parallel.auto_jobs([str(small), str(big)]) == 2  # the inputs' sizes add up
+    assert parallel.auto_jobs(["-"]) == 1  # stdin is read by this process
+    assert parallel.auto_jobs([str(tmp_path / "gone.log")]) == 1
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 1)
+    assert parallel.auto_jobs([str(big)]) == 1
+
+
+def test_the_jobs_option_takes_a_count_or_auto(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[object] = []
+    real = parallel.auto_jobs
+
+    def spy(inputs: list[object]) -> int:
+        seen.append("auto")
+        return real(inputs)
+
+    monkeypatch.setattr(parallel, "auto_jobs", spy)
+    log = str(SIM / "era-main.log")
+    for value in ("auto", "AUTO", "1", "2"):
+        r = CliRunner().invoke(cli, ["analyze", log, "--format", "json", "-q", "-j", value])
+        assert r.exit_code == 0, r.output
+    assert seen == ["auto", "auto"]  # the default (no --jobs) is auto too:
+    r = CliRunner().invoke(cli, ["analyze", log, "--format", "json", "-q"])
+    assert r.exit_code == 0 and seen == ["auto"] * 3
+    for bad in ("0", "x", "-1", "²"):
+        r = CliRunner().invoke(cli, ["analyze", log, "-j", bad])
+        assert r.exit_code == 2
+        assert "neither a number of processes" in r.output

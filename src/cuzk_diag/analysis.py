@@ -137,7 +137,7 @@ def analyze(
     config: Config | str | Path | None = None,
     *,
     progress: Callable[..., Any] | None = None,
-    jobs: int = 1,
+    jobs: int | None = 1,
     estimates: bool = False,
 ) -> Analysis:
     """Parse ``inputs`` (paths, ``-`` for stdin) and diagnose the run (``jobs`` > 1: parse

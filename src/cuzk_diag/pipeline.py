@@ -213,7 +213,7 @@ def iter_records(
     progress: Callable[[int], None] | None = None,
     on_segment: Callable[[int], None] | None = None,
     *,
-    jobs: int = 1,
+    jobs: int | None = 1,
 ) -> Iterator[dict[str, Any]]:
     """Partition records (dicts of ``PARTITION_SCHEMA`` columns) one by one, as they complete
     (``ingest.stream``). Inputs of different runs are refused (``RunGuard``). ``on_segment(n)``
@@ -229,7 +229,7 @@ def iter_record_batches(
     info: RunInfo,
     progress: Callable[[int], None] | None = None,
     *,
-    jobs: int = 1,
+    jobs: int | None = 1,
 ) -> Iterator[pa.Table]:
     """Partition records as Arrow tables of up to BATCH rows, in completion order.
 
@@ -252,7 +252,7 @@ def stream_records(
     acc: Accounting | None = None,
     info: RunInfo | None = None,
     progress: Callable[[int], None] | None = None,
-    jobs: int = 1,
+    jobs: int | None = 1,
 ) -> StreamEnd:
     """Drive ``sink`` over the inputs: ``start``, ``record`` per completed call, ``finish``.
 
@@ -382,7 +382,7 @@ def assemble_table(
     inputs: Sequence[str | Source],
     progress: Callable[[int], None] | None = None,
     *,
-    jobs: int = 1,
+    jobs: int | None = 1,
 ) -> tuple[pa.Table, RunInfo, Accounting]:
     """Stream the inputs through the parser and the assembler into one Arrow table.
 
@@ -399,7 +399,7 @@ def load_run(
     inputs: Sequence[str] | str,
     progress: Callable[[int], None] | None = None,
     *,
-    jobs: int = 1,
+    jobs: int | None = 1,
     keep_table: bool = True,
 ) -> Run:
     """Parse and assemble the inputs (paths, ``-`` for stdin, .gz/.zst) into a ``Run``.

@@ -119,7 +119,7 @@ def analyze_cmd(
     live: bool | None,
     window: int,
     max_records: int,
-    jobs: int,
+    jobs: int | None,
     quiet: bool,
     estimates: bool,
 ) -> None:
@@ -194,7 +194,7 @@ def _run_batch(
     color: str,
     output: str | None,
     *,
-    jobs: int = 1,
+    jobs: int | None = 1,
     quiet: bool = False,
     estimates: bool = False,
 ) -> Analysis:

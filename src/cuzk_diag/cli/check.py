@@ -31,7 +31,7 @@ def input_label(inputs: Sequence[str]) -> str:
 
 
 def load_analysis(
-    inputs: Sequence[str], config: Any, *, jobs: int = 1, quiet: bool = False
+    inputs: Sequence[str], config: Any, *, jobs: int | None = 1, quiet: bool = False
 ) -> tuple[Any, Any]:
     """(Analysis, Run) of logs, or of one Parquet export (detected by its PAR1 magic), with a
     progress bar on a terminal (not with ``quiet``) and ``--jobs`` processes."""
@@ -43,7 +43,9 @@ def load_analysis(
     return analyze_run(run, config, inputs=list(inputs)), run
 
 
-def run_metrics(inputs: Sequence[str], config: Any, *, jobs: int = 1, quiet: bool = False) -> Any:
+def run_metrics(
+    inputs: Sequence[str], config: Any, *, jobs: int | None = 1, quiet: bool = False
+) -> Any:
     """RunMetrics of the inputs."""
     from cuzk_diag.gate import NoDataError, metrics_from_analysis
 
@@ -128,7 +130,7 @@ def check_cmd(
     fmt: str,
     junit_path: str | None,
     color: str,
-    jobs: int,
+    jobs: int | None,
     quiet: bool,
 ) -> None:
     """Evaluate CI gates on LOG and exit 0 (pass), 1 (a gate failed) or 2 (unusable input).

@@ -49,7 +49,7 @@ def compare_cmd(
     allow_different_config: bool,
     config_path: str | None,
     color: str,
-    jobs: int,
+    jobs: int | None,
     quiet: bool,
 ) -> None:
     """Compare CANDIDATE with BASE: every stage's median and p95, the change, and whether it is

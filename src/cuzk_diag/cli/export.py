@@ -53,7 +53,7 @@ def export_cmd(
     line_table: bool,
     unattributed: bool,
     quiet: bool,
-    jobs: int,
+    jobs: int | None,
 ) -> int:
     """Write one row per GPU call (or with --lines, per log line) as Parquet, CSV or JSON Lines.
 

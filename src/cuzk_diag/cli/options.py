@@ -116,15 +116,27 @@ def output_stream(path: str | None) -> Iterator[TextIO]:
 
 # -- reading logs: processes and progress ---------------------------------------------------------
 
+
+def _jobs(ctx: click.Context, param: click.Parameter, value: str) -> int | None:
+    """``--jobs``: a number of processes (1 or more), or None for ``auto``."""
+    text = value.strip().lower()
+    if text == "auto":
+        return None
+    if text.isascii() and text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise click.BadParameter(f"{value!r} is neither a number of processes (1 or more) nor 'auto'")
+
+
 jobs_option = click.option(
     "-j",
     "--jobs",
-    type=click.IntRange(min=1),
-    default=1,
+    metavar="N|auto",
+    default="auto",
+    callback=_jobs,
     show_default=True,
     help="Processes that read regular-file logs. 2: the parse runs in a second process, "
-    "ahead of the assembly, with the same records; it pays only where a core is free and "
-    "fast (see docs/performance.md).",
+    "ahead of the assembly, with the same records. auto: 2 for regular files of 32 MiB or "
+    "more on a machine with two usable CPUs, else 1 (see docs/performance.md).",
 )
 
 quiet_progress_option = click.option(

@@ -7,7 +7,6 @@ with one equals the dataset built with another (tested).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from functools import partial
@@ -17,12 +16,13 @@ from cuzk_diag.errors import InputError
 from cuzk_diag.fleet.dataset import Runner
 from cuzk_diag.fleet.discover import Unit
 from cuzk_diag.fleet.task import UnitResult, process_unit
+from cuzk_diag.ingest.parallel import usable_cpus
 
 ENGINES = ("local", "dask")
 
 
 def default_jobs() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    return usable_cpus()
 
 
 def local_runner(jobs: int, host_source: str, config: Config | None = None) -> Runner:

@@ -135,14 +135,17 @@ def stream(
     *,
     progress: Progress | None = None,
     on_segment: Callable[[int], None] | None = None,
-    jobs: int = 1,
+    jobs: int | None = 1,
 ) -> Iterator[dict[str, Any]]:
     """Partition records of the inputs, one by one as they complete; ``acc`` and ``info`` are
     complete once the iterator is exhausted. ``on_segment(n)`` is called once the records of
     a clock segment are out. With ``jobs`` > 1 and inputs that are regular files, the parse
-    runs in a second process ahead of the assembly (``parallel``); the records are the same."""
+    runs in a second process ahead of the assembly (``parallel``); the records are the same.
+    ``jobs=None`` lets ``parallel.auto_jobs`` choose."""
     from cuzk_diag.ingest import parallel
 
+    if jobs is None:
+        jobs = parallel.auto_jobs(inputs)
     ing = Ingest(inputs, acc, info)
     chunks: Iterator[tuple[int, list[Event], int, Accounting | None]]
     if jobs > 1 and parallel.can_parallel(inputs):

@@ -337,3 +337,63 @@ def test_a_compressed_log_cut_before_its_first_line_is_unusable(tmp_path: Path) 
         assert code == ExitCode.USAGE, err
         assert_error_form(err)
         assert "ends early" in err
+
+
+# -- integers no column can hold --------------------------------------------------------------
+
+HUGE = "9" * 25
+
+
+@pytest.fixture(scope="module")
+def huge_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The main-era log with a 25-digit value in a timing line, a TIMELINE offset and a tracing
+    field (beyond int64, which every integer column is)."""
+    text = (ROOT / "fixtures" / "sim" / "era-main.log").read_text()
+    for pattern in ("split_vectors_ms=3 ", "TIMELINE,42604,", " synth_ms=4"):
+        assert pattern in text
+    text = text.replace("split_vectors_ms=3 ", f"split_vectors_ms={HUGE} ", 1)
+    text = text.replace("TIMELINE,42604,", f"TIMELINE,{HUGE},", 1)
+    text = text.replace(" synth_ms=4", f" synth_ms={HUGE}4", 1)
+    path = tmp_path_factory.mktemp("huge") / "huge.log"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["console", "json", "markdown", "html", "junit", "sarif"])
+def test_an_integer_beyond_int64_is_read_not_a_crash(huge_log: Path, fmt: str) -> None:
+    code, out, err = invoke("analyze", str(huge_log), "--format", fmt)
+    assert code == 0, err
+    assert "internal error" not in err and out
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "csv", "jsonl"])
+def test_an_integer_beyond_int64_is_kept_in_the_exports(
+    huge_log: Path, tmp_path: Path, suffix: str
+) -> None:
+    """The partition export puts it in ``extra`` (``invalid_<column>``); the line table keeps
+    it in the line's ``fields`` text, the offset column holding null."""
+    import pyarrow.parquet as pq
+
+    out = tmp_path / f"p.{suffix}"
+    code, _, err = invoke("export", str(huge_log), "-o", str(out))
+    assert code == 0, err
+    lines = tmp_path / f"l.{suffix}"
+    code, _, err = invoke("export", "--lines", str(huge_log), "-o", str(lines))
+    assert code == 0, err
+    if suffix == "parquet":
+        extra = [e for e in pq.read_table(out).column("extra").to_pylist() if e]
+        assert any(f'"invalid_split_vectors_ms": {HUGE}' in e for e in extra), extra
+        table = pq.read_table(lines)
+        texts = [f or "" for f in table.column("fields").to_pylist()]
+        assert sum(HUGE in f for f in texts) == 3
+        row = next(i for i, f in enumerate(texts) if f'"offset_ms": {HUGE}' in f)
+        assert table.column("offset_ms")[row].as_py() is None
+    else:
+        assert HUGE in out.read_text() and HUGE in lines.read_text()
+
+
+def test_an_integer_beyond_int64_in_live_mode_and_check(huge_log: Path) -> None:
+    code, out, err = invoke("analyze", "-", "--format", "json", input=huge_log.read_bytes())
+    assert code == 0 and json.loads(out)["schema_version"] == 1, err
+    code, out, err = invoke("check", str(huge_log))
+    assert code in (0, 1) and "internal error" not in err, err

@@ -12,6 +12,8 @@ import click
 import jsonschema
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cuzk_diag.analysis import analyze
 from cuzk_diag.cli import cli
@@ -244,3 +246,34 @@ def test_check_junit_on_stdout_matches_the_junit_file(tmp_path: Path) -> None:
         return re.sub(r' (timestamp|hostname)="[^"]*"', "", doc)
 
     assert strip(res.stdout) == strip(out.read_text(encoding="utf-8"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["record", "worker", "gpu_ms", "job_id", "status", "kernel", "x"]),
+            st.one_of(
+                st.none(),
+                st.booleans(),
+                st.integers(-(2**63), 2**63 - 1),
+                st.floats(allow_nan=True),
+                st.text(max_size=5),
+                st.lists(st.integers(), max_size=2),
+            ),
+        ),
+        max_size=6,
+    )
+)
+def test_records_fit_their_columns_as_the_careful_path_makes_them(recs: list[dict]) -> None:
+    """Records whose values all fit pass as they are; any other goes through ``_fit`` (a bool or
+    a fraction in an integer column moves to ``extra``, a number in a text column becomes its
+    text): the table is the one ``_fit`` on every record gives."""
+    import pyarrow as pa
+
+    from cuzk_diag.frame import _fit, records_to_table
+    from cuzk_diag.records import PARTITION_SCHEMA
+
+    # (gpu_ms: integer column; kernel, x: not columns; job_id, status: text)
+    expected = pa.Table.from_pylist([_fit(r) for r in recs], schema=PARTITION_SCHEMA)
+    assert records_to_table(recs).equals(expected)

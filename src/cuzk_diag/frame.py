@@ -16,21 +16,50 @@ _FLOAT_COLS = [name for name, typ in PARTITION_COLUMNS if pa.types.is_floating(t
 _STR_COLS = [name for name, typ in PARTITION_COLUMNS if pa.types.is_string(typ)]
 
 
+_NONE = type(None)
+#: The value types each column takes as they are (anything else goes through ``_fit``).
+_FITS: dict[str, frozenset[type]] = {
+    **{k: frozenset({int, _NONE}) for k in _INT_COLS},
+    **{k: frozenset({int, float, _NONE}) for k in _FLOAT_COLS},
+    **{k: frozenset({str, _NONE}) for k in _STR_COLS},
+}
+
+
 def _coerce(rec: dict[str, Any]) -> dict[str, Any]:
-    """Make each value fit its column; a value that does not is moved to ``extra``."""
+    """Make each value fit its column; a value that does not is moved to ``extra``. (A record
+    whose values all fit, as the assembler's do, is returned as it is.)"""
+    fits = _FITS.get
+    for k, v in rec.items():
+        ok = fits(k)
+        if ok is not None and type(v) not in ok:
+            return _fit(rec)
+    return rec
+
+
+_INT64 = 1 << 63
+_EXACT = 1 << 53  # integers a double holds exactly
+
+
+def _fit(rec: dict[str, Any]) -> dict[str, Any]:
+    """``_coerce`` value by value: an integer column takes an int64 (or a float with such an
+    integer value), a float column a number (an int only within a double's exact range), a
+    text column the text of any value; any other value goes to ``extra`` as ``invalid_<col>``."""
     bad: dict[str, Any] = {}
     out = dict(rec)
     for k in _INT_COLS:
         v = out.get(k)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
-            if isinstance(v, float) and v.is_integer():
-                out[k] = int(v)
-            else:
-                bad[k] = v
-                out[k] = None
+        if v is None:
+            continue
+        if isinstance(v, float) and v.is_integer():
+            v = out[k] = int(v)
+        if not isinstance(v, int) or isinstance(v, bool) or not -_INT64 <= v < _INT64:
+            bad[k] = rec[k]
+            out[k] = None
     for k in _FLOAT_COLS:
         v = out.get(k)
-        if v is not None and not isinstance(v, (int, float)):
+        if v is not None and (
+            not isinstance(v, int | float) or (isinstance(v, int) and not -_EXACT <= v <= _EXACT)
+        ):
             bad[k] = v
             out[k] = None
     for k in _STR_COLS:
@@ -45,9 +74,16 @@ def _coerce(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def records_to_table(records: Iterable[dict[str, Any]]) -> pa.Table:
-    """Build the partition table; every column of ``PARTITION_SCHEMA``, in order."""
+    """Build the partition table; every column of ``PARTITION_SCHEMA``, in order.
+
+    Records whose values are of their columns' types go in as they are; when one holds a value
+    Arrow cannot take (an integer beyond int64, say, from a line with 25 digits), every record
+    of the batch goes through ``_fit``."""
     rows = [_coerce(r) for r in records]
-    return pa.Table.from_pylist(rows, schema=PARTITION_SCHEMA)
+    try:
+        return pa.Table.from_pylist(rows, schema=PARTITION_SCHEMA)
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.Table.from_pylist([_fit(r) for r in rows], schema=PARTITION_SCHEMA)
 
 
 def _types_mapper(t: pa.DataType) -> Any:

@@ -42,6 +42,9 @@ def iter_line_batches(
         yield _batch(batch)
 
 
+_INT64 = 1 << 63
+
+
 def _typed(values: list[object], typ: type) -> list[object]:
     return [v if type(v) is typ else None for v in values]
 
@@ -73,16 +76,25 @@ _dumps = _json_encoder()
 def _batch(evs: list[Event]) -> pa.RecordBatch:
     dumps = _dumps
     fields = [e.fields for e in evs]
+    offsets = _typed([f.get("offset_ms") for f in fields], int)
     cols = {
         "source": [e.source for e in evs],
         "line": [e.line for e in evs],
         "family": [e.family.value for e in evs],
         "event": [e.kind for e in evs],
         "malformed": [e.malformed for e in evs],
-        "offset_ms": _typed([f.get("offset_ms") for f in fields], int),
+        "offset_ms": offsets,
         "job_id": _typed([f.get("job_id") for f in fields], str),
         "ts": _typed([f.get("ts") for f in fields], str),
         "level": _typed([f.get("level") for f in fields], str),
         "fields": [dumps(f) if f else None for f in fields],
     }
-    return pa.RecordBatch.from_pydict(cols, schema=LINE_SCHEMA)
+    try:
+        return pa.RecordBatch.from_pydict(cols, schema=LINE_SCHEMA)
+    except OverflowError:
+        # An offset beyond int64 (a TIMELINE line with 25 digits): null in the column, as a
+        # value of another type is; the ``fields`` text keeps it.
+        cols["offset_ms"] = [
+            v if isinstance(v, int) and -_INT64 <= v < _INT64 else None for v in offsets
+        ]
+        return pa.RecordBatch.from_pydict(cols, schema=LINE_SCHEMA)

@@ -238,3 +238,36 @@ def test_the_jobs_option_takes_a_count_or_auto(monkeypatch: pytest.MonkeyPatch) 
         r = CliRunner().invoke(cli, ["analyze", log, "-j", bad])
         assert r.exit_code == 2
         assert "neither a number of processes" in r.output
+
+
+def test_the_collector_runs_per_chunk_and_is_restored_after() -> None:
+    import gc
+
+    from cuzk_diag.ingest.stream import PacedCollector
+
+    assert gc.isenabled()
+    with PacedCollector() as collector:
+        assert not gc.isenabled()
+        before = gc.get_count()
+        collector.chunk()
+        assert gc.get_count()[0] <= before[0]
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with PacedCollector():
+            pass
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()
+
+
+def test_a_parsed_chunk_gives_its_events_up_once() -> None:
+    """``ParsedChunk.events`` empties the chunk, so the events live only as long as the list
+    the ingest assembles (then the per-chunk collection finds nothing of them)."""
+    from cuzk_diag.ingest.parse import LineParser
+
+    text = (SIM / "era-main.log").read_text()
+    part = LineParser(full=False).feed_parts(text)
+    events = part.events()
+    assert len(events) > 100
+    assert part.events() == [] and not part.groups and not part.rest

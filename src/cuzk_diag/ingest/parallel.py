@@ -23,7 +23,8 @@ from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 from cuzk_diag.errors import InputError
-from cuzk_diag.records import Accounting, Event
+from cuzk_diag.ingest.parse import ParsedChunk
+from cuzk_diag.records import Accounting
 
 #: What the assembly writes into the accounting; everything else is the parse's.
 ASSEMBLY_FIELDS = frozenset({"unattributed", "unattributed_examples"})
@@ -91,14 +92,17 @@ def _recv(inp: IO[bytes]) -> tuple[Any, ...] | None:
 
 def child_main(names: list[str]) -> int:
     """The child: parse ``names`` and write the messages to stdout."""
-    from cuzk_diag.ingest.stream import parse_parts
+    from cuzk_diag.ingest.stream import PacedCollector, parse_parts
 
     out = sys.stdout.buffer
     acc = Accounting()
     try:
-        for idx, part, size, ended in parse_parts(names, acc, full=False):
-            kind = "end" if ended else "events"
-            _send(out, (kind, idx, part, size, acc if ended else None))
+        with PacedCollector() as collector:
+            for idx, part, size, ended in parse_parts(names, acc, full=False):
+                kind = "end" if ended else "events"
+                _send(out, (kind, idx, part, size, acc if ended else None))
+                del part
+                collector.chunk()
         _send(out, ("done", -1, None, 0, acc))
     except Exception as exc:  # handed to the parent, which raises it
         err = exc if isinstance(exc, InputError) else InputError(f"{type(exc).__name__}: {exc}")
@@ -109,9 +113,9 @@ def child_main(names: list[str]) -> int:
 
 def parse_in_child(
     names: Sequence[str],
-) -> Iterator[tuple[int, list[Event], int, Accounting | None]]:
-    """(input index, events, bytes read, the accounting at the end of an input or
-    None) for every chunk, as ``stream.parse_chunks`` yields them, parsed in a child process."""
+) -> Iterator[tuple[int, ParsedChunk, int, Accounting | None]]:
+    """(input index, parsed chunk, bytes read, the accounting at the end of an input or
+    None) for every chunk, as ``stream.parse_parts`` yields them, parsed in a child process."""
     import cuzk_diag
 
     env = dict(os.environ)
@@ -135,7 +139,7 @@ def parse_in_child(
                 raise extra
             if kind == "done":
                 return
-            yield idx, part.events(), size, extra
+            yield idx, part, size, extra
     finally:
         proc.stdout.close()
         if proc.poll() is None:

@@ -39,6 +39,37 @@ def settle_heap() -> None:
         gc.freeze()
 
 
+class PacedCollector:
+    """Garbage collection once per chunk instead of every 700 allocations (a context).
+
+    A chunk's events are made in one burst and stay alive until the chunk is assembled; the
+    collector, run by allocation counts, would walk them again and again meanwhile (gen 0, then
+    gen 1, then in full collections as they fill gen 2: 12 % of an ingest's time). Paced by
+    chunks, ``chunk()`` runs after a chunk's events are released, so a collection walks only
+    what outlives a chunk (open calls and blocks, pending records); every ``FULL_EVERY`` chunks
+    it is a full collection, which frees the reference cycles of calls emitted since (a call and
+    its block refer to each other). The collector's state is restored on exit."""
+
+    FULL_EVERY = 4
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.was_enabled = False
+
+    def __enter__(self) -> PacedCollector:
+        self.was_enabled = gc.isenabled()
+        gc.disable()
+        return self
+
+    def chunk(self) -> None:
+        self.n += 1
+        gc.collect(2 if self.n % self.FULL_EVERY == 0 else 1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.was_enabled:
+            gc.enable()
+
+
 def input_read(acc: Accounting, stats: SourceStats | None) -> None:
     """An input is read: its cleaning counts and its name go into the accounting."""
     if stats is not None:
@@ -147,7 +178,7 @@ def stream(
     if jobs is None:
         jobs = parallel.auto_jobs(inputs)
     ing = Ingest(inputs, acc, info)
-    chunks: Iterator[tuple[int, list[Event], int, Accounting | None]]
+    parts: Iterator[tuple[int, ParsedChunk, int, Accounting | None]]
     if jobs > 1 and parallel.can_parallel(inputs):
         names = []
         for src in inputs:
@@ -156,25 +187,28 @@ def stream(
                 src.close()
             else:
                 names.append(src)
-        chunks = parallel.parse_in_child(names)
+        parts = parallel.parse_in_child(names)
     else:
-        chunks = (
-            (idx, events, size, None)
-            for idx, events, size, _ in parse_chunks(inputs, acc, full=False)
+        parts = (
+            (idx, part, size, None) for idx, part, size, _ in parse_parts(inputs, acc, full=False)
         )
-    for _idx, events, size, parsed in chunks:
-        if parsed is not None:
-            parallel.adopt_parse_counts(acc, parsed)
-        out = ing.events(events)
-        if progress is not None and size:
-            progress(size)
-        for rec in out:
-            if type(rec) is SegmentEnd:
-                if on_segment is not None:
-                    on_segment(rec.segment)
-            else:
-                yield rec
-    yield from ing.finish()
+    with PacedCollector() as collector:
+        for _idx, part, size, parsed in parts:
+            if parsed is not None:
+                parallel.adopt_parse_counts(acc, parsed)
+            events = part.events()
+            out = ing.events(events)
+            del events  # (the part gave them up: the chunk's events are freed here)
+            collector.chunk()
+            if progress is not None and size:
+                progress(size)
+            for rec in out:
+                if type(rec) is SegmentEnd:
+                    if on_segment is not None:
+                        on_segment(rec.segment)
+                else:
+                    yield rec
+        yield from ing.finish()
 
 
 def stream_events(

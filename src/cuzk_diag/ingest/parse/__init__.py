@@ -54,23 +54,27 @@ class ParsedChunk:
     head: list[Event] = field(default_factory=list)
 
     def events(self) -> list[Event]:
-        """The chunk's events in line order."""
-        slots: list[Any] = fixed_events(self.groups, self.size, self.source)
-        for r in self.cleared:
+        """The chunk's events in line order. The chunk gives its parts up (it is empty
+        afterwards), so that the events live only as long as the list returned."""
+        groups, rest, cleared, head = self.groups, self.rest, self.cleared, self.head
+        self.groups, self.rest, self.cleared, self.head, size = [], {}, [], [], self.size
+        self.size = 0
+        slots: list[Any] = fixed_events(groups, size, self.source)
+        for r in cleared:
             slots[r] = None
         several = False
-        for r, ev in self.rest.items():
+        for r, ev in rest.items():
             slots[r] = ev
             several = several or type(ev) is list
         if several:
-            out = list(self.head)
+            out = list(head)
             for s in slots:
                 if type(s) is list:
                     out.extend(s)
                 elif s is not None:
                     out.append(s)
             return out
-        return self.head + [s for s in slots if s is not None]
+        return head + [s for s in slots if s is not None]
 
 
 class LineParser:

@@ -271,3 +271,18 @@ def test_a_parsed_chunk_gives_its_events_up_once() -> None:
     events = part.events()
     assert len(events) > 100
     assert part.events() == [] and not part.groups and not part.rest
+
+
+def test_a_suspended_record_stream_leaves_the_collector_on() -> None:
+    """The ingest paces the collector only while it works on a chunk: a caller holding the
+    iterator between records (a notebook) has its collector as it was."""
+    import gc
+
+    from cuzk_diag.pipeline import iter_records
+    from cuzk_diag.records import Accounting, RunInfo
+
+    records = iter_records([str(SIM / "era-main.log")], Accounting(), RunInfo())
+    first = next(records)
+    assert first["job_id"] and gc.isenabled()
+    rest = list(records)
+    assert rest and gc.isenabled()

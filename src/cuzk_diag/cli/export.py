@@ -87,12 +87,19 @@ def export_cmd(
         rows = w.rows
     elif line_table:
         from cuzk_diag.ingest import iter_events
+        from cuzk_diag.ingest.stream import PacedCollector
         from cuzk_diag.linetable import LINE_SCHEMA, iter_line_batches
 
         acc = Accounting()
-        with TableWriter(output, fmt, LINE_SCHEMA) as w, input_progress(logs, quiet) as progress:
+        with (
+            TableWriter(output, fmt, LINE_SCHEMA) as w,
+            input_progress(logs, quiet) as progress,
+            PacedCollector() as collector,
+        ):
             for batch in iter_line_batches(iter_events(sources, acc, progress=progress)):
                 w.write(batch)
+                del batch
+                collector.chunk()
         rows = w.rows
     else:
         from cuzk_diag.pipeline import stream_records

@@ -40,15 +40,17 @@ def settle_heap() -> None:
 
 
 class PacedCollector:
-    """Garbage collection once per chunk instead of every 700 allocations (a context).
+    """Garbage collection once per chunk instead of every 700 allocations.
 
     A chunk's events are made in one burst and stay alive until the chunk is assembled; the
     collector, run by allocation counts, would walk them again and again meanwhile (gen 0, then
-    gen 1, then in full collections as they fill gen 2: 12 % of an ingest's time). Paced by
-    chunks, ``chunk()`` runs after a chunk's events are released, so a collection walks only
-    what outlives a chunk (open calls and blocks, pending records); every ``FULL_EVERY`` chunks
-    it is a full collection, which frees the reference cycles of calls emitted since (a call and
-    its block refer to each other). The collector's state is restored on exit."""
+    gen 1, then in full collections as they fill gen 2: 12 % of an ingest's time). Inside the
+    context the automatic collector is off; ``chunk()``, called once a chunk's events are
+    released, collects what outlived the chunk (open calls and blocks, pending records), every
+    ``FULL_EVERY``-th time fully, which frees the reference cycles of the calls emitted since (a
+    call and its block refer to each other). Leaving the context restores the collector as it
+    was; the context is entered once per chunk, never held across a ``yield``, so that a caller
+    holding a suspended iterator keeps its collector."""
 
     FULL_EVERY = 4
 
@@ -192,23 +194,31 @@ def stream(
         parts = (
             (idx, part, size, None) for idx, part, size, _ in parse_parts(inputs, acc, full=False)
         )
-    with PacedCollector() as collector:
-        for _idx, part, size, parsed in parts:
+    collector = PacedCollector()
+    while True:
+        # Read, parse and assemble a chunk with the collector paced (not across a yield: the
+        # caller's code runs with its own collector).
+        with collector:
+            item = next(parts, None)
+            if item is None:
+                break
+            _idx, part, size, parsed = item
             if parsed is not None:
                 parallel.adopt_parse_counts(acc, parsed)
             events = part.events()
+            del item, part
             out = ing.events(events)
             del events  # (the part gave them up: the chunk's events are freed here)
             collector.chunk()
-            if progress is not None and size:
-                progress(size)
-            for rec in out:
-                if type(rec) is SegmentEnd:
-                    if on_segment is not None:
-                        on_segment(rec.segment)
-                else:
-                    yield rec
-        yield from ing.finish()
+        if progress is not None and size:
+            progress(size)
+        for rec in out:
+            if type(rec) is SegmentEnd:
+                if on_segment is not None:
+                    on_segment(rec.segment)
+            else:
+                yield rec
+    yield from ing.finish()
 
 
 def stream_events(

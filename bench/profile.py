@@ -8,11 +8,11 @@
 Prints, in this order:
 
 1. a split of the time by stage, each stage timed on its own without the profiler:
-   reading + cleaning (``sources.iter_input``), line parsing (``ingest.parse.iter_events
+   reading + cleaning (``sources.iter_input``), line parsing (``ingest.stream.stream_events
    (full=False)`` minus the reading and classification it includes; of it, the column-wise
    extraction of fixed-form lines and the making of their events are shown on their own),
-   assembly (``Assembler.feed_many`` over the parsed events, then
-   ``finish``), and frame building (``records_to_table`` + ``table_to_frame`` over all the
+   assembly (``Assembler.feed_many`` over each chunk's events, then ``finish``), both with
+   the garbage collector paced per chunk as in the pipeline, and frame building (``records_to_table`` + ``table_to_frame`` over all the
    records); next to it a plain ``load_run`` for comparison (the pipeline may interleave the
    stages, e.g. build Arrow batches while assembling, so the sum need not match it exactly);
 2. the top functions by own time (``tottime``) of ``load_run`` under cProfile.
@@ -59,7 +59,7 @@ def stage_split(path: str) -> list[tuple[str, float, str]]:
     from cuzk_diag import pipeline
     from cuzk_diag.frame import records_to_table, table_to_frame
     from cuzk_diag.ingest.assemble import Assembler
-    from cuzk_diag.ingest.parse import iter_events
+    from cuzk_diag.ingest.stream import PacedCollector, stream_events
     from cuzk_diag.records import Accounting, RunInfo
     from cuzk_diag.sources import iter_input
 
@@ -99,24 +99,44 @@ def stage_split(path: str) -> list[tuple[str, float, str]]:
 
         return run
 
+    # The garbage collector runs as in the pipeline (PacedCollector: once per chunk). The
+    # pipeline frees a chunk's events once they are assembled; kept here for the next stage,
+    # they are taken out of the collector's sight (gc.freeze) so that they cost what they cost
+    # there.
+    def parse_all() -> list[list[Any]]:
+        chunks = []
+        with PacedCollector() as collector:
+            for batch in stream_events([path], Accounting(), full=False):
+                chunks.append(batch)
+                gc.freeze()
+                collector.chunk()
+        return chunks
+
     plain = parse_pkg.extract_fixed, parse_pkg.fixed_events
     parse_pkg.extract_fixed = timing("extract", plain[0])
     parse_pkg.fixed_events = timing("events", plain[1])
     try:
-        t_parse_all, events = _timed(lambda: list(iter_events([path], Accounting(), full=False)))
+        t_parse_all, chunks = _timed(parse_all)
     finally:
         parse_pkg.extract_fixed, parse_pkg.fixed_events = plain
 
     # The assembler on its own, fed with the events parsed above (as the pipeline feeds it).
-    def assemble(events: list[Any]) -> list[dict[str, Any]]:
+    def assemble(chunks: list[list[Any]]) -> list[dict[str, Any]]:
         asm = Assembler(Accounting(), RunInfo())
-        records = [r for r in asm.feed_many(events) if isinstance(r, dict)]
-        records.extend(asm.finish())
+        records: list[dict[str, Any]] = []
+        with PacedCollector() as collector:
+            for events in chunks:
+                records.extend(r for r in asm.feed_many(events) if isinstance(r, dict))
+                collector.chunk()
+            records.extend(asm.finish())
         return records
 
-    t_asm, records = _timed(lambda: assemble(events))
-    n_events = len(events)
-    events.clear()  # free the memory before the next stage
+    t_asm, records = _timed(lambda: assemble(chunks))
+    n_events = sum(len(c) for c in chunks)
+    chunks.clear()  # free the memory before the next stage
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()  # (as the pipeline leaves the heap: the modules out of the collector's sight)
 
     t_frame, df = _timed(lambda: table_to_frame(records_to_table(records)))
     n_records = len(df)

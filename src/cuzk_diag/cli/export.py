@@ -60,7 +60,8 @@ def export_cmd(
     LOG may be a path, a .gz or .zst file, or - for stdin; a Parquet export given alone is
     written again in the chosen format. Columns use the log's own key names
     (gpu_total_ms, pre_destructor_ms, ...); the schema is fixed (see docs/export.md). The
-    accounting of every input line goes to stderr.
+    accounting of every input line goes to stderr. --jobs applies to the rows per GPU call;
+    --lines reads in one process (a second one does not make it faster).
     """
     from cuzk_diag.pipeline import open_sources, parquet_source
     from cuzk_diag.writers import TableWriter, format_for

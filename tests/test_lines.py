@@ -18,6 +18,7 @@ from cuzk_diag.ingest.parse import (
     parse_text,
 )
 from cuzk_diag.records import Accounting, Family
+from test_columnar import ntt_h_lines, timeline_lines, timing_lines
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "lines"
 
@@ -430,3 +431,54 @@ def test_line_table_json_is_the_standard_encoding(fields: dict[str, object]) -> 
     from cuzk_diag.linetable import _dumps
 
     assert _dumps(fields) == json.dumps(fields, ensure_ascii=False)
+
+
+# -- the line table made from column groups -------------------------------------------------
+
+_TRACING = (
+    "2026-03-13T15:19:27.666724Z  INFO cuzk_core::engine: partition synthesis complete, "
+    "pushing to GPU queue job_id=j1 partition=6 synth_ms=43221"
+)
+_JOBS = st.sampled_from(["job-1", "", 'a"b', "a\\b", "tab\there", "bell\x07", "é-ü", "x y"])
+
+
+@st.composite
+def _chunk_lines(draw: st.DrawFn) -> list[str]:
+    quoted = st.builds(
+        lambda job, kind: f"TIMELINE,7,GPU_START,{job},partition=1,kind={kind}",
+        _JOBS,
+        st.sampled_from(["porep", 'a"b', "c\\d", "e\x01f"]),
+    )
+    other = st.sampled_from([_TRACING, "", "garbage \x00 line", "CUZK_TIMING: prestage_vram"])
+    torn = st.just("TIMELINE,9,GPU_END,j2,worker=1,gpu")  # its end is on the next line
+    return draw(
+        st.lists(
+            st.one_of(timing_lines(), ntt_h_lines(), timeline_lines(), quoted, other, torn),
+            min_size=1,
+            max_size=30,
+        )
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(_chunk_lines(), st.integers(0, 30))
+def test_the_line_table_from_columns_equals_the_one_from_events(lines: list[str], cut: int) -> None:
+    """``chunk_lines`` (fixed-form lines straight from their columns) gives the rows
+    ``_batch`` gives from the events, in the same order, across two chunks (a TIMELINE line
+    torn at the cut is joined with the next chunk's first line)."""
+    import pyarrow as pa
+
+    from cuzk_diag.ingest.parse import LineParser
+    from cuzk_diag.linetable import _batch, chunk_lines
+
+    cut = min(cut, len(lines))
+    texts = ["".join(ln + "\n" for ln in part) for part in (lines[:cut], lines[cut:])]
+    parser = LineParser(full=True)
+    for text in texts:
+        if not text:
+            continue
+        part = parser.feed_parts(text)
+        got = chunk_lines(part)
+        events = part.events()
+        want = pa.Table.from_batches([_batch(events)]) if events else got.schema.empty_table()
+        assert got.equals(want), (got.to_pylist(), want.to_pylist())

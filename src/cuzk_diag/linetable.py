@@ -1,13 +1,21 @@
-"""Events -> the classified line table (one row per line), streamed in Arrow batches."""
+"""Parsed chunks -> the classified line table (one row per line), a table per chunk."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from cuzk_diag.records import Event
+from cuzk_diag.ingest.parse import ParsedChunk
+from cuzk_diag.ingest.parse.columnar import Group
+from cuzk_diag.records import Accounting, Event
+from cuzk_diag.sources import Source
+
+Progress = Callable[[int], None]
 
 #: One row per input line (plus one per line that tore a TIMELINE line, at the same number).
 LINE_SCHEMA = pa.schema(
@@ -28,18 +36,103 @@ LINE_SCHEMA = pa.schema(
 BATCH_ROWS = 65536
 
 
-def iter_line_batches(
-    events: Iterable[Event], batch_rows: int = BATCH_ROWS
-) -> Iterator[pa.RecordBatch]:
-    """Group events into record batches of ``LINE_SCHEMA`` (columns built per batch)."""
-    batch: list[Event] = []
-    for ev in events:
-        batch.append(ev)
-        if len(batch) >= batch_rows:
-            yield _batch(batch)
-            batch = []
-    if batch:
-        yield _batch(batch)
+def iter_line_tables(
+    inputs: Iterable[str | Source], acc: Accounting, *, progress: Progress | None = None
+) -> Iterator[pa.Table]:
+    """The line table of the inputs, a table per chunk read (``acc`` is filled as it goes;
+    ``progress(n)`` gets the bytes read)."""
+    from cuzk_diag.ingest.stream import parse_parts
+
+    for _idx, part, size, _ended in parse_parts(inputs, acc, full=True):
+        table = chunk_lines(part)
+        del part
+        if table.num_rows:
+            yield table
+        if progress is not None and size:
+            progress(size)
+
+
+def chunk_lines(part: ParsedChunk) -> pa.Table:
+    """The rows of one parsed chunk, in line order: the lines of a fixed form straight from
+    their columns (``_group_rows``), the others from their events (``_batch``)."""
+    tables: list[pa.Table] = []
+    order: list[np.ndarray] = []
+    cleared = np.array(part.cleared, dtype=np.int64)
+    for g in part.groups:
+        keep = ~np.isin(g.rows, cleared) if len(cleared) else None
+        tables.append(_group_rows(g, part.source, keep))
+        order.append(g.rows if keep is None else g.rows[keep])
+    events, rows = part.others()
+    if events:
+        tables.append(pa.Table.from_batches([_batch(events)]))
+        order.append(np.array(rows, dtype=np.int64))
+    if not tables:
+        return LINE_SCHEMA.empty_table()
+    table = pa.concat_tables(tables)
+    if len(tables) == 1 and not events:
+        return table
+    return table.take(np.argsort(np.concatenate(order), kind="stable"))
+
+
+#: A character JSON escapes in a string (``json.encoder.encode_basestring``).
+_JSON_ESCAPED_RE2 = r'["\\\x00-\x1f]'
+
+
+def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
+    """The rows of a column group (``keep``: which of its rows); the ``fields`` JSON text is
+    put together by kernels, as ``_dumps`` would write it, except for rows with a text value
+    that JSON escapes (a quote, a backslash, a control character), which ``_dumps`` writes."""
+    mask = pa.array(keep) if keep is not None else None
+    cols = [c.filter(mask) if mask is not None and isinstance(c, pa.Array) else c for c in g.cols]
+    lines = g.lines if keep is None else g.lines[keep]
+    kind = g.kind if isinstance(g.kind, str) or mask is None else g.kind.filter(mask)
+    n = len(lines)
+    pieces: list[Any] = []
+    escaped = None
+    for i, (name, col) in enumerate(zip(g.names, cols, strict=True)):
+        pieces.append(("{" if i == 0 else ", ") + _dumps(name) + ": ")
+        if isinstance(col, int):
+            pieces.append(_dumps(col))
+        elif pa.types.is_integer(col.type):
+            pieces.append(pc.cast(col, pa.string()))
+        else:
+            pieces.append(pc.binary_join_element_wise('"', col, '"', ""))
+            hit = pc.match_substring_regex(col, _JSON_ESCAPED_RE2)
+            escaped = hit if escaped is None else pc.or_(escaped, hit)
+    pieces.append("}")
+    text = pc.binary_join_element_wise(*pieces, "")
+    if not isinstance(text, pa.Array):  # every piece a constant
+        text = pa.array([text.as_py()] * n, pa.string())
+    if escaped is not None and pc.any(escaped).as_py():
+        rows = pc.indices_nonzero(escaped)
+        values = [
+            c.take(rows).to_pylist() if isinstance(c, pa.Array) else [c] * len(rows) for c in cols
+        ]
+        exact = [_dumps(dict(zip(g.names, row, strict=True))) for row in zip(*values, strict=True)]
+        text = pc.replace_with_mask(text, escaped, pa.array(exact, pa.string()))
+
+    def column(name: str, typ: pa.DataType) -> pa.Array:
+        if name in g.names:
+            col = cols[g.names.index(name)]
+            if isinstance(col, pa.Array) and col.type == typ:
+                return col
+        return pa.nulls(n, typ)
+
+    return pa.table(
+        {
+            "source": pa.array(np.full(n, source, dtype=np.int32)),
+            "line": pa.array(lines, pa.int64()),
+            "family": pa.array([g.family.value] * n, pa.string()),
+            "event": pa.array([kind] * n, pa.string()) if isinstance(kind, str) else kind,
+            "malformed": pa.array(np.zeros(n, dtype=bool)),
+            "offset_ms": column("offset_ms", pa.int64()),
+            "job_id": column("job_id", pa.string()),
+            "ts": column("ts", pa.string()),
+            "level": column("level", pa.string()),
+            "fields": text,
+        },
+        schema=LINE_SCHEMA,
+    )
 
 
 _INT64 = 1 << 63

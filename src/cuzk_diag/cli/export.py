@@ -87,9 +87,8 @@ def export_cmd(
             w.add_metadata(run_metadata_of(run.info, acc))
         rows = w.rows
     elif line_table:
-        from cuzk_diag.ingest import iter_events
         from cuzk_diag.ingest.stream import PacedCollector
-        from cuzk_diag.linetable import LINE_SCHEMA, iter_line_batches
+        from cuzk_diag.linetable import LINE_SCHEMA, iter_line_tables
 
         acc = Accounting()
         with (
@@ -97,9 +96,9 @@ def export_cmd(
             input_progress(logs, quiet) as progress,
             PacedCollector() as collector,
         ):
-            for batch in iter_line_batches(iter_events(sources, acc, progress=progress)):
-                w.write(batch)
-                del batch
+            for table in iter_line_tables(sources, acc, progress=progress):
+                w.write(table)
+                del table
                 collector.chunk()
         rows = w.rows
     else:

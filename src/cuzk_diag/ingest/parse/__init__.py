@@ -53,6 +53,21 @@ class ParsedChunk:
     cleared: list[int] = field(default_factory=list)
     head: list[Event] = field(default_factory=list)
 
+    def others(self) -> tuple[list[Event], list[int]]:
+        """The events that are not in column groups, in line order, each with the row it
+        stands at (-1 for the head, which comes before every row); the chunk is left as it
+        is. (Rows a repair consumed hold no event; a repaired torn line holds several.)"""
+        events, rows = list(self.head), [-1] * len(self.head)
+        for r in sorted(self.rest):
+            ev = self.rest[r]
+            if isinstance(ev, list):
+                events.extend(ev)
+                rows.extend([r] * len(ev))
+            else:
+                events.append(ev)
+                rows.append(r)
+        return events, rows
+
     def events(self) -> list[Event]:
         """The chunk's events in line order. The chunk gives its parts up (it is empty
         afterwards), so that the events live only as long as the list returned."""

@@ -245,12 +245,25 @@ def test_the_collector_runs_per_chunk_and_is_restored_after() -> None:
 
     from cuzk_diag.ingest.stream import PacedCollector
 
+    generations: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            generations.append(info["generation"])
+
     assert gc.isenabled()
-    with PacedCollector() as collector:
-        assert not gc.isenabled()
-        before = gc.get_count()
-        collector.chunk()
-        assert gc.get_count()[0] <= before[0]
+    gc.callbacks.append(seen)
+    try:
+        with PacedCollector() as collector:
+            assert not gc.isenabled()
+            junk = [[] for _ in range(5000)]  # (enough to set the automatic collector off)
+            assert generations == []
+            for _ in range(4):
+                collector.chunk(PacedCollector.FULL_BYTES // 4)
+            collector.chunk(100)  # a small chunk (live mode) costs a young collection only
+    finally:
+        gc.callbacks.remove(seen)
+    assert generations == [1, 1, 1, 2, 1] and junk
     assert gc.isenabled()
     gc.disable()
     try:

@@ -100,9 +100,7 @@ def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
             hit = pc.match_substring_regex(col, _JSON_ESCAPED_RE2)
             escaped = hit if escaped is None else pc.or_(escaped, hit)
     pieces.append("}")
-    text = pc.binary_join_element_wise(*pieces, "")
-    if not isinstance(text, pa.Array):  # every piece a constant
-        text = pa.array([text.as_py()] * n, pa.string())
+    text = pc.binary_join_element_wise(*pieces, "")  # (every group has a column of values)
     if escaped is not None and pc.any(escaped).as_py():
         rows = pc.indices_nonzero(escaped)
         values = [

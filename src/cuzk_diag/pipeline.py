@@ -419,7 +419,10 @@ def load_run(
     table, info, acc = assemble_table(sources, progress, jobs=jobs)
     if keep_table:
         return Run(table_to_frame(table), info, acc, names, table)
-    return Run(table_to_frame(table, release=True), info, acc, names)
+    frame = table_to_frame(table, release=True)
+    # Arrow's allocator keeps the freed table's pages; hand them back for what comes next.
+    pa.default_memory_pool().release_unused()
+    return Run(frame, info, acc, names)
 
 
 def open_sources(names: Sequence[str]) -> list[Source]:

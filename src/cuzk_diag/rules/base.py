@@ -363,14 +363,12 @@ def calls_of(df: pd.DataFrame, mask: pd.Series | None = None) -> list[int]:
     """``first_line`` of every selected row: the calls a finding applies to, in file order."""
     if "first_line" not in df.columns or df.empty:
         return []
-    rows = df if mask is None else df[mask.fillna(False).astype(bool)]
-    return sorted(int(v) for v in pd.to_numeric(rows["first_line"], errors="coerce").dropna())
+    # (The column is selected before the rows: ``df[mask]`` would copy every column.)
+    col = df["first_line"]
+    rows = col if mask is None else col[mask.fillna(False).astype(bool)]
+    return sorted(int(v) for v in pd.to_numeric(rows, errors="coerce").dropna())
 
 
 def lines_of(df: pd.DataFrame, mask: pd.Series | None = None) -> list[int]:
     """Example line numbers: ``first_line`` of the selected rows, in file order."""
-    if "first_line" not in df.columns or df.empty:
-        return []
-    rows = df if mask is None else df[mask.fillna(False).astype(bool)]
-    vals = pd.to_numeric(rows["first_line"], errors="coerce").dropna()
-    return sorted(int(v) for v in vals)[:MAX_LINES]
+    return calls_of(df, mask)[:MAX_LINES]

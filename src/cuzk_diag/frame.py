@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from cuzk_diag.records import PARTITION_COLUMNS, PARTITION_SCHEMA
+from cuzk_diag.records import PARTITION_COLUMNS, PARTITION_SCHEMA, is_int64
 
 _INT_COLS = [name for name, typ in PARTITION_COLUMNS if pa.types.is_integer(typ)]
 _FLOAT_COLS = [name for name, typ in PARTITION_COLUMNS if pa.types.is_floating(typ)]
@@ -36,7 +36,6 @@ def _coerce(rec: dict[str, Any]) -> dict[str, Any]:
     return rec
 
 
-_INT64 = 1 << 63
 _EXACT = 1 << 53  # integers a double holds exactly
 
 
@@ -52,7 +51,7 @@ def _fit(rec: dict[str, Any]) -> dict[str, Any]:
             continue
         if isinstance(v, float) and v.is_integer():
             v = out[k] = int(v)
-        if not isinstance(v, int) or isinstance(v, bool) or not -_INT64 <= v < _INT64:
+        if not is_int64(v):
             bad[k] = rec[k]
             out[k] = None
     for k in _FLOAT_COLS:

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from cuzk_diag.ingest.parse import ParsedChunk
 from cuzk_diag.ingest.parse.columnar import Group
-from cuzk_diag.records import Accounting, Event
+from cuzk_diag.records import Accounting, Event, is_int64
 from cuzk_diag.sources import Source
 
 Progress = Callable[[int], None]
@@ -32,8 +32,6 @@ LINE_SCHEMA = pa.schema(
         pa.field("fields", pa.string()),  # JSON object of every parsed field
     ]
 )
-
-BATCH_ROWS = 65536
 
 
 def iter_line_tables(
@@ -133,9 +131,6 @@ def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
     )
 
 
-_INT64 = 1 << 63
-
-
 def _typed(values: list[object], typ: type) -> list[object]:
     return [v if type(v) is typ else None for v in values]
 
@@ -185,7 +180,5 @@ def _batch(evs: list[Event]) -> pa.RecordBatch:
     except OverflowError:
         # An offset beyond int64 (a TIMELINE line with 25 digits): null in the column, as a
         # value of another type is; the ``fields`` text keeps it.
-        cols["offset_ms"] = [
-            v if isinstance(v, int) and -_INT64 <= v < _INT64 else None for v in offsets
-        ]
+        cols["offset_ms"] = [v if is_int64(v) else None for v in offsets]
         return pa.RecordBatch.from_pydict(cols, schema=LINE_SCHEMA)

@@ -160,6 +160,11 @@ class Accounting:
         }
 
 
+def is_int64(v: object) -> bool:
+    """An ``int`` (not a bool) that an int64 column holds (a log value may have 25 digits)."""
+    return isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < 1 << 63
+
+
 # --------------------------------------------------------------------------------------------
 # The partition record schema: one row per GPU call. Column names are the log's own keys.
 # --------------------------------------------------------------------------------------------

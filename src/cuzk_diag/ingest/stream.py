@@ -49,10 +49,11 @@ class PacedCollector:
     has been dealt with and its events released, collects what outlived it (open calls and
     blocks, pending records), and fully once per ``FULL_BYTES`` of input, which frees the
     reference cycles of the calls emitted since (a call and its block refer to each other).
-    Leaving the context restores the collector as it was; the context is entered per chunk,
-    never held across a ``yield``, so that a caller holding a suspended iterator keeps its
-    collector. (Live mode, fed small pieces as they are written, keeps the automatic collector:
-    pacing it there made no measurable difference.)"""
+    Leaving the context restores the collector as it was. ``stream`` enters it per chunk,
+    never across a ``yield``, so that a caller holding a suspended iterator keeps its collector;
+    a loop that runs a whole input through in one go (the line-table export, the parse
+    process of ``--jobs``) holds it throughout. (Live mode, fed small pieces as they are
+    written, keeps the automatic collector: pacing it there made no measurable difference.)"""
 
     FULL_BYTES = 4 * CHUNK_SIZE
 

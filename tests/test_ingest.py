@@ -15,7 +15,9 @@ from click.testing import CliRunner
 
 from cuzk_diag.cli import cli, options
 from cuzk_diag.ingest import parallel
+from cuzk_diag.frame import table_to_frame
 from cuzk_diag.pipeline import DifferentRunsError, load_run
+from cuzk_diag.records import PARTITION_SCHEMA
 
 ROOT = Path(__file__).resolve().parent.parent
 SIM = ROOT / "fixtures" / "sim"
@@ -198,6 +200,24 @@ def test_a_run_without_its_table_has_the_same_frame() -> None:
     assert kept.table is not None and dropped.table is None
     assert len(kept.partitions) > 10
     pd.testing.assert_frame_equal(kept.partitions, dropped.partitions)
+    assert list(kept.partitions.dtypes) == list(dropped.partitions.dtypes)
+
+
+def test_the_frame_taken_column_by_column_is_the_frame_of_the_table() -> None:
+    """``take_frame`` takes its list's table and gives ``table_to_frame``'s frame: every
+    column, dtype (Int64, Float64, string, UTC timestamps), null and the row index."""
+    from cuzk_diag.frame import take_frame
+
+    table = load_run([str(SIM / "phase12-2gpu-gw2.log")]).table
+    assert table is not None and table.num_rows > 10
+    assert table.column("start_ts").null_count < table.num_rows
+    expected = table_to_frame(table)
+    tables = [table]
+    got = take_frame(tables)
+    assert tables == []
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert list(got.dtypes) == list(expected.dtypes)
+    assert list(got.columns) == PARTITION_SCHEMA.names
 
 
 def test_auto_jobs_uses_a_second_process_only_where_it_pays(

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cuzk_diag.errors import InputError
-from cuzk_diag.frame import records_to_table, table_to_frame
+from cuzk_diag.frame import RELEASE_EVERY, records_to_table, table_to_frame, take_frame
 from cuzk_diag.ingest.assemble.calls import _ts_ms
 from cuzk_diag.ingest.stream import stream
 from cuzk_diag.records import PARTITION_SCHEMA, Accounting, Event, Family, RunInfo
@@ -373,8 +373,12 @@ def finish_table(tables: list[pa.Table], info: RunInfo | None) -> pa.Table:
         return table
     schema, columns = table.schema, table.columns
     del table
+    pool = pa.default_memory_pool()
     for i in range(len(columns)):
         columns[i] = columns[i].take(order)
+        if i % RELEASE_EVERY == RELEASE_EVERY - 1:
+            pool.release_unused()  # (the batches' pages, freed, are no use to the sorted columns)
+    pool.release_unused()
     return pa.Table.from_arrays(columns, schema=schema)
 
 
@@ -419,10 +423,9 @@ def load_run(
     table, info, acc = assemble_table(sources, progress, jobs=jobs)
     if keep_table:
         return Run(table_to_frame(table), info, acc, names, table)
-    frame = table_to_frame(table, release=True)
-    # Arrow's allocator keeps the freed table's pages; hand them back for what comes next.
-    pa.default_memory_pool().release_unused()
-    return Run(frame, info, acc, names)
+    tables = [table]
+    del table
+    return Run(take_frame(tables), info, acc, names)
 
 
 def open_sources(names: Sequence[str]) -> list[Source]:

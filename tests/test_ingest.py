@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from cuzk_diag.cli import cli, options
-from cuzk_diag.ingest import parallel
 from cuzk_diag.frame import table_to_frame
+from cuzk_diag.ingest import parallel
 from cuzk_diag.pipeline import DifferentRunsError, load_run
 from cuzk_diag.records import PARTITION_SCHEMA
 

@@ -12,6 +12,7 @@ from cuzk_diag import __version__
 from cuzk_diag.cli.options import silence_stdout, stdout_silenced
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
+from cuzk_diag.ingest import build
 
 
 class UsageError(click.ClickException):
@@ -70,7 +71,13 @@ Exit codes (also when stdout is a pipe closed early, as by | head):
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog=EXIT_CODES_HELP,
 )
-@click.version_option(__version__, "-V", "--version", prog_name="cuzk-diag")
+@click.version_option(
+    __version__,
+    "-V",
+    "--version",
+    prog_name="cuzk-diag",
+    message=f"%(prog)s, version %(version)s ({build()})",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:

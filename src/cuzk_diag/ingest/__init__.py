@@ -9,17 +9,38 @@ The stages, each a subpackage:
   identity, CPU-side lines, record emission);
 * ``stream``: the one loop that reads inputs and drives both, used by batch analysis, the
   exports and live mode alike (optionally with the parse in a second process).
+
+A regular install compiles these modules with Cython (``setup.py``); ``build()`` tells which
+kind of build is running.
 """
+
+import sys
 
 from cuzk_diag.ingest.assemble import Assembler
 from cuzk_diag.ingest.parse import LineParser, apply_source_stats, iter_events, parse_text
 from cuzk_diag.ingest.stream import Ingest, stream, stream_events
+
+
+def build() -> str:
+    """``compiled`` when every module ``setup.py`` compiles (``ingest/parse``,
+    ``ingest/assemble``, ``ingest/stream``, ``frame``) runs compiled, ``pure Python`` when none
+    does, ``partly compiled`` otherwise."""
+    from cuzk_diag import frame
+
+    stages = ("cuzk_diag.ingest.parse", "cuzk_diag.ingest.assemble", "cuzk_diag.ingest.stream")
+    modules = [frame, *(m for n, m in list(sys.modules.items()) if n.startswith(stages))]
+    kinds = {not str(getattr(m, "__file__", None) or ".py").endswith(".py") for m in modules}
+    if kinds == {True}:
+        return "compiled"
+    return "pure Python" if kinds == {False} else "partly compiled"
+
 
 __all__ = [
     "Assembler",
     "Ingest",
     "LineParser",
     "apply_source_stats",
+    "build",
     "iter_events",
     "parse_text",
     "stream",

@@ -1,0 +1,104 @@
+"""The compiled build gives the pure build's results.
+
+A regular install compiles the parse, the assembly and the records' conversion with Cython
+(``setup.py``); the test suite runs the pure modules of an editable install. Here the modules
+are compiled as ``setup.py`` compiles them, next to a copy of the package, and that copy must
+give the digests every pure run gives (``tests/_digest.py``: records, attribution labels,
+accounting, the line table and the JSON report of every fixture and sweep log), and pass the
+live-mode and ingest tests (previews copy the assembler; ``--jobs 2`` sends parsed chunks
+between processes).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _compiler_at_hand() -> bool:
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    return shutil.which(cc) is not None
+
+
+@pytest.fixture(scope="module")
+def compiled_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not os.environ.get("CI"):
+        # (CI installs both; there a missing one fails the test instead of skipping it.)
+        pytest.importorskip("Cython")
+        if not _compiler_at_hand():
+            pytest.skip("no C compiler")
+    tree = tmp_path_factory.mktemp("compiled")
+    shutil.copytree(
+        ROOT / "src" / "cuzk_diag",
+        tree / "cuzk_diag",
+        ignore=shutil.ignore_patterns("__pycache__", "*.so"),
+    )
+    build = subprocess.run(
+        [
+            sys.executable,
+            "setup.py",
+            "-q",
+            "build_ext",
+            "--build-lib",
+            str(tree),
+            "--build-temp",
+            str(tree / "_build"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    return tree
+
+
+def _run(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+
+
+def test_setup_compiles_every_module_of_the_stages(compiled_tree: Path) -> None:
+    probe = _run(
+        compiled_tree,
+        "-c",
+        "import cuzk_diag.ingest as i, cuzk_diag.ingest.assemble.gpu as g; "
+        "print(i.build(), g.__file__)",
+    )
+    assert probe.returncode == 0, probe.stderr
+    kind, path = probe.stdout.split()[-2:]
+    assert kind == "compiled", probe.stdout
+    assert path.startswith(str(compiled_tree)) and not path.endswith(".py")
+    # The pure tree says so of itself.
+    from cuzk_diag.ingest import build
+
+    assert build() == "pure Python"
+
+
+def test_the_compiled_build_gives_every_digest_of_the_pure_build(compiled_tree: Path) -> None:
+    check = _run(compiled_tree, "tests/_digest.py", "--check")
+    assert check.returncode == 0, check.stdout[-4000:] + check.stderr[-4000:]
+
+
+def test_the_compiled_build_passes_the_live_and_ingest_tests(compiled_tree: Path) -> None:
+    tests = _run(
+        compiled_tree,
+        "-m",
+        "pytest",
+        "-q",
+        "-x",
+        "-p",
+        "no:cacheprovider",
+        "tests/test_live.py",
+        "tests/test_ingest.py",
+    )
+    assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-4000:]

@@ -102,6 +102,18 @@ def fingerprint(pkg: Path) -> str:
     return h.hexdigest()[:12]
 
 
+def build_kind(env: dict[str, str] | None) -> str:
+    """Which build of the package ``env`` imports: compiled, pure Python or partly compiled
+    (``cuzk_diag.ingest.build``; an editable install is pure Python, see setup.py)."""
+    probe = subprocess.run(
+        [sys.executable, "-c", "from cuzk_diag.ingest import build; print(build())"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    return probe.stdout.strip() or f"unknown ({probe.stderr.strip()[-200:]})"
+
+
 def snapshot_env(work: Path) -> tuple[dict[str, str], str]:
     """Copy the installed package to ``work/snapshot`` and return an environment that imports it.
 

@@ -12,9 +12,10 @@ Prints, in this order:
    (full=False)`` minus the reading and classification it includes; of it, the column-wise
    extraction of fixed-form lines and the making of their events are shown on their own),
    assembly (``Assembler.feed_many`` over each chunk's events, then ``finish``), both with
-   the garbage collector paced per chunk as in the pipeline, and frame building (``records_to_table`` + ``table_to_frame`` over all the
-   records); next to it a plain ``load_run`` for comparison (the pipeline may interleave the
-   stages, e.g. build Arrow batches while assembling, so the sum need not match it exactly);
+   the garbage collector paced per chunk as in the pipeline, and frame building
+   (``records_to_table`` + ``table_to_frame`` over all the records); next to it a plain
+   ``load_run`` for comparison (the pipeline may interleave the stages, e.g. build Arrow
+   batches while assembling, so the sum need not match it exactly);
 2. the top functions by own time (``tottime``) of ``load_run`` under cProfile.
 
 The split keeps every parsed event of the input in memory between the parse and assembly stages

@@ -30,6 +30,7 @@ from common import (
     TIME_BIN,
     BenchError,
     Measure,
+    build_kind,
     cuzk_diag_cmd,
     ensure_log,
     machine_info,
@@ -307,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             info["src_fingerprint"] = snap_fp
+        info["build"] = build_kind(env)
         log = ensure_log(args.mb, out, args.regen, env)
         print(f"main run: {len(tools)} tools × {reps} on {log.name}", file=sys.stderr)
         res = measure(tools, log, reps, work, f"{args.mb}mb", env)
@@ -360,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Code: cuzk-diag {info['cuzk_diag']} at commit {info['commit']}"
         f"{' with local changes in src/' if info['src_modified'] else ''}, package fingerprint "
-        f"{info.get('src_fingerprint')} ({code_note}).",
+        f"{info.get('src_fingerprint')} ({code_note}), {info.get('build')} build.",
         *(["", f"**Warning: {info['warning']}.**"] if "warning" in info else []),
         "",
         f"Input: `{log.relative_to(REPO) if log.is_relative_to(REPO) else log}` "

@@ -1,12 +1,13 @@
-"""The package is pure Python; a regular install also compiles the modules that touch each log
-line (``COMPILED``: the parse, the assembly and the records' conversion) with Cython, from the
-same source files, where a C compiler is at hand.
+"""The package is pure Python; a regular install also compiles the modules that touch each log line
+(``COMPILED``: the parse, the assembly and the records' conversion) with Cython, from the same
+source files, where a C compiler is at hand.
 
-Compiled, the same code assembles about 1.5 times as fast, and ``analyze`` and ``export``
-run 1.1-1.3 times as fast (docs/performance.md); nothing else changes, and
-``tests/test_compiled.py`` holds the compiled build to the pure one's results. Without a compiler the build warns and keeps the pure modules. An editable install
-(``pip install -e .``) stays pure Python, so that an edited module is the module that runs.
-``cuzk-diag --version`` tells which build is installed. Everything else is in pyproject.toml.
+Compiled, the same code assembles about 1.5 times as fast, and ``analyze`` and ``export`` run
+1.1-1.3 times as fast (docs/performance.md); nothing else changes, and ``tests/test_compiled.py``
+holds the compiled build to the pure one's results. Without a compiler the build warns and keeps the
+pure modules. An editable install (``pip install -e .``) stays pure Python, so that an edited module
+is the module that runs. ``cuzk-diag --version`` tells which build is installed. Everything else is
+in pyproject.toml.
 """
 
 from __future__ import annotations

@@ -533,11 +533,15 @@ def gpu_usage(df: pd.DataFrame, gpu: pd.Series, barrier: pd.Series | None = None
         job_ids = jobs[sel].to_numpy()[order]
         busy = 0.0
         gaps: list[IdleGap] = []
+        # One string object per job id in the gaps (the column gives one per row, and a long
+        # log has about one gap per call: the copies were a sixth of what the facts keep).
+        same: dict[str | None, str | None] = {}
         cur_s, cur_e, cur_job = float(starts[0]), float(ends[0]), job_ids[0]
         for s, e, job in zip(starts[1:].tolist(), ends[1:].tolist(), job_ids[1:], strict=True):
             if s > cur_e:
                 busy += cur_e - cur_s
-                gaps.append(IdleGap(int(g), cur_e, s, s - cur_e, cur_job, job))
+                before, after = same.setdefault(cur_job, cur_job), same.setdefault(job, job)
+                gaps.append(IdleGap(int(g), cur_e, s, s - cur_e, before, after))
                 cur_s, cur_e, cur_job = s, e, job
             elif e >= cur_e:
                 cur_e, cur_job = e, job

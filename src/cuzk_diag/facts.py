@@ -510,6 +510,16 @@ def gpu_of_rows(df: pd.DataFrame, info: RunInfo, gw: int | None) -> pd.Series:
     return gpu.fillna(0).astype("int64")
 
 
+def job_codes(df: pd.DataFrame) -> tuple[np.ndarray, list[str | None]]:
+    """Each row's job id as an index into a list of the ids, whose last entry (index -1) is None
+    for a row without one: one string object per job, where ``text`` makes one per row (a long
+    log has about one idle gap per call, and each gap keeps two)."""
+    if "job_id" not in df.columns:
+        return np.full(len(df), -1, dtype=np.intp), [None]
+    codes, uniques = pd.factorize(df["job_id"])
+    return codes, [*(str(u) for u in uniques), None]
+
+
 def gpu_usage(df: pd.DataFrame, gpu: pd.Series, barrier: pd.Series | None = None) -> list[GpuUsage]:
     """Utilisation per GPU from TIMELINE GPU_START/GPU_END (calls lacking either are skipped).
 
@@ -522,7 +532,7 @@ def gpu_usage(df: pd.DataFrame, gpu: pd.Series, barrier: pd.Series | None = None
     held = lock_held_time(df)[0]
     kernel = kernel_time(df)[0]
     wait = barrier if barrier is not None else pd.Series(np.nan, index=df.index)
-    jobs = text(df, "job_id")
+    codes, names = job_codes(df)
     worker = num(df, "worker")
     out = []
     for g in sorted(set(gpu[ok])):
@@ -530,18 +540,14 @@ def gpu_usage(df: pd.DataFrame, gpu: pd.Series, barrier: pd.Series | None = None
         order = np.argsort(start[sel].to_numpy(), kind="stable")
         starts = start[sel].to_numpy()[order]
         ends = end[sel].to_numpy()[order]
-        job_ids = jobs[sel].to_numpy()[order]
+        job_ids = codes[sel.to_numpy()][order].tolist()
         busy = 0.0
         gaps: list[IdleGap] = []
-        # One string object per job id in the gaps (the column gives one per row, and a long
-        # log has about one gap per call: the copies were a sixth of what the facts keep).
-        same: dict[str | None, str | None] = {}
         cur_s, cur_e, cur_job = float(starts[0]), float(ends[0]), job_ids[0]
         for s, e, job in zip(starts[1:].tolist(), ends[1:].tolist(), job_ids[1:], strict=True):
             if s > cur_e:
                 busy += cur_e - cur_s
-                before, after = same.setdefault(cur_job, cur_job), same.setdefault(job, job)
-                gaps.append(IdleGap(int(g), cur_e, s, s - cur_e, before, after))
+                gaps.append(IdleGap(int(g), cur_e, s, s - cur_e, names[cur_job], names[job]))
                 cur_s, cur_e, cur_job = s, e, job
             elif e >= cur_e:
                 cur_e, cur_job = e, job

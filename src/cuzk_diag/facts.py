@@ -803,15 +803,22 @@ def _bench_value(bench: dict[str, Any], *keys: str) -> Any:
 
 def _job_status(df: pd.DataFrame, info: RunInfo) -> dict[str, str]:
     """completed | failed | incomplete per job id (partition statuses, then RunInfo.jobs)."""
-    frame = pd.DataFrame({"job": text(df, "job_id"), "status": text(df, "status")}).dropna(
-        subset=["job"]
-    )
-    by_job = frame.groupby("job", sort=False)["status"]
-    any_failed = by_job.agg(lambda s: bool((s == "failed").any())).to_dict()
+    codes, names = job_codes(df)
+
+    def status_is(value: str) -> np.ndarray:
+        if "status" not in df.columns:
+            return np.zeros(len(df), dtype=bool)
+        return np.asarray((df["status"] == value).fillna(False), dtype=bool)
+
     # A call that ended (GPU_END) but lost some of its C++ lines is incomplete, yet done.
-    ended = num(df, "end_ms").notna().reindex(frame.index)
-    frame["done"] = (frame["status"] == "ok") | ((frame["status"] == "incomplete") & ended)
-    all_ok = frame.groupby("job", sort=False)["done"].all().to_dict()
+    ended = num(df, "end_ms").notna().to_numpy()
+    done = status_is("ok") | (status_is("incomplete") & ended)
+    keep = codes >= 0
+    by_job = pd.DataFrame(
+        {"job": codes[keep], "failed": status_is("failed")[keep], "done": done[keep]}
+    ).groupby("job", sort=False)
+    any_failed = {names[c]: bool(v) for c, v in by_job["failed"].any().items()}
+    all_ok = {names[c]: bool(v) for c, v in by_job["done"].all().items()}
     failed_jobs = {str(f.get("job_id")) for f in info.failures if f.get("job_id")}
     status: dict[str, str] = {}
     for job in [*any_failed, *(j for j in info.jobs if j not in any_failed)]:

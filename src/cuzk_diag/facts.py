@@ -833,14 +833,14 @@ def _job_status(df: pd.DataFrame, info: RunInfo) -> dict[str, str]:
 
 
 def _max_in_flight(df: pd.DataFrame) -> int | None:
-    jobs = text(df, "job_id")
-    if jobs.isna().all():
+    jobs, _ = job_codes(df)
+    if not (jobs >= 0).any():
         return None
     first = pd.concat(
         [num(df, c) for c in ("synth_start_ms", "queue_ms", "pickup_ms", "start_ms")], axis=1
     ).min(axis=1)
     last = pd.concat([num(df, c) for c in ("end_ms", "start_ms", "pickup_ms")], axis=1).max(axis=1)
-    frame = pd.DataFrame({"job": jobs, "first": first, "last": last}).dropna()
+    frame = pd.DataFrame({"job": jobs, "first": first, "last": last})[jobs >= 0].dropna()
     if frame.empty:
         return None
     spans = frame.groupby("job").agg(first=("first", "min"), last=("last", "max"))
@@ -870,12 +870,13 @@ def _s_per_proof(
     completed = [j for j, s in status.items() if s == "completed"]
     if not completed:
         return None, None, None
-    rows = text(df, "job_id").isin(completed)
-    sub = df[rows]
-    first = num(sub, "synth_start_ms").min()
+    codes, names = job_codes(df)
+    done_codes = [i for i, name in enumerate(names[:-1]) if name in set(completed)]
+    rows = np.isin(codes, done_codes)  # (the columns it reads, not a copy of the frame's rows)
+    first = num(df, "synth_start_ms")[rows].min()
     if pd.isna(first):
-        first = pd.concat([num(sub, c) for c in OFFSET_COLUMNS], axis=1).min(axis=1).min()
-    last = num(sub, "end_ms").max()
+        first = pd.concat([num(df, c)[rows] for c in OFFSET_COLUMNS], axis=1).min(axis=1).min()
+    last = num(df, "end_ms")[rows].max()
     if pd.isna(first) or pd.isna(last) or last <= first:
         return None, None, None
     secs = float(last - first) / 1000.0
@@ -921,9 +922,9 @@ def compute_facts(partitions: pd.DataFrame, info: RunInfo) -> RunFacts:
     if not status and bench:
         f.proofs_completed = _int(bench.get("completed")) or 0
         f.proofs_failed = _int(bench.get("failed")) or 0
-    jobs = text(df, "job_id")
-    if jobs.notna().any():
-        f.partitions_per_proof = float(jobs.dropna().value_counts().median())
+    codes, _ = job_codes(df)
+    if (codes >= 0).any():
+        f.partitions_per_proof = float(np.median(np.bincount(codes[codes >= 0])))
     f.max_proofs_in_flight = _max_in_flight(df)
     f.total_secs, f.s_per_proof, f.s_per_proof_source = _s_per_proof(df, info, status)
 

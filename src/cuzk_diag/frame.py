@@ -120,7 +120,7 @@ def take_frame(tables: list[pa.Table]) -> pd.DataFrame:
     out: dict[str, pd.Series] = {}
     for i, field in enumerate(schema):
         one = pa.Table.from_arrays([columns[i]], schema=pa.schema([field]))
-        columns[i] = None  # type: ignore[call-overload]
+        columns[i] = None
         out[field.name] = one.to_pandas(types_mapper=_types_mapper, self_destruct=True)[field.name]
         del one
         if i % RELEASE_EVERY == RELEASE_EVERY - 1:

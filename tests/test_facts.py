@@ -18,6 +18,7 @@ from cuzk_diag.facts import (
     compute_facts,
     estimate_lock_wait,
     gpu_of_rows,
+    job_codes,
     kernel_time,
     lock_held_time,
     stage_table,
@@ -543,3 +544,14 @@ def test_kernel_time_per_call() -> None:
     assert source is not None and source.startswith("CUZK_NTT_H")
     held, held_source = lock_held_time(df)
     assert held.tolist()[:2] == [1800.0, 2300.0] and held_source == "mutex_held_ms"
+
+
+def test_job_codes_name_each_row_s_job_with_one_string_per_job() -> None:
+    """Rows without a job id get -1, whose name is None; rows of one job share one string."""
+    df = pd.DataFrame({"job_id": pd.array(["a", None, "b", "a"], dtype="string")})
+    codes, names = job_codes(df)
+    assert [names[c] for c in codes] == ["a", None, "b", "a"]
+    assert names[codes[0]] is names[codes[3]]
+    assert all(type(n) is str for n in names[:-1])
+    codes, names = job_codes(pd.DataFrame({"worker": [1, 2]}))
+    assert [names[c] for c in codes] == [None, None]

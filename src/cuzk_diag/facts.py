@@ -8,6 +8,7 @@ Everything here is computed from the partition frame (``records.PARTITION_SCHEMA
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -92,19 +93,18 @@ def duration_columns(df: pd.DataFrame) -> list[str]:
     return sorted(cols, key=lambda c: _COLUMN_ORDER.get(c, len(_COLUMN_ORDER)))
 
 
-def stage_series(partitions: pd.DataFrame) -> list[tuple[str, pd.Series]]:
-    """(field, ms per row) for every stage of the stage table, in its order.
+def stage_series(partitions: pd.DataFrame) -> Iterator[tuple[str, pd.Series]]:
+    """(field, ms per row) for every stage of the stage table, in its order, one at a time
+    (each is a column of the frame's length).
 
     Besides the log's own fields it has ``gpu_queue_wait_ms`` = GPU_PICKUP − CHAN_SEND/GPU_QUEUE
     (a partition's wait for a free GPU worker) when those TIMELINE events are present.
     """
-    series: list[tuple[str, pd.Series]] = [
-        (c, num(partitions, c)) for c in duration_columns(partitions)
-    ]
+    for c in duration_columns(partitions):
+        yield c, num(partitions, c)
     qwait = num(partitions, "pickup_ms") - num(partitions, "queue_ms")
     if qwait.notna().any():
-        series.append(("gpu_queue_wait_ms", qwait))
-    return series
+        yield "gpu_queue_wait_ms", qwait
 
 
 def stage_table(partitions: pd.DataFrame) -> pd.DataFrame:

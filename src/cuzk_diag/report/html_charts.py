@@ -749,7 +749,7 @@ def stage_distributions(a: Analysis) -> tuple[dict[str, Any] | None, list[str]]:
     per_gpu = len(gpus) > 1
     groups = [f"GPU {g}" for g in gpus] if per_gpu else ["all calls"]
     rows: list[dict[str, Any]] = []
-    series = stage_series(df)
+    series = list(stage_series(df))
     fields = [name for name, _ in series]
     masks = [gpu.to_numpy() == g for g in gpus] if per_gpu else [None]
     for field, values in series:

@@ -871,7 +871,8 @@ def _s_per_proof(
     if not completed:
         return None, None, None
     codes, names = job_codes(df)
-    done_codes = [i for i, name in enumerate(names[:-1]) if name in set(completed)]
+    done = set(completed)
+    done_codes = [i for i, name in enumerate(names[:-1]) if name in done]
     rows = np.isin(codes, done_codes)  # (the columns it reads, not a copy of the frame's rows)
     first = num(df, "synth_start_ms")[rows].min()
     if pd.isna(first):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pandas as pd
@@ -100,30 +100,40 @@ def table_to_frame(table: pa.Table) -> pd.DataFrame:
     return table.to_pandas(types_mapper=_types_mapper)
 
 
-#: Columns converted between two hand-backs of Arrow's freed memory in ``take_frame``.
+#: Columns dealt with between two hand-backs of Arrow's freed memory (``releasing``).
 RELEASE_EVERY = 8
+
+
+def releasing(n: int) -> Iterator[int]:
+    """``range(n)`` for a loop that replaces a table's columns one at a time, handing the pages
+    Arrow's allocator keeps of the freed ones back (``MemoryPool.release_unused``) every
+    ``RELEASE_EVERY`` columns and at the end: the allocator would otherwise keep them until the
+    process ends, and the new columns (or numpy's frame) cannot reuse them."""
+    pool = pa.default_memory_pool()
+    for i in range(n):
+        yield i
+        if i % RELEASE_EVERY == RELEASE_EVERY - 1:
+            pool.release_unused()
+    pool.release_unused()
 
 
 def take_frame(tables: list[pa.Table]) -> pd.DataFrame:
     """``table_to_frame`` of the list's one table, which it takes (the list is emptied).
 
     Built one column at a time: each column's Arrow memory is freed once it is converted, and
-    every ``RELEASE_EVERY`` columns Arrow's allocator hands the freed pages back
-    (``MemoryPool.release_unused``), so the frame is never built beside a whole copy of the
-    table. (``to_pandas(self_destruct=True)`` frees each column too, but the allocator keeps the
-    pages until the end: on a 1 GB log the peak was the table and the frame together.)"""
+    the freed pages go back as it goes (``releasing``), so the frame is never built beside a
+    whole copy of the table. (``to_pandas(self_destruct=True)`` frees each column too, but the
+    allocator keeps the pages until the end: on a 1 GB log the peak was the table and the
+    frame together.)"""
     (table,) = tables
     tables.clear()
     schema, columns = table.schema, table.columns
     del table
-    pool = pa.default_memory_pool()
     out: dict[str, pd.Series] = {}
-    for i, field in enumerate(schema):
+    for i in releasing(len(columns)):
+        field = schema.field(i)
         one = pa.Table.from_arrays([columns[i]], schema=pa.schema([field]))
         columns[i] = None
         out[field.name] = one.to_pandas(types_mapper=_types_mapper, self_destruct=True)[field.name]
         del one
-        if i % RELEASE_EVERY == RELEASE_EVERY - 1:
-            pool.release_unused()
-    pool.release_unused()
     return pd.DataFrame(out, copy=False)

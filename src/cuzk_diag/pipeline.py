@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cuzk_diag.errors import InputError
-from cuzk_diag.frame import RELEASE_EVERY, records_to_table, table_to_frame, take_frame
+from cuzk_diag.frame import records_to_table, releasing, table_to_frame, take_frame
 from cuzk_diag.ingest.assemble.calls import _ts_ms
 from cuzk_diag.ingest.stream import stream
 from cuzk_diag.records import PARTITION_SCHEMA, Accounting, Event, Family, RunInfo
@@ -373,12 +373,9 @@ def finish_table(tables: list[pa.Table], info: RunInfo | None) -> pa.Table:
         return table
     schema, columns = table.schema, table.columns
     del table
-    pool = pa.default_memory_pool()
-    for i in range(len(columns)):
+    # (The record batches' freed pages are no use to the sorted columns: ``releasing``.)
+    for i in releasing(len(columns)):
         columns[i] = columns[i].take(order)
-        if i % RELEASE_EVERY == RELEASE_EVERY - 1:
-            pool.release_unused()  # (the batches' pages, freed, are no use to the sorted columns)
-    pool.release_unused()
     return pa.Table.from_arrays(columns, schema=schema)
 
 

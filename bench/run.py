@@ -49,10 +49,20 @@ TARGET_RSS_MIB = 400.0
 FLAT_FACTOR = 1.25
 
 #: The cuzk-diag rows run as a user runs them (``--jobs auto``: on a machine with two usable CPUs a
-#: log of 32 MiB or more is parsed in a second process ahead of the assembly); the "-j1" rows run
-#: in one process, for the ratio between them and for memory.
-TOOLS = ["grep", "lnav", "export --lines", "export", "export -j1", "analyze", "analyze -j1"]
-SCALING_TOOLS = ["grep", "lnav", "export --lines", "export -j1", "analyze -j1"]
+#: log of 32 MiB or more is parsed in a second process ahead of the assembly, or for the line
+#: table by two processes in turn); the "-j1" rows run in one process, for the ratio between
+#: them and for memory.
+TOOLS = [
+    "grep",
+    "lnav",
+    "export --lines",
+    "export --lines -j1",
+    "export",
+    "export -j1",
+    "analyze",
+    "analyze -j1",
+]
+SCALING_TOOLS = ["grep", "lnav", "export --lines -j1", "export -j1", "analyze -j1"]
 LARGE_TOOLS = ["lnav", "analyze", "analyze -j1"]
 RSS_TOOL = "analyze -j1"
 
@@ -71,13 +81,13 @@ def build_cmd(tool: str, log: Path, work: Path, tag: str) -> list[str] | None:
         # (Without a command, `lnav -n FILE` would also print the whole log to stdout, which
         # measures its formatter rather than its indexer.)
         return [lnav, "-n", "-c", ";SELECT lines FROM lnav_file", str(log)]
-    if tool == "export --lines":
-        return [*cd, "export", "--lines", str(log), "-o", str(work / f"lines-{tag}.parquet")]
+    jobs = ["--jobs", "1"] if tool.endswith("-j1") else []
+    if tool in ("export --lines", "export --lines -j1"):
+        out = str(work / f"lines-{tag}.parquet")
+        return [*cd, "export", "--lines", str(log), "-o", out, *jobs]
     if tool in ("export", "export -j1"):
-        jobs = ["--jobs", "1"] if tool.endswith("-j1") else []
         return [*cd, "export", str(log), "-o", str(work / f"partitions-{tag}.parquet"), *jobs]
     if tool in ("analyze", "analyze -j1"):
-        jobs = ["--jobs", "1"] if tool.endswith("-j1") else []
         return [*cd, "analyze", str(log), "--format", "json", "-o", "/dev/null", *jobs]
     raise ValueError(tool)
 

@@ -35,15 +35,18 @@ LINE_SCHEMA = pa.schema(
 
 
 def iter_line_tables(
-    inputs: Iterable[str | Source], acc: Accounting, *, progress: Progress | None = None
+    inputs: Iterable[str | Source],
+    acc: Accounting,
+    *,
+    progress: Progress | None = None,
+    jobs: int = 1,
 ) -> Iterator[pa.Table]:
     """The line table of the inputs, a table per chunk read (``acc`` is filled as it goes;
-    ``progress(n)`` gets the bytes read)."""
-    from cuzk_diag.ingest.stream import parse_parts
+    ``progress(n)`` gets the bytes read). With ``jobs`` > 1 the chunks are parsed by that many
+    processes (``ingest.pool``); the tables are the same."""
+    from cuzk_diag.ingest.pool import map_parts
 
-    for _idx, part, size, _ended in parse_parts(inputs, acc, full=True):
-        table = chunk_lines(part)
-        del part
+    for _idx, table, size in map_parts(inputs, acc, chunk_lines, full=True, jobs=jobs):
         if table.num_rows:
             yield table
         if progress is not None and size:

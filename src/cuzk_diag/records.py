@@ -5,6 +5,7 @@ Only data lives here; the logic that fills these types is in ``lines``, ``assemb
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections import Counter
 from dataclasses import dataclass, field
@@ -136,6 +137,20 @@ class Accounting:
         self.unattributed += 1
         if len(self.unattributed_examples) < self.MAX_EXAMPLES:
             self.unattributed_examples.append(line)
+
+    def add(self, later: Accounting) -> None:
+        """Take in the counts of input read after this accounting's (a chunk parsed apart):
+        numbers are added, example lists keep their first ``MAX_EXAMPLES``, the rest appended
+        or updated, as if one accounting had counted both in order."""
+        for f in dataclasses.fields(self):
+            mine, theirs = getattr(self, f.name), getattr(later, f.name)
+            if isinstance(mine, dict):  # (a Counter adds)
+                mine.update(theirs)
+            elif isinstance(mine, list):
+                room = self.MAX_EXAMPLES - len(mine) if f.name.endswith("_examples") else None
+                mine.extend(theirs if room is None else theirs[: max(0, room)])
+            else:
+                setattr(self, f.name, mine + theirs)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -60,8 +60,9 @@ def export_cmd(
     LOG may be a path, a .gz or .zst file, or - for stdin; a Parquet export given alone is
     written again in the chosen format. Columns use the log's own key names
     (gpu_total_ms, pre_destructor_ms, ...); the schema is fixed (see docs/export.md). The
-    accounting of every input line goes to stderr. --jobs applies to the rows per GPU call;
-    --lines reads in one process (a second one does not make it faster).
+    accounting of every input line goes to stderr. With --jobs 2 (the default for a large
+    file on two CPUs) a second process parses ahead of the assembly, or for --lines parses
+    every other chunk; the output is the same as with --jobs 1.
     """
     from cuzk_diag.pipeline import open_sources, parquet_source
     from cuzk_diag.writers import TableWriter, format_for
@@ -87,6 +88,7 @@ def export_cmd(
             w.add_metadata(run_metadata_of(run.info, acc))
         rows = w.rows
     elif line_table:
+        from cuzk_diag.ingest.parallel import auto_jobs
         from cuzk_diag.ingest.stream import PacedCollector
         from cuzk_diag.linetable import LINE_SCHEMA, iter_line_tables
 
@@ -96,7 +98,8 @@ def export_cmd(
             input_progress(logs, quiet) as progress,
             PacedCollector() as collector,
         ):
-            for table in iter_line_tables(sources, acc, progress=progress):
+            n = auto_jobs(sources) if jobs is None else jobs
+            for table in iter_line_tables(sources, acc, progress=progress, jobs=n):
                 w.write(table)
                 del table
                 collector.chunk()

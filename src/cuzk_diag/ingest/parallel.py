@@ -75,19 +75,47 @@ def can_parallel(inputs: Sequence[Any]) -> bool:
     )
 
 
-def _send(out: IO[bytes], msg: tuple[Any, ...]) -> None:
+def send(out: IO[bytes], msg: tuple[Any, ...]) -> None:
     data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
     out.write(_LEN.pack(len(data)))
     out.write(data)
 
 
-def _recv(inp: IO[bytes]) -> tuple[Any, ...] | None:
+def recv(inp: IO[bytes]) -> tuple[Any, ...] | None:
     head = inp.read(_LEN.size)
     if len(head) < _LEN.size:
         return None
     (size,) = _LEN.unpack(head)
     data = inp.read(size)
     return pickle.loads(data) if len(data) == size else None
+
+
+def start_child(
+    module: str, args: Sequence[str], *, stdin: bool = False
+) -> subprocess.Popen[bytes]:
+    """``python -m module args...`` with its stdout (and with ``stdin``, its stdin) a pipe to
+    this process; the child imports this very package, wherever it was imported from."""
+    import cuzk_diag
+
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(cuzk_diag.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+
+
+def ended_early(proc: subprocess.Popen[bytes]) -> InputError:
+    """The error for a child process whose output stopped before its last message."""
+    return InputError(f"the parse process ended early (exit code {proc.wait()})")
+
+
+def as_input_error(exc: Exception) -> InputError:
+    """What a child process sends its parent for an error (an ``InputError`` pickles)."""
+    return exc if isinstance(exc, InputError) else InputError(f"{type(exc).__name__}: {exc}")
 
 
 def child_main(names: list[str]) -> int:
@@ -100,13 +128,12 @@ def child_main(names: list[str]) -> int:
         with PacedCollector() as collector:
             for idx, part, size, ended in parse_parts(names, acc, full=False):
                 kind = "end" if ended else "events"
-                _send(out, (kind, idx, part, size, acc if ended else None))
+                send(out, (kind, idx, part, size, acc if ended else None))
                 del part
                 collector.chunk()
-        _send(out, ("done", -1, None, 0, acc))
+        send(out, ("done", -1, None, 0, acc))
     except Exception as exc:  # handed to the parent, which raises it
-        err = exc if isinstance(exc, InputError) else InputError(f"{type(exc).__name__}: {exc}")
-        _send(out, ("error", -1, None, 0, err))
+        send(out, ("error", -1, None, 0, as_input_error(exc)))
     out.flush()
     return 0
 
@@ -116,24 +143,13 @@ def parse_in_child(
 ) -> Iterator[tuple[int, ParsedChunk, int, Accounting | None]]:
     """(input index, parsed chunk, bytes read, the accounting at the end of an input or
     None) for every chunk, as ``stream.parse_parts`` yields them, parsed in a child process."""
-    import cuzk_diag
-
-    env = dict(os.environ)
-    # The child imports this very package, wherever it was imported from.
-    root = os.path.dirname(os.path.dirname(os.path.abspath(cuzk_diag.__file__)))
-    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cuzk_diag.ingest.parallel", "--", *names],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        env=env,
-    )
+    proc = start_child("cuzk_diag.ingest.parallel", ["--", *names])
     assert proc.stdout is not None
     try:
         while True:
-            msg = _recv(proc.stdout)
+            msg = recv(proc.stdout)
             if msg is None:
-                raise InputError(f"the parse process ended early (exit code {proc.wait()})")
+                raise ended_early(proc)
             kind, idx, part, size, extra = msg
             if kind == "error":
                 raise extra

@@ -149,7 +149,7 @@ def parse_chunks(
 
 
 def parse_parts(
-    inputs: Iterable[str | Source], acc: Accounting, *, full: bool
+    inputs: Iterable[str | Source], acc: Accounting, *, full: bool, chunk_size: int = CHUNK_SIZE
 ) -> Iterator[tuple[int, ParsedChunk, int, bool]]:
     """``parse_chunks`` with each chunk's events not yet put together (``ParsedChunk``)."""
     settle_heap()
@@ -157,7 +157,7 @@ def parse_parts(
         parser = LineParser(idx, acc, full=full)
         stats = None
         done = 0
-        for chunk_stats, chunk in iter_input(name):
+        for chunk_stats, chunk in iter_input(name, chunk_size):
             stats = chunk_stats
             if chunk:
                 part = parser.feed_parts(chunk)

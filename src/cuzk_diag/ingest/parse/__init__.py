@@ -27,6 +27,7 @@ from cuzk_diag.records import Accounting, Event, Family
 from cuzk_diag.sources import DAMAGED, MAX_LINE, Source
 
 __all__ = [
+    "Carry",
     "ERAS",
     "ERA_LABELS",
     "EraDetector",
@@ -92,13 +93,22 @@ class ParsedChunk:
         return head + [s for s in slots if s is not None]
 
 
+@dataclass(frozen=True)
+class Carry:
+    """What a ``LineParser`` carries from one chunk of an input to the next."""
+
+    next_line: int = 1  # number of the chunk's first line
+    torn: tuple[int, str] | None = None  # a TIMELINE line torn at the boundary: (number, head)
+    bench_open: bool = False  # a cuzk-bench block is open
+
+
 class LineParser:
     """Turns cleaned text chunks of one input into events, keeping line numbers and the
     accounting.
 
-    State carried across chunks: the line counter, a TIMELINE line torn at a chunk boundary,
-    and whether a cuzk-bench block is open. ``full`` parses every line (for the line table);
-    otherwise only the lines analysis needs become events (``classify``), and unrecognised
+    State carried across chunks (``Carry``): the line counter, a TIMELINE line torn at a chunk
+    boundary, and whether a cuzk-bench block is open. ``full`` parses every line (for the line
+    table); otherwise only the lines analysis needs become events (``classify``), and unrecognised
     INFO/DEBUG tracing lines among them keep only their header.
     """
 
@@ -116,6 +126,15 @@ class LineParser:
         self.next_line = first_line
         self.misc = MiscParser(source, self.acc)
         self._torn: tuple[int, str] | None = None  # (line number, head line) awaiting its tail
+
+    def carry(self) -> Carry:
+        """The state the next chunk of this input starts from."""
+        return Carry(self.next_line, self._torn, self.misc.bench_open)
+
+    def resume(self, carry: Carry) -> None:
+        """Continue from ``carry`` (a chunk of an input parsed apart from the ones before it)."""
+        self.next_line, self._torn = carry.next_line, carry.torn
+        self.misc.bench_open = carry.bench_open
 
     def feed(self, text: str) -> list[Event]:
         """Parse a chunk of whole lines (each ending in a newline) and return its events."""

@@ -1,0 +1,268 @@
+"""Work that is a function of one parsed chunk alone, on several processes, in input order.
+
+``map_parts(inputs, acc, work, jobs=N)`` yields what ``work(chunk)`` returns for every chunk
+``stream.parse_parts`` would parse, in the same order and with the same accounting; with
+``jobs`` > 1 this process reads and cleans the inputs, and ``jobs`` child interpreters
+(``python -m cuzk_diag.ingest.pool``) parse the chunks and run ``work`` on them (the line
+table: ``linetable.chunk_lines``), taking chunks in turn. A thread per child writes its chunks
+to its stdin, so that neither side waits on the other's full pipe; results come back pickled
+through its stdout, at most ``AHEAD`` chunks per child ahead of the caller.
+
+A chunk's parse depends on the chunks before it only through ``parse.Carry``: its first line
+number (counted here: the newlines of the chunks before it), a TIMELINE line torn at its start
+and whether a cuzk-bench block is open. Each chunk is sent with the carry it most likely
+starts from (no torn line; a bench block open once a bench header line was read, in a chunk
+verified or sent) and each result is checked against the carry the chunk before it really
+ended with; a chunk sent with another carry (rare: a torn line at a chunk boundary, text that
+only looks like a bench header) is parsed again here. The accounting of each chunk is counted
+apart and added in input order (``Accounting.add``). So the results are those of one process.
+"""
+
+from __future__ import annotations
+
+import pickle
+import queue
+import re
+import select
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any, TypeVar
+
+from cuzk_diag.ingest.parallel import as_input_error, ended_early, recv, send, start_child
+from cuzk_diag.ingest.parse import Carry, LineParser, ParsedChunk
+from cuzk_diag.ingest.stream import PacedCollector, input_read, parse_parts, settle_heap
+from cuzk_diag.records import Accounting
+from cuzk_diag.sources import CHUNK_SIZE, Source, iter_input
+
+R = TypeVar("R")
+
+#: A line that opens a cuzk-bench block (``parse.bench._BENCH_HEADERS``, stripped).
+_BENCH_HEADER_RE = re.compile(
+    r"^\s*=== (?:Batch Benchmark|Batch Summary|Proof Result) ===\s*$", re.MULTILINE
+)
+#: Chunks in flight per child (sent and not yet taken back): enough to keep each one busy.
+AHEAD = 2
+
+_COLLECTOR = PacedCollector()
+
+
+def parse_chunk(
+    source: int, text: str, start: Carry, full: bool, work: Callable[[ParsedChunk], R]
+) -> tuple[R, Accounting, Carry]:
+    """Parse one chunk of input ``source`` from ``start``: ``work``'s result, the chunk's own
+    accounting and the carry it ends with. (Runs in a child, and here for a chunk parsed
+    again.)"""
+    settle_heap()
+    acc = Accounting()
+    parser = LineParser(source, acc, full=full)
+    parser.resume(start)
+    with _COLLECTOR:
+        result = work(parser.feed_parts(text))
+        _COLLECTOR.chunk(len(text))
+    return result, acc, parser.carry()
+
+
+def worker_main() -> int:
+    """A child: parse each chunk read from stdin, write its result to stdout, until EOF."""
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        try:
+            task = recv(inp)
+            if task is None:
+                return 0
+            msg: tuple[str, Any] = ("ok", parse_chunk(*task))
+        except Exception as exc:  # handed to the parent, which raises it
+            msg = ("error", as_input_error(exc))
+        send(out, msg)
+        out.flush()
+
+
+class PoolStats:
+    """How many chunks went to the children, were parsed here, and were parsed again here
+    (tests)."""
+
+    sent = 0
+    here = 0
+    redone = 0
+
+
+class _Child:
+    """One child interpreter and the thread that writes its chunks."""
+
+    def __init__(self) -> None:
+        self.proc = start_child("cuzk_diag.ingest.pool", [], stdin=True)
+        self.failed: Exception | None = None
+        self.inflight = 0  # chunks sent whose result is not yet taken
+        self.tasks: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        self.writer = threading.Thread(target=self._write, daemon=True)
+        self.writer.start()
+
+    def _write(self) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        try:
+            while (task := self.tasks.get()) is not None:
+                send(stdin, task)
+                stdin.flush()
+        except OSError:
+            pass  # the child ended (its reader reports it)
+        except Exception as exc:  # a task that does not pickle: the reader raises it
+            self.failed = exc
+        finally:
+            try:
+                stdin.close()
+            except OSError:
+                pass
+
+    def send(self, task: tuple[Any, ...]) -> None:
+        self.inflight += 1
+        self.tasks.put(task)
+
+    def ready(self) -> bool:
+        """Has the child begun to write a result? (Without waiting; False where a pipe cannot
+        be polled.)"""
+        if sys.platform == "win32" or self.proc.stdout is None:
+            return False
+        try:
+            return bool(select.select([self.proc.stdout], [], [], 0)[0])
+        except (OSError, ValueError):
+            return False
+
+    def result(self) -> tuple[Any, Accounting, Carry]:
+        stdout: IO[bytes] | None = self.proc.stdout
+        assert stdout is not None
+        self.inflight -= 1
+        msg = recv(stdout)
+        if msg is None:
+            if self.failed is not None:
+                raise self.failed
+            raise ended_early(self.proc)
+        kind, value = msg
+        if kind == "error":
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.tasks.put(None)
+        self.writer.join(timeout=5)
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+@dataclass
+class _Sent:
+    child: _Child | None  # None: parsed here
+    done: tuple[Any, Accounting, Carry] | None  # the result of a chunk parsed here
+    source: int
+    text: str
+    start: Carry
+    size: int  # bytes read for it
+    bench: bool  # holds a bench header line
+
+
+def map_parts(
+    inputs: Iterable[str | Source],
+    acc: Accounting,
+    work: Callable[[ParsedChunk], R],
+    *,
+    full: bool = True,
+    jobs: int = 1,
+    chunk_size: int = CHUNK_SIZE,
+) -> Iterator[tuple[int, R, int]]:
+    """(input index, ``work(chunk)``, bytes read for it) for every chunk of the inputs, in
+    order, as ``stream.parse_parts`` parses them (the last of each input holds the events of
+    ``LineParser.close``); ``acc`` is filled as they come. ``work`` must be a module-level
+    function when ``jobs`` > 1 (it is sent to the children by name)."""
+    if jobs <= 1:
+        for idx, part, size, _ended in parse_parts(inputs, acc, full=full, chunk_size=chunk_size):
+            yield idx, work(part), size
+        return
+    try:
+        pickle.dumps(work)
+    except (pickle.PicklingError, AttributeError, TypeError) as exc:
+        raise ValueError(
+            f"work must be a module-level function to run in {jobs} processes: {exc}"
+        ) from None
+    children = [_Child() for _ in range(jobs - 1)]
+    try:
+        yield from _pooled(children, inputs, acc, work, full, chunk_size)
+    finally:
+        for child in children:
+            child.close()
+
+
+def _pooled(
+    children: list[_Child],
+    inputs: Iterable[str | Source],
+    acc: Accounting,
+    work: Callable[[ParsedChunk], R],
+    full: bool,
+    chunk_size: int,
+) -> Iterator[tuple[int, R, int]]:
+    """Each chunk goes to the child with the fewest chunks in flight, or, when every child
+    has ``AHEAD``, is parsed here; results are taken in order as soon as they are in, and
+    waited for when ``AHEAD`` per process are held."""
+    limit = AHEAD * (len(children) + 1)
+    for idx, name in enumerate(inputs):
+        sent: deque[_Sent] = deque()
+        ended = Carry()  # what the last chunk taken back really ended with
+        next_line, stats, done = 1, None, 0
+        for chunk_stats, text in iter_input(name, chunk_size):
+            stats = chunk_stats
+            if not text:
+                continue
+            # A bench block is open from its header line on (it never closes).
+            bench = "===" in text and _BENCH_HEADER_RE.search(text) is not None
+            start = Carry(next_line, None, ended.bench_open or any(s.bench for s in sent))
+            read, done = stats.bytes_read - done, stats.bytes_read
+            child = min(children, key=lambda c: c.inflight)
+            if child.inflight < AHEAD:
+                child.send((idx, text, start, full, work))
+                PoolStats.sent += 1
+                sent.append(_Sent(child, None, idx, text, start, read, bench))
+            else:
+                here = parse_chunk(idx, text, start, full, work)
+                PoolStats.here += 1
+                sent.append(_Sent(None, here, idx, text, start, read, bench))
+            next_line += text.count("\n")
+            while sent and (len(sent) >= limit or sent[0].child is None or sent[0].child.ready()):
+                item = sent.popleft()
+                result, ended = _take(item, ended, acc, work, full)
+                yield idx, result, item.size
+        while sent:
+            item = sent.popleft()
+            result, ended = _take(item, ended, acc, work, full)
+            yield idx, result, item.size
+        # The end of the input: a torn line that never got its tail (``LineParser.close``).
+        closer = LineParser(idx, acc, full=full)
+        closer.resume(ended)
+        last = ParsedChunk(idx, 0, [], head=closer.close())
+        input_read(acc, stats)  # (iter_input yields at least once: stats is set)
+        yield idx, work(last), 0
+
+
+def _take(
+    item: _Sent, ended: Carry, acc: Accounting, work: Callable[[ParsedChunk], R], full: bool
+) -> tuple[R, Carry]:
+    """The result of a chunk sent to a child, parsed again here when it was sent with another
+    carry than the chunk before it ended with; its counts go into ``acc``."""
+    if item.child is not None:
+        result, counts, end = item.child.result()
+    else:
+        assert item.done is not None
+        result, counts, end = item.done
+    if item.start != ended:
+        PoolStats.redone += 1
+        result, counts, end = parse_chunk(item.source, item.text, ended, full, work)
+    acc.add(counts)
+    return result, end
+
+
+if __name__ == "__main__":
+    raise SystemExit(worker_main())

@@ -1,0 +1,156 @@
+"""Chunks parsed by several processes (``ingest.pool``) give what one process gives: the same
+line table, row for row, and the same accounting, whatever the chunk boundaries cut."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from cuzk_diag.cli import cli
+from cuzk_diag.errors import InputError
+from cuzk_diag.ingest import pool
+from cuzk_diag.ingest.parse import Carry, LineParser, ParsedChunk
+from cuzk_diag.linetable import chunk_lines
+from cuzk_diag.records import Accounting
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+#: A TIMELINE line torn by a timing line, and the rest of it on the next line.
+TORN_HEAD = "TIMELINE,7,GPU_END,CUZK_TIMING: prep_msm_ms=9\n"
+TORN_TAIL = "job,worker=0,partition=1,gpu_ms=5\n"
+
+
+def _both(
+    inputs: list[str], chunk_size: int, jobs: int = 2
+) -> tuple[pa.Table, Accounting, pa.Table, Accounting, int]:
+    """The line table and accounting of one process and of ``jobs``, and the chunks redone."""
+    one, many = Accounting(), Accounting()
+    a = [t for _, t, _ in pool.map_parts(inputs, one, chunk_lines, chunk_size=chunk_size)]
+    redone = pool.PoolStats.redone
+    b = [
+        t for _, t, _ in pool.map_parts(inputs, many, chunk_lines, jobs=jobs, chunk_size=chunk_size)
+    ]
+    return pa.concat_tables(a), one, pa.concat_tables(b), many, pool.PoolStats.redone - redone
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_every_fixture_log_in_small_chunks_gives_the_same_table_and_accounting(jobs: int) -> None:
+    logs = sorted(str(p) for p in FIXTURES.rglob("*.log"))
+    assert len(logs) > 30
+    sent, here = pool.PoolStats.sent, pool.PoolStats.here
+    one, acc1, two, acc2, _ = _both(logs, 4096, jobs)
+    # Chunks went to the children and were parsed here too.
+    assert pool.PoolStats.sent - sent > 20 and pool.PoolStats.here - here > 0
+    assert one.num_rows == acc1.lines_total > 5000
+    assert one.equals(two)
+    assert acc1.to_dict() == acc2.to_dict()
+
+
+def test_a_line_torn_at_a_chunk_boundary_is_parsed_again_from_its_carry(tmp_path: Path) -> None:
+    size = 4096
+    filler = "x" * (size - len(TORN_HEAD) - 1) + "\n"
+    text = filler + TORN_HEAD + TORN_TAIL + "CUZK_TIMING: async_dealloc_ms=3\n" * 300
+    log = tmp_path / "torn.log"
+    log.write_text(text)
+    one, acc1, two, acc2, redone = _both([str(log)], size)
+    assert redone >= 1  # the chunk after the head was sent without the torn line
+    assert acc1.torn_repaired == 1 and acc1.torn_unrepaired == 0
+    assert one.equals(two) and acc1.to_dict() == acc2.to_dict()
+    ends = one.filter(pa.compute.equal(one["event"], "GPU_END"))
+    assert ends["line"].to_pylist() == [2]
+
+
+def test_a_torn_line_the_input_ends_with_is_counted_once(tmp_path: Path) -> None:
+    log = tmp_path / "cut.log"
+    log.write_text("CUZK_TIMING: async_dealloc_ms=3\n" * 200 + "TIMELINE,7,GPU_END,\n")
+    one, acc1, two, acc2, _ = _both([str(log)], 1024)
+    assert acc1.torn_unrepaired == 1 and acc1.malformed == 1
+    assert one.equals(two) and acc1.to_dict() == acc2.to_dict()
+
+
+def test_a_bench_block_opened_in_an_earlier_chunk_stays_open(tmp_path: Path) -> None:
+    bench = (FIXTURES / "lines" / "bench.log").read_text()
+    log = tmp_path / "bench.log"
+    log.write_text("random text\n" * 50 + bench)
+    one, acc1, two, acc2, redone = _both([str(log)], 64)
+    params = one.filter(pa.compute.equal(one["event"], "bench_param"))
+    assert params.num_rows == 3  # proof type, count, concurrency: each in a chunk of its own
+    assert redone == 0  # the header was seen before the chunks after it were sent
+    assert one.equals(two) and acc1.to_dict() == acc2.to_dict()
+
+
+def test_text_that_only_looks_like_a_bench_header_is_parsed_again(tmp_path: Path) -> None:
+    # The header-like line is the second half of a torn TIMELINE line: the parse takes it as
+    # such, so no bench block opens, though the chunk holds a header-like line.
+    size = 1024
+    head = "TIMELINE,7,GPU_END,CUZK_TIMING: prep_msm_ms=9\n"
+    filler = "x" * (size - len(head) - 1) + "\n"
+    text = filler + head + "=== Batch Benchmark ===\n" + "count: 4\n" * 400
+    log = tmp_path / "fake.log"
+    log.write_text(text)
+    one, acc1, two, acc2, _ = _both([str(log)], size)
+    assert one.equals(two) and acc1.to_dict() == acc2.to_dict()
+
+
+def test_carry_resumes_a_parser_where_another_stopped() -> None:
+    a = LineParser(full=True)
+    a.feed("=== Batch Benchmark ===\n" + TORN_HEAD)
+    carry = a.carry()
+    assert carry == Carry(3, (2, TORN_HEAD.rstrip("\n")), True)
+    b = LineParser(full=True)
+    b.resume(carry)
+    events = b.feed(TORN_TAIL + "count: 4\n")
+    assert [(e.kind, e.line) for e in events] == [
+        ("GPU_END", 2),
+        ("prep_msm", 2),
+        ("bench_param", 4),
+    ]
+
+
+def test_accounting_add_counts_as_one_accounting_would() -> None:
+    first, later, whole = Accounting(), Accounting(), Accounting()
+    for n in range(15):
+        first.note_malformed(n)
+        whole.note_malformed(n)
+    for n in range(15, 30):
+        later.note_malformed(n)
+        whole.note_malformed(n)
+    first.by_family["timing"] += 2
+    later.by_family["timing"] += 3
+    whole.by_family["timing"] += 5
+    later.unknown_keys["k"] += 1
+    whole.unknown_keys["k"] += 1
+    first.add(later)
+    assert first.to_dict() == whole.to_dict()
+    assert first.malformed == 30 and first.malformed_examples == list(range(20))
+
+
+def _local(part: ParsedChunk) -> int:
+    return part.size
+
+
+def test_work_a_child_cannot_import_is_a_clear_error() -> None:
+    # (This module is not importable by the children: they have the package, not the tests.)
+    with pytest.raises(InputError, match="ModuleNotFoundError"):
+        list(pool.map_parts([str(FIXTURES / "example.log")], Accounting(), _local, jobs=2))
+
+
+def test_work_that_cannot_be_sent_is_refused_before_any_child_starts() -> None:
+    with pytest.raises(ValueError, match="module-level function"):
+        list(pool.map_parts([str(FIXTURES / "example.log")], Accounting(), lambda p: 0, jobs=2))
+
+
+def test_export_lines_with_two_processes_writes_the_same_file(tmp_path: Path) -> None:
+    log = str(FIXTURES / "sim" / "phase12-2gpu-gw2.log")
+    outs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"lines{jobs}.parquet"
+        res = CliRunner().invoke(cli, ["export", "--lines", log, "-o", str(out), "-j", jobs])
+        assert res.exit_code == 0, res.output
+        outs.append(pq.read_table(out))
+    assert outs[0].num_rows > 500 and outs[0].equals(outs[1])
+    assert outs[0].schema.metadata == outs[1].schema.metadata

@@ -101,12 +101,31 @@ def test_rankdata_midranks():
     assert ranks.tolist() == [2.0, 4.0, 4.0, 1.0, 4.0]
 
 
-def test_hodges_lehmann_large_samples_by_bisection_matches_pairs():
+@pytest.mark.parametrize("enumerate_at", [stats.HL_ENUMERATE, 50])
+def test_hodges_lehmann_large_samples_give_the_median_of_the_pairs_exactly(
+    monkeypatch: pytest.MonkeyPatch, enumerate_at: int
+) -> None:
+    # Above HL_MAX_PAIRS the differences are not all made; the result is still exactly theirs.
+    monkeypatch.setattr(stats, "HL_ENUMERATE", enumerate_at)
     rng = np.random.default_rng(7)
     x = rng.normal(1900, 100, 1200)
     y = rng.normal(1800, 100, 1000)
-    expected = float(np.median(np.subtract.outer(x, y)))
-    assert stats.hodges_lehmann(x, y) == pytest.approx(expected, abs=1e-6)
+    assert x.size * y.size > stats.HL_MAX_PAIRS
+    assert stats.hodges_lehmann(x, y) == float(np.median(np.subtract.outer(x, y)))
+    odd = x[:1001]
+    assert stats.hodges_lehmann(odd, y) == float(np.median(np.subtract.outer(odd, y)))
+
+
+def test_hodges_lehmann_of_whole_milliseconds_with_many_ties_is_exact() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.integers(1700, 1760, 1500).astype(float)  # timings in whole ms: ties everywhere
+    y = rng.integers(1690, 1750, 1300).astype(float)
+    assert stats.hodges_lehmann(x, y) == float(np.median(np.subtract.outer(x, y)))
+    # The same run against itself shifts by nothing, not by a rounding error.
+    big = rng.integers(40_000, 50_000, 20_000).astype(float)
+    same = stats.hodges_lehmann(big, big.copy())
+    assert same == 0.0 and type(same) is float
+    assert stats.hodges_lehmann(big + 0.5, big) == 0.5
 
 
 def test_holm():

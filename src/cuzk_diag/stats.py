@@ -172,29 +172,67 @@ def hodges_lehmann(x: Sequence[float] | npt.ArrayLike, y: Sequence[float] | npt.
         return math.nan
     if xa.size * ya.size <= HL_MAX_PAIRS:
         return float(np.median(np.subtract.outer(xa, ya)))
-    # Large samples: find the middle order statistic(s) of the differences by bisection on the
-    # value, counting pairs with x_i - y_j <= t through a sorted y. Exact to float precision.
-    ys = np.sort(ya)
+    # Large samples: the middle order statistic(s) of the differences without making them all.
+    xs, ys = np.sort(xa), np.sort(ya)
     total = xa.size * ya.size
+    if total % 2:
+        return _kth_difference(xs, ys, total // 2 + 1)
+    return (_kth_difference(xs, ys, total // 2) + _kth_difference(xs, ys, total // 2 + 1)) / 2.0
+
+
+#: Differences the search narrows the candidates to before it takes them one by one.
+HL_ENUMERATE = 1_000_000
+_EXACT_INT = 2.0**52  # integers a double holds exactly, with room for a difference
+
+
+def _kth_difference(xs: FloatArray, ys: FloatArray, k: int) -> float:
+    """The ``k``-th smallest (1-based) of all x_i - y_j, for sorted ``xs`` and ``ys``.
+
+    Bisection on the value, counting the pairs at or below it through ``ys`` (O(m log n) a
+    step): over the integers when every value is a whole number (log2 of the range in steps,
+    the usual case of millisecond timings), else until at most ``HL_ENUMERATE`` differences
+    are left between the bounds, which are then made and the one sought selected. Either way
+    the result is one of the differences itself, not a value near it."""
+    n = ys.size
 
     def count_le(t: float) -> int:  # pairs with x_i - y_j <= t, i.e. y_j >= x_i - t
-        return int(np.sum(ys.size - np.searchsorted(ys, xa - t, side="left")))
+        return int(np.sum(n - np.searchsorted(ys, xs - t, side="left")))
 
-    def kth(k: int) -> float:  # 1-based order statistic
-        lo, hi = float(xa.min() - ys[-1]), float(xa.max() - ys[0])
-        for _ in range(200):
-            mid = (lo + hi) / 2.0
-            if mid in (lo, hi):
-                break
+    lo, hi = float(xs[0] - ys[-1]), float(xs[-1] - ys[0])  # the smallest and largest
+    whole = (
+        max(abs(lo), abs(hi)) < _EXACT_INT
+        and bool(np.all(np.floor(xs) == xs))
+        and bool(np.all(np.floor(ys) == ys))
+    )
+    if whole:
+        lo -= 1.0  # below every difference: count 0 < k <= count at hi
+        while hi - lo > 1.0:
+            mid = math.floor((lo + hi) / 2.0)
             if count_le(mid) >= k:
                 hi = mid
             else:
                 lo = mid
-        return hi
-
-    if total % 2:
-        return kth(total // 2 + 1)
-    return (kth(total // 2) + kth(total // 2 + 1)) / 2.0
+        return float(hi)
+    c_lo, c_hi = count_le(lo), xs.size * n
+    if c_lo >= k:
+        return lo
+    while c_hi - c_lo > HL_ENUMERATE:
+        mid = (lo + hi) / 2.0
+        if mid in (lo, hi):
+            return hi  # no double between the bounds: the differences left are all ``hi``
+        c = count_le(mid)
+        if c >= k:
+            hi, c_hi = mid, c
+        else:
+            lo, c_lo = mid, c
+    # The differences in (lo, hi]: for each x_i, the y_j from x_i - hi up to x_i - lo.
+    start = np.searchsorted(ys, xs - hi, side="left")
+    stop = np.searchsorted(ys, xs - lo, side="left")
+    sizes = stop - start
+    rows = np.repeat(np.arange(xs.size), sizes)
+    offsets = np.arange(rows.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    diffs = xs[rows] - ys[start[rows] + offsets]
+    return float(np.partition(diffs, k - c_lo - 1)[k - c_lo - 1])
 
 
 def mann_whitney_u(

@@ -558,3 +558,26 @@ def test_parquet_export_as_candidate(logs, tmp_path):
     assert reg["change"] == 0 and reg["p_value"] > 0.5
     r = invoke(["check", str(export), logs["base"]])
     assert r.exit_code == ExitCode.USAGE and "Parquet export" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check", "slow10", "--baseline", "base", "--format", "json"],
+        ["check", "no_timing", "--baseline", "base", "--format", "json"],  # candidate unusable
+        ["check", "base", "--baseline", "no_timing", "--format", "json"],  # baseline unusable
+        ["compare", "base", "slow10", "--format", "json"],
+        ["compare", "base", "no_timing", "--format", "json"],
+    ],
+)
+def test_two_runs_side_by_side_give_what_one_process_gives(logs, args):
+    from cuzk_diag.ingest.parallel import ChildCall
+
+    argv = [logs.get(a, a) for a in args]
+    one = invoke([*argv, "-j", "1"])
+    started = ChildCall.started
+    two = invoke([*argv, "-j", "2"])
+    assert ChildCall.started == started + 1  # the second run was read in a child
+    assert (two.exit_code, two.stdout, two.stderr) == (one.exit_code, one.stdout, one.stderr)
+    if "no_timing" in args:
+        assert one.exit_code == ExitCode.USAGE and "no GPU calls" in one.stderr

@@ -56,6 +56,38 @@ def run_metrics(
     return metrics_from_analysis(analysis, input_label(inputs))
 
 
+def two_run_metrics(
+    first: Sequence[str],
+    second: Sequence[str] | None,
+    config: Any,
+    *,
+    jobs: int | None = 1,
+    quiet: bool = False,
+) -> tuple[Any, Any]:
+    """RunMetrics of two runs (``second`` may be None), in the order given: side by side, the
+    second in a child interpreter, when both are regular files and ``jobs`` (``auto``: two
+    usable CPUs and 32 MiB or more in all) allows two processes; else one after the other. The
+    metrics are the same either way; the first run's error is raised before the second's.
+    Side by side, only the first run shows a progress bar."""
+    from cuzk_diag.ingest.parallel import auto_jobs, call_in_child, can_parallel
+
+    if second is None:
+        return run_metrics(first, config, jobs=jobs, quiet=quiet), None
+    both = [*first, *second]
+    n = auto_jobs(both) if jobs is None else jobs
+    if n < 2 or not can_parallel(both):
+        a = run_metrics(first, config, jobs=jobs, quiet=quiet)
+        return a, run_metrics(second, config, jobs=jobs, quiet=quiet)
+    each = max(1, n // 2)
+    child = call_in_child(run_metrics, list(second), config, jobs=each, quiet=True)
+    try:
+        a = run_metrics(first, config, jobs=each, quiet=quiet)
+    except BaseException:
+        child.close()
+        raise
+    return a, child.result()
+
+
 def _check_stdin(*groups: Sequence[str]) -> None:
     if sum(list(g).count("-") for g in groups) > 1:
         raise UsageError("stdin (-) can be read only once")
@@ -160,8 +192,9 @@ def check_cmd(
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
     try:
-        cand = run_metrics(logs, config, jobs=jobs, quiet=quiet)
-        base = run_metrics([baseline], config, jobs=jobs, quiet=quiet) if baseline else None
+        cand, base = two_run_metrics(
+            logs, [baseline] if baseline else None, config, jobs=jobs, quiet=quiet
+        )
         result = gate.check(spec, cand, base, allow_different_config=allow_different_config)
     except CuzkDiagError as exc:
         _report_input_error(str(exc), logs, baseline, fmt, junit_path)

@@ -60,7 +60,7 @@ def compare_cmd(
     stages. Runs of different shape are refused unless --allow-different-config.
     """
     from cuzk_diag import compare, gate
-    from cuzk_diag.cli.check import run_metrics
+    from cuzk_diag.cli.check import two_run_metrics
     from cuzk_diag.config import load_config
 
     if base == "-" and candidate == "-":
@@ -76,8 +76,7 @@ def compare_cmd(
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
     try:
-        base_m = run_metrics([base], config, jobs=jobs, quiet=quiet)
-        cand_m = run_metrics([candidate], config, jobs=jobs, quiet=quiet)
+        base_m, cand_m = two_run_metrics([base], [candidate], config, jobs=jobs, quiet=quiet)
         cmp = compare.compare_metrics(
             base_m, cand_m, alpha=alpha, allow_different_config=allow_different_config
         )

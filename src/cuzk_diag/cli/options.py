@@ -134,10 +134,11 @@ jobs_option = click.option(
     default="auto",
     callback=_jobs,
     show_default=True,
-    help="Processes that parse the logs. 2: the parse of regular files runs in a second "
+    help="Processes that read the logs. 2: the parse of regular files runs in a second "
     "process, ahead of the assembly (export --lines: N processes parse chunks in turn, any "
-    "input); the results are the same. auto: 2 for regular files of 32 MiB or more on a "
-    "machine with two usable CPUs, else 1 (see docs/performance.md).",
+    "input; compare and check --baseline: the two runs side by side); the results are the "
+    "same. auto: 2 for regular files of 32 MiB or more on a machine with two usable CPUs, "
+    "else 1 (see docs/performance.md).",
 )
 
 quiet_progress_option = click.option(

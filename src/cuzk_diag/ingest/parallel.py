@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
-from cuzk_diag.errors import InputError
+from cuzk_diag.errors import CuzkDiagError, InputError
 from cuzk_diag.ingest.parse import ParsedChunk
 from cuzk_diag.records import Accounting
 
@@ -163,6 +163,82 @@ def parse_in_child(
         proc.wait()
 
 
+class ChildCall:
+    """``func(*args, **kwargs)`` in a child interpreter (``call_in_child``)."""
+
+    started = 0  # calls started in children by this process (tests)
+
+    def __init__(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.proc = start_child("cuzk_diag.ingest.parallel", ["--call"], stdin=True)
+        ChildCall.started += 1
+        assert self.proc.stdin is not None
+        try:
+            send(self.proc.stdin, (func, args, kwargs))
+            self.proc.stdin.close()
+        except OSError:
+            pass  # the child ended at once: result() says so
+
+    def result(self) -> Any:
+        """The call's value; its error raised here (``as_sendable``)."""
+        assert self.proc.stdout is not None
+        try:
+            msg = recv(self.proc.stdout)
+            if msg is None:
+                raise ended_early(self.proc)
+        finally:
+            self.close()
+        kind, value = msg
+        if kind == "error":
+            raise value
+        return value
+
+    def close(self) -> None:
+        """Stop the child (if it still runs) and reap it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def call_in_child(func: Any, *args: Any, **kwargs: Any) -> ChildCall:
+    """Start ``func(*args, **kwargs)`` (a module-level function; arguments and value that
+    pickle) in a child interpreter; ``result()`` waits for it. What the call prints goes to
+    stderr."""
+    return ChildCall(func, args, kwargs)
+
+
+def as_sendable(exc: Exception) -> Exception:
+    """The error a child sends its parent: a ``CuzkDiagError`` as it is when it pickles (the
+    CLI turns it into the same message), anything else as an ``InputError`` naming it."""
+    if isinstance(exc, CuzkDiagError):
+        try:
+            pickle.loads(pickle.dumps(exc))
+            return exc
+        except Exception:
+            return InputError(str(exc))
+    return as_input_error(exc)
+
+
+def call_main() -> int:
+    """The child of ``call_in_child``: one call read from stdin, its result written to stdout."""
+    out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # (a print in the call must not break the message)
+    try:
+        msg = recv(sys.stdin.buffer)
+        if msg is None:
+            return 1
+        func, args, kwargs = msg
+        reply: tuple[str, Any] = ("ok", func(*args, **kwargs))
+    except Exception as exc:
+        reply = ("error", as_sendable(exc))
+    send(out, reply)
+    out.flush()
+    return 0
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if args[:1] == ["--call"]:
+        raise SystemExit(call_main())
     raise SystemExit(child_main(args[1:] if args[:1] == ["--"] else args))

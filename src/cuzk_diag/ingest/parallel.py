@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
+import signal
 import struct
 import subprocess
 import sys
@@ -113,6 +114,13 @@ def ended_early(proc: subprocess.Popen[bytes]) -> InputError:
     return InputError(f"the parse process ended early (exit code {proc.wait()})")
 
 
+def child_setup() -> None:
+    """What every child interpreter does first: leave Ctrl-C to its parent, which stops it (a
+    terminal's interrupt reaches the whole process group, and a child's traceback would only
+    add noise to the parent's message)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def as_input_error(exc: Exception) -> InputError:
     """What a child process sends its parent for an error (an ``InputError`` pickles)."""
     return exc if isinstance(exc, InputError) else InputError(f"{type(exc).__name__}: {exc}")
@@ -120,6 +128,7 @@ def as_input_error(exc: Exception) -> InputError:
 
 def child_main(names: list[str]) -> int:
     """The child: parse ``names`` and write the messages to stdout."""
+    child_setup()
     from cuzk_diag.ingest.stream import PacedCollector, parse_parts
 
     out = sys.stdout.buffer
@@ -222,6 +231,7 @@ def as_sendable(exc: Exception) -> Exception:
 
 def call_main() -> int:
     """The child of ``call_in_child``: one call read from stdin, its result written to stdout."""
+    child_setup()
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # (a print in the call must not break the message)
     try:

@@ -31,7 +31,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any, TypeVar
 
-from cuzk_diag.ingest.parallel import as_input_error, ended_early, recv, send, start_child
+from cuzk_diag.ingest.parallel import (
+    as_input_error,
+    child_setup,
+    ended_early,
+    recv,
+    send,
+    start_child,
+)
 from cuzk_diag.ingest.parse import Carry, LineParser, ParsedChunk
 from cuzk_diag.ingest.stream import PacedCollector, input_read, parse_parts, settle_heap
 from cuzk_diag.records import Accounting
@@ -67,6 +74,7 @@ def parse_chunk(
 
 def worker_main() -> int:
     """A child: parse each chunk read from stdin, write its result to stdout, until EOF."""
+    child_setup()
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:

@@ -622,6 +622,31 @@ def test_quantile_sketch_accuracy() -> None:
     assert len(sk._pos) < 1000  # memory does not grow with the number of values
 
 
+def test_quantile_sketch_remembers_buckets_without_changing_them(monkeypatch) -> None:
+    import random
+
+    rnd = random.Random(2)
+    # Whole milliseconds repeat (remembered), negative and zero values, and more distinct
+    # values than the memo holds.
+    values = [float(rnd.randint(-50, 3000)) for _ in range(20000)]
+    values += [rnd.uniform(-5, 5) for _ in range(6000)] + [0.0, -0.0, 1e-10]
+    remembered = QuantileSketch(0.01)
+    for v in values:
+        remembered.add(v)
+    monkeypatch.setattr(QuantileSketch, "BUCKET_MEMO", 0)
+    plain = QuantileSketch(0.01)
+    for v in values:
+        plain.add(v)
+    assert len(remembered._bucket) == 4096 and not plain._bucket
+    assert (remembered._pos, remembered._neg, remembered._zero) == (
+        plain._pos,
+        plain._neg,
+        plain._zero,
+    )
+    for q in (0.0, 0.01, 0.25, 0.5, 0.9, 0.99, 1.0):
+        assert remembered.quantile(q) == plain.quantile(q)
+
+
 def test_record_store_keeps_order_and_cap() -> None:
     store = RecordStore(cap=5, batch=2)
     for i in [3, 1, None, 2, 5, 4, 7, 6]:

@@ -66,6 +66,7 @@ SKETCH_FIELDS: tuple[str, ...] = tuple(
 )
 QUEUE_WAIT = "gpu_queue_wait_ms"  # GPU_PICKUP - CHAN_SEND/GPU_QUEUE, as in the stage table
 _COLUMN_NAMES = tuple(name for name, _ in PARTITION_COLUMNS)
+_AS_IS = frozenset({str, int, bool})  # value types ``jsonable`` returns unchanged
 #: Text handed to the parser at once when a backlog is waiting (keeps replay fast).
 FEED_LIMIT = 4 << 20
 
@@ -94,7 +95,21 @@ class QuantileSketch:
     1% accuracy, whatever the number of values.
     """
 
-    __slots__ = ("_gamma", "_log_gamma", "_pos", "_neg", "_zero", "count", "total", "lo", "hi")
+    __slots__ = (
+        "_gamma",
+        "_log_gamma",
+        "_pos",
+        "_neg",
+        "_zero",
+        "_bucket",
+        "count",
+        "total",
+        "lo",
+        "hi",
+    )
+
+    #: Values whose bucket is remembered (timings repeat: whole milliseconds).
+    BUCKET_MEMO = 4096
 
     def __init__(self, relative_accuracy: float = 0.01) -> None:
         self._gamma = (1 + relative_accuracy) / (1 - relative_accuracy)
@@ -102,6 +117,7 @@ class QuantileSketch:
         self._pos: dict[int, int] = {}
         self._neg: dict[int, int] = {}
         self._zero = 0
+        self._bucket: dict[float, int] = {}  # value -> its bucket (up to BUCKET_MEMO values)
         self.count = 0
         self.total = 0.0
         self.lo = math.inf
@@ -112,16 +128,20 @@ class QuantileSketch:
             return
         self.count += 1
         self.total += x
-        self.lo = min(self.lo, x)
-        self.hi = max(self.hi, x)
-        if x > 1e-9:
-            k = math.ceil(math.log(x) / self._log_gamma)
-            self._pos[k] = self._pos.get(k, 0) + 1
-        elif x < -1e-9:
-            k = math.ceil(math.log(-x) / self._log_gamma)
-            self._neg[k] = self._neg.get(k, 0) + 1
-        else:
+        if x < self.lo:
+            self.lo = x
+        if x > self.hi:
+            self.hi = x
+        if -1e-9 <= x <= 1e-9:
             self._zero += 1
+            return
+        k = self._bucket.get(x)
+        if k is None:
+            k = math.ceil(math.log(abs(x)) / self._log_gamma)
+            if len(self._bucket) < self.BUCKET_MEMO:
+                self._bucket[x] = k
+        counts = self._pos if x > 0 else self._neg
+        counts[k] = counts.get(k, 0) + 1
 
     def quantile(self, q: float) -> float | None:
         """The ``q`` quantile (0..1), exact at the extremes, within the accuracy elsewhere."""
@@ -243,7 +263,9 @@ class JsonLinesSink(Sink):
     def record(self, record: dict[str, Any], *, revised: bool = False) -> None:
         obj: dict[str, Any] = {"type": "partition", "time": _now_iso(), "revised": revised}
         for name in _COLUMN_NAMES:
-            obj[name] = jsonable(record.get(name))
+            v = record.get(name)
+            # (Text, whole numbers and nulls are JSON as they are: most of a record's values.)
+            obj[name] = v if v is None or type(v) in _AS_IS else jsonable(v)
         self._write(obj)
 
     def finding(self, finding: Finding, *, status: str = "new") -> None:

@@ -154,3 +154,17 @@ def test_export_lines_with_two_processes_writes_the_same_file(tmp_path: Path) ->
         outs.append(pq.read_table(out))
     assert outs[0].num_rows > 500 and outs[0].equals(outs[1])
     assert outs[0].schema.metadata == outs[1].schema.metadata
+
+
+def test_export_lines_from_stdin_with_two_processes(tmp_path: Path) -> None:
+    # The chunks are read here and sent on: stdin needs no file the children could open.
+    text = (FIXTURES / "sim" / "messy.log").read_bytes()
+    outs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"stdin{jobs}.parquet"
+        res = CliRunner().invoke(
+            cli, ["export", "--lines", "-", "-o", str(out), "-j", jobs], input=text
+        )
+        assert res.exit_code == 0, res.output
+        outs.append(pq.read_table(out))
+    assert outs[0].num_rows > 100 and outs[0].equals(outs[1])

@@ -581,3 +581,15 @@ def test_two_runs_side_by_side_give_what_one_process_gives(logs, args):
     assert (two.exit_code, two.stdout, two.stderr) == (one.exit_code, one.stdout, one.stderr)
     if "no_timing" in args:
         assert one.exit_code == ExitCode.USAGE and "no GPU calls" in one.stderr
+
+
+def test_a_run_read_in_a_child_reports_its_progress_here(logs):
+    from cuzk_diag.cli.check import run_metrics
+    from cuzk_diag.config import Config
+    from cuzk_diag.ingest.parallel import call_in_child
+
+    seen: list[int] = []
+    child = call_in_child(run_metrics, [logs["base"]], Config(), quiet=True, progress=seen.append)
+    metrics = child.result()
+    assert metrics.n_calls > 50
+    assert seen and sum(seen) == Path(logs["base"]).stat().st_size

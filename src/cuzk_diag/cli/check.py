@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
@@ -31,25 +31,39 @@ def input_label(inputs: Sequence[str]) -> str:
 
 
 def load_analysis(
-    inputs: Sequence[str], config: Any, *, jobs: int | None = 1, quiet: bool = False
+    inputs: Sequence[str],
+    config: Any,
+    *,
+    jobs: int | None = 1,
+    quiet: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> tuple[Any, Any]:
     """(Analysis, Run) of logs, or of one Parquet export (detected by its PAR1 magic), with a
-    progress bar on a terminal (not with ``quiet``) and ``--jobs`` processes."""
+    progress bar on a terminal (not with ``quiet``; ``progress``: counts bytes read for a bar
+    of the caller's instead) and ``--jobs`` processes."""
     from cuzk_diag.analysis import analyze_run
     from cuzk_diag.pipeline import load_run
 
-    with input_progress(inputs, quiet) as progress:
+    if progress is not None:
         run = load_run(list(inputs), progress, jobs=jobs, keep_table=False)
+    else:
+        with input_progress(inputs, quiet) as bar:
+            run = load_run(list(inputs), bar, jobs=jobs, keep_table=False)
     return analyze_run(run, config, inputs=list(inputs)), run
 
 
 def run_metrics(
-    inputs: Sequence[str], config: Any, *, jobs: int | None = 1, quiet: bool = False
+    inputs: Sequence[str],
+    config: Any,
+    *,
+    jobs: int | None = 1,
+    quiet: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> Any:
-    """RunMetrics of the inputs."""
+    """RunMetrics of the inputs (``progress`` as for ``load_analysis``)."""
     from cuzk_diag.gate import NoDataError, metrics_from_analysis
 
-    analysis, _ = load_analysis(inputs, config, jobs=jobs, quiet=quiet)
+    analysis, _ = load_analysis(inputs, config, jobs=jobs, quiet=quiet, progress=progress)
     reason = analysis.unusable()
     if reason is not None:
         raise NoDataError(reason)
@@ -68,7 +82,7 @@ def two_run_metrics(
     second in a child interpreter, when both are regular files and ``jobs`` (``auto``: two
     usable CPUs and 32 MiB or more in all) allows two processes; else one after the other. The
     metrics are the same either way; the first run's error is raised before the second's.
-    Side by side, only the first run shows a progress bar."""
+    Side by side, one progress bar counts the bytes both have read."""
     from cuzk_diag.ingest.parallel import auto_jobs, call_in_child, can_parallel
 
     if second is None:
@@ -79,13 +93,16 @@ def two_run_metrics(
         a = run_metrics(first, config, jobs=jobs, quiet=quiet)
         return a, run_metrics(second, config, jobs=jobs, quiet=quiet)
     each = max(1, n // 2)
-    child = call_in_child(run_metrics, list(second), config, jobs=each, quiet=True)
-    try:
-        a = run_metrics(first, config, jobs=each, quiet=quiet)
-    except BaseException:
-        child.close()
-        raise
-    return a, child.result()
+    with input_progress(both, quiet) as bar:
+        child = call_in_child(
+            run_metrics, list(second), config, jobs=each, quiet=True, progress=bar
+        )
+        try:
+            a = run_metrics(first, config, jobs=each, quiet=True, progress=bar)
+        except BaseException:
+            child.close()
+            raise
+        return a, child.result()
 
 
 def _check_stdin(*groups: Sequence[str]) -> None:

@@ -20,7 +20,8 @@ import signal
 import struct
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any
 
 from cuzk_diag.errors import CuzkDiagError, InputError
@@ -177,26 +178,55 @@ class ChildCall:
 
     started = 0  # calls started in children by this process (tests)
 
-    def __init__(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        func: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
         self.proc = start_child("cuzk_diag.ingest.parallel", ["--call"], stdin=True)
         ChildCall.started += 1
+        self.progress = progress
+        self.reply: tuple[str, Any] | None = None
         assert self.proc.stdin is not None
         try:
-            send(self.proc.stdin, (func, args, kwargs))
+            send(self.proc.stdin, (func, args, kwargs, progress is not None))
             self.proc.stdin.close()
         except OSError:
             pass  # the child ended at once: result() says so
+        # Its messages are read as they come, so that its progress shows while this process
+        # does its own work.
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        stdout = self.proc.stdout
+        assert stdout is not None
+        try:
+            while (msg := recv(stdout)) is not None:
+                if msg[0] == "progress":
+                    if self.progress is not None:
+                        try:
+                            self.progress(msg[1])
+                        except Exception:  # a progress bar must not lose the result
+                            self.progress = None
+                    continue
+                self.reply = msg  # type: ignore[assignment]
+                return
+        except (OSError, ValueError):
+            return  # closed (close() while reading): result() says so
 
     def result(self) -> Any:
         """The call's value; its error raised here (``as_sendable``)."""
-        assert self.proc.stdout is not None
+        self.reader.join()
+        reply = self.reply
         try:
-            msg = recv(self.proc.stdout)
-            if msg is None:
+            if reply is None:
                 raise ended_early(self.proc)
         finally:
             self.close()
-        kind, value = msg
+        kind, value = reply
         if kind == "error":
             raise value
         return value
@@ -206,15 +236,19 @@ class ChildCall:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        self.reader.join(timeout=5)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
 
 
-def call_in_child(func: Any, *args: Any, **kwargs: Any) -> ChildCall:
+def call_in_child(
+    func: Any, *args: Any, progress: Callable[[int], None] | None = None, **kwargs: Any
+) -> ChildCall:
     """Start ``func(*args, **kwargs)`` (a module-level function; arguments and value that
     pickle) in a child interpreter; ``result()`` waits for it. What the call prints goes to
-    stderr."""
-    return ChildCall(func, args, kwargs)
+    stderr. With ``progress``, the call is given a ``progress`` keyword of its own whose
+    counts reach ``progress`` here (from a thread of this process)."""
+    return ChildCall(func, args, kwargs, progress)
 
 
 def as_sendable(exc: Exception) -> Exception:
@@ -238,7 +272,9 @@ def call_main() -> int:
         msg = recv(sys.stdin.buffer)
         if msg is None:
             return 1
-        func, args, kwargs = msg
+        func, args, kwargs, wants_progress = msg
+        if wants_progress:
+            kwargs["progress"] = lambda n: (send(out, ("progress", n)), out.flush())
         reply: tuple[str, Any] = ("ok", func(*args, **kwargs))
     except Exception as exc:
         reply = ("error", as_sendable(exc))

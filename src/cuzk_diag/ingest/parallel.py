@@ -110,6 +110,13 @@ def start_child(
     )
 
 
+def stop_child(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a child that still runs (its parent is done with it) and reap it."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
 def ended_early(proc: subprocess.Popen[bytes]) -> InputError:
     """The error for a child process whose output stopped before its last message."""
     return InputError(f"the parse process ended early (exit code {proc.wait()})")
@@ -168,9 +175,7 @@ def parse_in_child(
             yield idx, part, size, extra
     finally:
         proc.stdout.close()
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
+        stop_child(proc)
 
 
 class ChildCall:
@@ -233,9 +238,7 @@ class ChildCall:
 
     def close(self) -> None:
         """Stop the child (if it still runs) and reap it."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+        stop_child(self.proc)
         self.reader.join(timeout=5)
         if self.proc.stdout is not None:
             self.proc.stdout.close()

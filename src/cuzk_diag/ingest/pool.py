@@ -38,6 +38,7 @@ from cuzk_diag.ingest.parallel import (
     recv,
     send,
     start_child,
+    stop_child,
 )
 from cuzk_diag.ingest.parse import Carry, LineParser, ParsedChunk
 from cuzk_diag.ingest.stream import PacedCollector, input_read, parse_parts, settle_heap
@@ -156,9 +157,7 @@ class _Child:
     def close(self) -> None:
         self.tasks.put(None)
         self.writer.join(timeout=5)
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+        stop_child(self.proc)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
 

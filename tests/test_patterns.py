@@ -110,6 +110,17 @@ CASES: dict[str, tuple[str, list[str]]] = {
         "search",
         [fill("TIMELINE,", "2026-03-13T20:4"), fill("", "CUZK_TIMING:")],
     ),
+    "ingest.pool._BENCH_HEADER_RE": (
+        "search",  # over a whole chunk of lines
+        [
+            fill("", " "),
+            fill("", "\n"),
+            fill("", " \n"),
+            fill("=== Batch Benchmark", " ", "x"),
+            fill("", "=== Batch Summary ===\n "),
+        ],
+    ),
+    "ingest.parse.shapes._INT_RE": ("fullmatch", [fill("", "9"), fill("-", "9", "x")]),
     "sources.ANSI_RE": ("sub", [fill("", "\x1b]"), fill("\x1b[", "1;"), fill("\x1b]0;", "x")]),
     "sources.JOURNALD_RE": (
         "subn",

@@ -47,9 +47,11 @@ from cuzk_diag.sources import CHUNK_SIZE, Source, iter_input
 
 R = TypeVar("R")
 
-#: A line that opens a cuzk-bench block (``parse.bench._BENCH_HEADERS``, stripped).
+#: A line that opens a cuzk-bench block (``parse.bench._BENCH_HEADERS``, stripped). The blanks
+#: around it are a line's own (``[^\S\n]``, taken whole): a run of blank lines costs one pass.
 _BENCH_HEADER_RE = re.compile(
-    r"^\s*=== (?:Batch Benchmark|Batch Summary|Proof Result) ===\s*$", re.MULTILINE
+    r"^[^\S\n]*+=== (?:Batch Benchmark|Batch Summary|Proof Result) ===[^\S\n]*+$",
+    re.MULTILINE,
 )
 #: Chunks in flight per child (sent and not yet taken back): enough to keep each one busy.
 AHEAD = 2

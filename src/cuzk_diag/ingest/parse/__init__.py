@@ -152,7 +152,7 @@ class LineParser:
         self.next_line += n
         index = chunk.index
         size = len(index)
-        groups = extract_fixed(chunk.selected, index, lineno, chunk.clock)
+        groups = extract_fixed(chunk.selected, index, lineno, chunk.clock, full=self.full)
         done = np.zeros(size, dtype=bool)
         for g in groups:
             done[g.rows] = True

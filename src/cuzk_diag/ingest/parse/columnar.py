@@ -74,12 +74,19 @@ class Group:
 
 
 def extract_fixed(
-    sel: pa.StringArray, index: np.ndarray, lineno: int, clock: np.ndarray | None
+    sel: pa.StringArray,
+    index: np.ndarray,
+    lineno: int,
+    clock: np.ndarray | None,
+    *,
+    full: bool = False,
 ) -> list[Group]:
     """The lines of ``sel`` (selected lines of a chunk) that have a fixed form, as columns.
 
     ``index`` gives each selected line's position in its chunk (line number ``lineno`` +
-    position); ``clock`` marks the selected lines wanted for their timestamp only.
+    position); ``clock`` marks the selected lines wanted for their timestamp only. With
+    ``full`` (every line parsed whole) the tracing lines of a frequent printed shape are
+    columns too (``shapes``).
     """
     groups: list[Group] = []
     if not len(sel):
@@ -90,6 +97,13 @@ def extract_fixed(
     _timeline(sel, nos, groups)
     if clock is not None:
         _clock(sel, nos, clock, groups)
+    if full:
+        from cuzk_diag.ingest.parse.shapes import tracing_groups
+
+        taken = np.zeros(len(sel), dtype=bool)
+        for g in groups:
+            taken[g.rows] = True
+        groups.extend(tracing_groups(sel, nos, taken))
     return groups
 
 

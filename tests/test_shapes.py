@@ -1,0 +1,113 @@
+"""Tracing lines parsed column-wise by their printed shape (``ingest.parse.shapes``) give the
+events and line-table rows the per-line parser gives, line for line, whatever their values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from cuzk_diag.ingest.parse import LineParser, shapes
+from cuzk_diag.ingest.parse.columnar import extract_fixed
+from cuzk_diag.ingest.pool import map_parts
+from cuzk_diag.linetable import chunk_lines
+from cuzk_diag.records import Accounting
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = sorted(str(p) for p in (ROOT / "fixtures").rglob("*.log"))
+
+TS = "2026-03-13T15:14:{:02d}.{:06d}Z"
+#: Lines of a few shapes, each printed with values the per-line parser reads differently.
+SPAN = (
+    "{ts}  INFO gpu_worker{{worker_id={w} gpu=1 job_id={job} partition={part}}}: "
+    "cuzk_core::engine: GPU_TIMING hot_path pre-prove overhead worker_id={w2} ms={ms}"
+)
+PLAIN = "{ts}  INFO cuzk_core::engine: partition GPU prove complete job_id={job} gpu_ms={ms}"
+VALUES = [
+    # (w, w2, job, part, ms): the common form first, then the odd ones
+    ("2", "2", "c324c985-9b81", "Some(1)", "3021"),
+    ("3", "3", "c324c985-9b82", "Some(0)", "-12"),
+    ("1", "4", "a-b", "None", "0"),  # a repeated key with another value; None
+    ("0", "0", '"quoted"', "Some(-3)", "007"),  # quoted text, leading zeros
+    ("0", "0", "123", "Some(x)", "9" * 25),  # a job id of digits; Some(text); 25 digits
+    ("0", "0", "None", "7", '"5"'),  # the text None; a quoted number
+    ("0", "0", "µs-job", "Some(2)", "1.5"),  # non-ASCII; a decimal
+    ("0", "0", "", "Some(2)", "5"),  # an empty value
+    ("0", "0", '"two words"', "Some(2)", "5"),  # a quoted value with a space
+    ("0", "0", "a\tb", "Some(2)", "5 trailing words"),  # a tab; a value with spaces
+    ("0", "0", "x{y}", "Some(2)", "5"),  # braces
+    ("0", "0", "Some(1)", "Some(2)", "-"),
+]
+
+
+def _odd_log() -> str:
+    lines = []
+    for rep in range(12):
+        for i, (w, w2, job, part, ms) in enumerate(VALUES):
+            ts = TS.format(rep % 60, i)
+            lines.append(SPAN.format(ts=ts, w=w, w2=w2, job=job, part=part, ms=ms))
+            lines.append(PLAIN.format(ts=ts, job=job, ms=ms))
+            lines.append(PLAIN.format(ts=ts, job=job, ms=ms).replace("  INFO", " INFO") + " ")
+    return "\n".join(lines) + "\n"
+
+
+def _both(inputs: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[object, object]:
+    out = []
+    for on in (False, True):
+        monkeypatch.setattr(shapes, "ENABLED", on)
+        acc = Accounting()
+        parts = [t for _, t, _ in map_parts(inputs, acc, chunk_lines, chunk_size=16384)]
+        out.append((pa.concat_tables(parts), acc.to_dict()))
+    return out[0], out[1]
+
+
+def test_every_fixture_gives_the_same_line_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    (per_line, acc1), (by_shape, acc2) = _both(LOGS, monkeypatch)  # type: ignore[misc]
+    assert per_line.num_rows > 5000
+    assert per_line.equals(by_shape) and acc1 == acc2
+
+
+def test_odd_values_give_the_same_events_and_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = _odd_log()
+    events = []
+    for on in (False, True):
+        monkeypatch.setattr(shapes, "ENABLED", on)
+        events.append(LineParser(full=True).feed(text))
+    assert len(events[0]) == text.count("\n")
+    assert events[0] == events[1]
+    for a, b in zip(events[0], events[1], strict=True):
+        assert list(a.fields) == list(b.fields)  # the same key order (the line table's JSON)
+    log = tmp_path / "odd.log"
+    log.write_text(text)
+    (per_line, _), (by_shape, _) = _both([str(log)], monkeypatch)  # type: ignore[misc]
+    assert per_line.equals(by_shape)
+
+
+def test_the_common_forms_are_read_column_wise() -> None:
+    text = _odd_log()
+    sel = pa.array(text.splitlines(), pa.string())
+    index = np.arange(len(sel))
+    groups = extract_fixed(sel, index, 1, None, full=True)
+    rows = np.concatenate([g.rows for g in groups])
+    # The common forms (the first two value rows) of both shapes, in both spacings.
+    assert len(rows) >= 12 * 2 * 3 and len(set(rows.tolist())) == len(rows)
+    kinds = {g.kind for g in groups}
+    assert kinds == {"gpu_timing_overhead", "partition_gpu_complete"}
+    assert not extract_fixed(sel, index, 1, None, full=False)  # analysis keeps its own path
+
+
+def test_a_shape_with_a_value_of_spaces_stays_with_the_per_line_parser() -> None:
+    line = (
+        "2026-03-13T15:13:22.637903Z  INFO cuzk_core::engine: initializing GPU workers "
+        "num_gpus=2 gpu_workers_per_device=2 total_workers=4 gpus=[0, 1]"
+    )
+    assert shapes.shape_plan(line) is None
+    plan = shapes.shape_plan(PLAIN.format(ts=TS.format(1, 1), job="j-1", ms="5"))
+    assert plan is not None
+    _, kind, names, _ = plan
+    assert kind == "partition_gpu_complete"
+    assert names == ["ts", "level", "target", "message", "job_id", "gpu_ms"]

@@ -18,13 +18,14 @@ from cuzk_diag.ingest.parse import parse_text
 from cuzk_diag.ingest.parse.columnar import parse_fixed
 from cuzk_diag.ingest.parse.timeline import parse_timeline
 from cuzk_diag.ingest.parse.timing import parse_ntt_h, parse_timing
+from cuzk_diag.ingest.parse.tracing import parse_tracing
 from cuzk_diag.records import Accounting, Event, Family
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _per_line(ln: str, no: int, clock: bool) -> Event | None:
-    """The event the per-line parsers give for ``ln`` (None: not of a fixed-form family)."""
+    """The event the per-line parsers give for ``ln`` (None: no line of a family read in bulk)."""
     acc = Accounting()
     if clock:
         return Event(no, 0, Family.TRACING, "clock", {"ts": ln[: ln.find(" ")]})
@@ -34,7 +35,7 @@ def _per_line(ln: str, no: int, clock: bool) -> Event | None:
         return parse_ntt_h(ln, no, 0, acc)
     if ln.startswith("TIMELINE,"):
         return parse_timeline(ln, no, 0, acc)
-    return None
+    return parse_tracing(ln, no, 0, False)  # (a tracing line of a frequent shape: ``shapes``)
 
 
 def _check(lines: list[str], clock: list[bool] | None = None) -> int:

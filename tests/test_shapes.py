@@ -12,6 +12,7 @@ import pytest
 from cuzk_diag.ingest.parse import LineParser, shapes
 from cuzk_diag.ingest.parse.columnar import extract_fixed
 from cuzk_diag.ingest.pool import map_parts
+from cuzk_diag.ingest.stream import parse_chunks
 from cuzk_diag.linetable import chunk_lines
 from cuzk_diag.records import Accounting
 
@@ -25,6 +26,8 @@ SPAN = (
     "cuzk_core::engine: GPU_TIMING hot_path pre-prove overhead worker_id={w2} ms={ms}"
 )
 PLAIN = "{ts}  INFO cuzk_core::engine: partition GPU prove complete job_id={job} gpu_ms={ms}"
+#: A message of no known kind: analysis keeps only its message unless it is a warning.
+OTHER = "{ts}  {level} cuzk_core::engine: slot refilled job_id={job} free={ms}"
 VALUES = [
     # (w, w2, job, part, ms): the common form first, then the odd ones
     ("2", "2", "c324c985-9b81", "Some(1)", "3021"),
@@ -50,6 +53,8 @@ def _odd_log() -> str:
             lines.append(SPAN.format(ts=ts, w=w, w2=w2, job=job, part=part, ms=ms))
             lines.append(PLAIN.format(ts=ts, job=job, ms=ms))
             lines.append(PLAIN.format(ts=ts, job=job, ms=ms).replace("  INFO", " INFO") + " ")
+            lines.append(OTHER.format(ts=ts, level="INFO", job=job, ms=ms))
+            lines.append(OTHER.format(ts=ts, level="WARN", job=job, ms=ms))
     return "\n".join(lines) + "\n"
 
 
@@ -69,15 +74,31 @@ def test_every_fixture_gives_the_same_line_table(monkeypatch: pytest.MonkeyPatch
     assert per_line.equals(by_shape) and acc1 == acc2
 
 
+def test_analysis_parse_of_every_fixture_gives_the_same_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Without ``full`` (analysis) only the tracing lines analysis needs are parsed.
+    got = []
+    for on in (False, True):
+        monkeypatch.setattr(shapes, "ENABLED", on)
+        acc = Accounting()
+        got.append(([e for _, es, _, _ in parse_chunks(LOGS, acc, full=False) for e in es], acc))
+    (per_line, acc1), (by_shape, acc2) = got
+    assert len(per_line) > 5000 and per_line == by_shape
+    assert acc1.to_dict() == acc2.to_dict()
+
+
+@pytest.mark.parametrize("full", [True, False])
 def test_odd_values_give_the_same_events_and_rows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, full: bool
 ) -> None:
     text = _odd_log()
     events = []
     for on in (False, True):
         monkeypatch.setattr(shapes, "ENABLED", on)
-        events.append(LineParser(full=True).feed(text))
-    assert len(events[0]) == text.count("\n")
+        events.append(LineParser(full=full).feed(text))
+    # (Analysis parses the warnings and the messages it knows, not every line.)
+    assert len(events[0]) == (text.count("\n") if full else 12 * len(VALUES))
     assert events[0] == events[1]
     for a, b in zip(events[0], events[1], strict=True):
         assert list(a.fields) == list(b.fields)  # the same key order (the line table's JSON)
@@ -96,8 +117,14 @@ def test_the_common_forms_are_read_column_wise() -> None:
     # The common forms (the first two value rows) of both shapes, in both spacings.
     assert len(rows) >= 12 * 2 * 3 and len(set(rows.tolist())) == len(rows)
     kinds = {g.kind for g in groups}
-    assert kinds == {"gpu_timing_overhead", "partition_gpu_complete"}
-    assert not extract_fixed(sel, index, 1, None, full=False)  # analysis keeps its own path
+    assert kinds == {"gpu_timing_overhead", "partition_gpu_complete", "tracing"}
+    # Without ``full``, only shapes the per-line parser reads whole then too: known messages,
+    # and the warnings of no known message (not the INFO ones).
+    quick = extract_fixed(sel, index, 1, None, full=False)
+    assert {(g.kind, g.cols[1][0].as_py()) for g in quick if g.kind == "tracing"} == {
+        ("tracing", "WARN")
+    }
+    assert {g.kind for g in quick} == kinds
 
 
 def test_a_shape_with_a_value_of_spaces_stays_with_the_per_line_parser() -> None:
@@ -107,7 +134,5 @@ def test_a_shape_with_a_value_of_spaces_stays_with_the_per_line_parser() -> None
     )
     assert shapes.shape_plan(line) is None
     plan = shapes.shape_plan(PLAIN.format(ts=TS.format(1, 1), job="j-1", ms="5"))
-    assert plan is not None
-    _, kind, names, _ = plan
-    assert kind == "partition_gpu_complete"
-    assert names == ["ts", "level", "target", "message", "job_id", "gpu_ms"]
+    assert plan is not None and plan.kind == "partition_gpu_complete" and plan.level == "INFO"
+    assert plan.names == ["ts", "level", "target", "message", "job_id", "gpu_ms"]

@@ -84,9 +84,9 @@ def extract_fixed(
     """The lines of ``sel`` (selected lines of a chunk) that have a fixed form, as columns.
 
     ``index`` gives each selected line's position in its chunk (line number ``lineno`` +
-    position); ``clock`` marks the selected lines wanted for their timestamp only. With
-    ``full`` (every line parsed whole) the tracing lines of a frequent printed shape are
-    columns too (``shapes``).
+    position); ``clock`` marks the selected lines wanted for their timestamp only. The other
+    tracing lines of a frequent printed shape are columns too (``shapes``; without ``full``,
+    only those the per-line parser reads whole then too).
     """
     groups: list[Group] = []
     if not len(sel):
@@ -97,13 +97,12 @@ def extract_fixed(
     _timeline(sel, nos, groups)
     if clock is not None:
         _clock(sel, nos, clock, groups)
-    if full:
-        from cuzk_diag.ingest.parse.shapes import tracing_groups
+    from cuzk_diag.ingest.parse.shapes import tracing_groups
 
-        taken = np.zeros(len(sel), dtype=bool)
-        for g in groups:
-            taken[g.rows] = True
-        groups.extend(tracing_groups(sel, nos, taken))
+    taken = np.zeros(len(sel), dtype=bool)
+    for g in groups:
+        taken[g.rows] = True
+    groups.extend(tracing_groups(sel, nos, taken, full=full))
     return groups
 
 

@@ -20,6 +20,7 @@ keys, spans, target and message: both give the same event (held to it by
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +32,8 @@ from cuzk_diag.records import Family, Value
 
 #: The column-wise parse of tracing shapes is on (tests turn it off to compare).
 ENABLED = True
+#: Levels whose lines of no known message the per-line parser reads whole without ``full``.
+_WHOLE = frozenset({"WARN", "ERROR"})
 #: The most frequent shapes of a chunk get a pattern; a shape needs this many lines.
 MAX_SHAPES = 48
 MIN_LINES = 8
@@ -84,11 +87,21 @@ _MESSAGE_GAPS = ("", " ", ": ")
 _HEADER_FIELDS = ("ts", "level", "target", "spans", "message")
 
 
-def shape_plan(line: str) -> tuple[str, str, list[str], list[tuple[str, object]]] | None:
-    """For one tracing line: the RE2 pattern of its shape, its kind, the names of its fields
-    in the parser's order and, per name, how its column is made (``("group", name)`` for the
-    timestamp and spans, ``("value", (group, class))``, ``("const", text)``); None when lines
-    of its shape are left to the per-line parser."""
+class Plan(NamedTuple):
+    """How the lines of one shape are read column-wise."""
+
+    pattern: str  # RE2, anchored at both ends
+    kind: str
+    level: str
+    names: list[str]  # the event's fields, in the per-line parser's order
+    #: per name: ``("group", name)`` (timestamp, spans), ``("value", (group, class))`` or
+    #: ``("const", text)``
+    how: list[tuple[str, object]]
+
+
+def shape_plan(line: str) -> Plan | None:
+    """The plan of one tracing line's shape; None when lines of its shape are left to the
+    per-line parser."""
     ev = parse_tracing(line, 0, 0, True)
     if ev is None or ev.kind == "gpu_prove_time":  # (its duration is read from the message)
         return None
@@ -178,12 +191,16 @@ def shape_plan(line: str) -> tuple[str, str, list[str], list[tuple[str, object]]
             how.append(("const", fields[k]))
         else:
             how.append(("value", groups[k]))
-    return "^" + "".join(parts) + "$", ev.kind, list(fields), how
+    return Plan("^" + "".join(parts) + "$", ev.kind, level, list(fields), how)
 
 
-def tracing_groups(sel: pa.StringArray, nos: np.ndarray, taken: np.ndarray) -> list[Group]:
+def tracing_groups(
+    sel: pa.StringArray, nos: np.ndarray, taken: np.ndarray, *, full: bool = True
+) -> list[Group]:
     """Column groups of the tracing lines of ``sel`` (a chunk's selected lines, at line numbers
-    ``nos``) in a frequent shape; ``taken`` marks rows other groups hold already."""
+    ``nos``) in a frequent shape; ``taken`` marks rows other groups hold already. Without
+    ``full`` only shapes the per-line parser reads whole either way: a known message, or a
+    warning or error (``tracing.parse_tracing`` keeps only the message of the others)."""
     if not ENABLED or not len(sel):
         return []
     head = pc.match_substring_regex(sel, _HEAD_RE2).to_numpy(zero_copy_only=False)
@@ -202,7 +219,7 @@ def tracing_groups(sel: pa.StringArray, nos: np.ndarray, taken: np.ndarray) -> l
             break
         pick = np.flatnonzero(codes == code)
         plan = shape_plan(texts[int(pick[0])].as_py())
-        if plan is None:
+        if plan is None or not full and plan.kind == "tracing" and plan.level not in _WHOLE:
             continue
         group = _group(texts.take(pa.array(pick)), rows[pick], nos, plan)
         if group is not None:
@@ -210,15 +227,10 @@ def tracing_groups(sel: pa.StringArray, nos: np.ndarray, taken: np.ndarray) -> l
     return groups
 
 
-def _group(
-    texts: pa.StringArray,
-    rows: np.ndarray,
-    nos: np.ndarray,
-    plan: tuple[str, str, list[str], list[tuple[str, object]]],
-) -> Group | None:
+def _group(texts: pa.StringArray, rows: np.ndarray, nos: np.ndarray, plan: Plan) -> Group | None:
     """The lines of one shape that match its pattern, as a column group."""
-    pattern, kind, names, how = plan
-    m = pc.extract_regex(texts, pattern)
+    how = plan.how
+    m = pc.extract_regex(texts, plan.pattern)
     ok = m.is_valid()
     for way, what in how:
         if way == "value" and isinstance(what, tuple) and what[1] == "text":
@@ -242,4 +254,4 @@ def _group(
             group, cls = what
             col = m.field(group)
             cols.append(pc.cast(col, pa.int64()) if _CLASSES[cls][1] else col)
-    return Group(rows, nos[rows], Family.TRACING, kind, names, cols)
+    return Group(rows, nos[rows], Family.TRACING, plan.kind, plan.names, cols)

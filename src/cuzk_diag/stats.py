@@ -207,12 +207,12 @@ def _kth_difference(xs: FloatArray, ys: FloatArray, k: int) -> float:
     if whole:
         lo -= 1.0  # below every difference: count 0 < k <= count at hi
         while hi - lo > 1.0:
-            mid = math.floor((lo + hi) / 2.0)
-            if count_le(mid) >= k:
-                hi = mid
+            cut = float(math.floor((lo + hi) / 2.0))
+            if count_le(cut) >= k:
+                hi = cut
             else:
-                lo = mid
-        return float(hi)
+                lo = cut
+        return hi
     c_lo, c_hi = count_le(lo), xs.size * n
     if c_lo >= k:
         return lo

@@ -217,7 +217,7 @@ class ChildCall:
                         except Exception:  # a progress bar must not lose the result
                             self.progress = None
                     continue
-                self.reply = msg  # type: ignore[assignment]
+                self.reply = msg
                 return
         except (OSError, ValueError):
             return  # closed (close() while reading): result() says so
@@ -277,7 +277,12 @@ def call_main() -> int:
             return 1
         func, args, kwargs, wants_progress = msg
         if wants_progress:
-            kwargs["progress"] = lambda n: (send(out, ("progress", n)), out.flush())
+
+            def progress(n: int) -> None:
+                send(out, ("progress", n))
+                out.flush()
+
+            kwargs["progress"] = progress
         reply: tuple[str, Any] = ("ok", func(*args, **kwargs))
     except Exception as exc:
         reply = ("error", as_sendable(exc))

@@ -136,3 +136,21 @@ def test_a_shape_with_a_value_of_spaces_stays_with_the_per_line_parser() -> None
     plan = shapes.shape_plan(PLAIN.format(ts=TS.format(1, 1), job="j-1", ms="5"))
     assert plan is not None and plan.kind == "partition_gpu_complete" and plan.level == "INFO"
     assert plan.names == ["ts", "level", "target", "message", "job_id", "gpu_ms"]
+
+
+def test_long_lines_and_many_fields_stay_with_the_per_line_parser(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A pattern's cost grows with its line: such shapes are not made into one.
+    many = " ".join(f"k{i}={i}" for i in range(shapes.MAX_FIELDS + 5))
+    long = "x" * shapes.MAX_LINE
+    lines = [f"{TS.format(1, i)}  INFO cuzk_core::engine: many fields {many}" for i in range(10)]
+    lines += [f"{TS.format(2, i)}  INFO cuzk_core::engine: long v={long}" for i in range(10)]
+    assert all(shapes.shape_plan(ln) is None for ln in lines)
+    text = "\n".join(lines) + "\n"
+    events = []
+    for on in (False, True):
+        monkeypatch.setattr(shapes, "ENABLED", on)
+        events.append(LineParser(full=True).feed(text))
+    assert len(events[1]) == 20 and events[0] == events[1]
+    assert len(events[1][0].fields) == shapes.MAX_FIELDS + 5 + 4

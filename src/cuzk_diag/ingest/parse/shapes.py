@@ -37,6 +37,10 @@ _WHOLE = frozenset({"WARN", "ERROR"})
 #: The most frequent shapes of a chunk get a pattern; a shape needs this many lines.
 MAX_SHAPES = 48
 MIN_LINES = 8
+#: Longer lines, or lines of more fields, stay with the per-line parser: a pattern's cost (to
+#: make, to compile, to run with its captures) grows with them, a line's should not.
+MAX_LINE = 1024
+MAX_FIELDS = 40
 
 _TS_RE2 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)"
 _HEAD_RE2 = rf"^{_TS_RE2} +(?:TRACE|DEBUG|INFO|WARN|ERROR) "
@@ -102,10 +106,14 @@ class Plan(NamedTuple):
 def shape_plan(line: str) -> Plan | None:
     """The plan of one tracing line's shape; None when lines of its shape are left to the
     per-line parser."""
+    if len(line) > MAX_LINE:
+        return None
     ev = parse_tracing(line, 0, 0, True)
     if ev is None or ev.kind == "gpu_prove_time":  # (its duration is read from the message)
         return None
     fields = ev.fields
+    if len(fields) > MAX_FIELDS:
+        return None
     ts, level, target = fields.get("ts"), fields.get("level"), fields.get("target")
     message, spans = fields.get("message"), fields.get("spans")
     if not isinstance(ts, str) or not isinstance(level, str) or not line.startswith(ts):
@@ -230,7 +238,10 @@ def tracing_groups(
 def _group(texts: pa.StringArray, rows: np.ndarray, nos: np.ndarray, plan: Plan) -> Group | None:
     """The lines of one shape that match its pattern, as a column group."""
     how = plan.how
-    m = pc.extract_regex(texts, plan.pattern)
+    try:
+        m = pc.extract_regex(texts, plan.pattern)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None  # a pattern RE2 will not take: the per-line parser reads these lines
     ok = m.is_valid()
     for way, what in how:
         if way == "value" and isinstance(what, tuple) and what[1] == "text":

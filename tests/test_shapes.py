@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from cuzk_diag.ingest.parse import LineParser, shapes
+from cuzk_diag.ingest.parse.classify import tracing_heads
 from cuzk_diag.ingest.parse.columnar import extract_fixed
 from cuzk_diag.ingest.pool import map_parts
 from cuzk_diag.ingest.stream import parse_chunks
@@ -112,7 +113,8 @@ def test_the_common_forms_are_read_column_wise() -> None:
     text = _odd_log()
     sel = pa.array(text.splitlines(), pa.string())
     index = np.arange(len(sel))
-    groups = extract_fixed(sel, index, 1, None, full=True)
+    heads = tracing_heads(sel).to_numpy(zero_copy_only=False)
+    groups = extract_fixed(sel, index, 1, None, heads, full=True)
     rows = np.concatenate([g.rows for g in groups])
     # The common forms (the first two value rows) of both shapes, in both spacings.
     assert len(rows) >= 12 * 2 * 3 and len(set(rows.tolist())) == len(rows)
@@ -120,7 +122,7 @@ def test_the_common_forms_are_read_column_wise() -> None:
     assert kinds == {"gpu_timing_overhead", "partition_gpu_complete", "tracing"}
     # Without ``full``, only shapes the per-line parser reads whole then too: known messages,
     # and the warnings of no known message (not the INFO ones).
-    quick = extract_fixed(sel, index, 1, None, full=False)
+    quick = extract_fixed(sel, index, 1, None, heads, full=False)
     assert {(g.kind, g.cols[1][0].as_py()) for g in quick if g.kind == "tracing"} == {
         ("tracing", "WARN")
     }

@@ -152,7 +152,9 @@ class LineParser:
         self.next_line += n
         index = chunk.index
         size = len(index)
-        groups = extract_fixed(chunk.selected, index, lineno, chunk.clock, full=self.full)
+        groups = extract_fixed(
+            chunk.selected, index, lineno, chunk.clock, chunk.tracing, full=self.full
+        )
         done = np.zeros(size, dtype=bool)
         for g in groups:
             done[g.rows] = True

@@ -23,10 +23,9 @@ from cuzk_diag.ingest.parse.tracing import TRACING_KINDS, is_tracing
 from cuzk_diag.sources import DAMAGED
 
 # RE2 forms (Arrow compute) of the classifiers the per-line parsers apply.
-_TRACING_HEAD_RE2 = (
-    r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d) +"
-    r"(?:TRACE|DEBUG|INFO|WARN|ERROR) "
-)
+#: A tracing line's timestamp (``tracing._TRACING_RE``).
+TRACING_TS_RE2 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)"
+_TRACING_HEAD_RE2 = rf"^{TRACING_TS_RE2} +(?:TRACE|DEBUG|INFO|WARN|ERROR) "
 _BENCH_HEAD_RE2 = (
     r"^(?:=== |\s*\[\d+/\d+\] |(?:proof type|count|concurrency|total time|completed|failed|"
     r"wall time|prove time|throughput|status|job_id|timings|proof):)"
@@ -72,6 +71,7 @@ class Classified:
     index: np.ndarray  # positions of the lines to parse, ascending
     selected: pa.StringArray  # those lines
     clock: np.ndarray | None  # per selected line: a tracing line wanted for its timestamp only
+    tracing: np.ndarray  # per selected line: it has a tracing line's header
 
 
 def split_lines(text: str, max_line: int) -> tuple[pa.StringArray, int]:
@@ -94,7 +94,7 @@ def classify(arr: pa.StringArray, *, full: bool, damaged: bool) -> Classified:
     n = len(arr)
     timing = pc.starts_with(arr, "CUZK_")
     timeline = pc.starts_with(arr, TIMELINE_PREFIX)
-    tracing = pc.match_substring_regex(arr, _TRACING_HEAD_RE2)
+    tracing = tracing_heads(arr)
     counts = Counter[str]()
     counts["timing"] = pc.sum(pc.starts_with(arr, TIMING_PREFIX)).as_py() or 0
     counts["ntt_h"] = pc.sum(pc.starts_with(arr, NTT_H_PREFIX)).as_py() or 0
@@ -103,7 +103,7 @@ def classify(arr: pa.StringArray, *, full: bool, damaged: bool) -> Classified:
     counts["blank"] = pc.sum(pc.equal(pc.binary_length(arr), 0)).as_py() or 0
     counts["other"] = n - sum(counts.values())  # bench lines are moved by the parse loop
     if full:
-        return Classified(arr, counts, np.arange(n), arr, None)
+        return Classified(arr, counts, np.arange(n), arr, None, _bools(tracing))
     relevant = pc.and_(tracing, pc.match_substring_regex(arr, _RELEVANT_RE2))
     bench = pc.and_not(pc.match_substring_regex(arr, _BENCH_HEAD_RE2), tracing)
     selected = pc.or_(pc.or_(timing, timeline), pc.or_(relevant, bench))
@@ -121,8 +121,20 @@ def classify(arr: pa.StringArray, *, full: bool, damaged: bool) -> Classified:
         counts,
         pc.indices_nonzero(selected).to_numpy(),
         arr.filter(selected),
-        clock.filter(selected).to_numpy(zero_copy_only=False),
+        _bools(clock.filter(selected)),
+        _bools(tracing.filter(selected)),
     )
+
+
+def tracing_heads(arr: pa.StringArray) -> pa.BooleanArray:
+    """Per line of ``arr``: whether it has a tracing line's header (timestamp, level)."""
+    heads: pa.BooleanArray = pc.match_substring_regex(arr, _TRACING_HEAD_RE2)
+    return heads
+
+
+def _bools(mask: pa.BooleanArray) -> np.ndarray:
+    out: np.ndarray = mask.to_numpy(zero_copy_only=False)
+    return out
 
 
 def family_counted(line: str) -> str:

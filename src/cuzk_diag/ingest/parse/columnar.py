@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cuzk_diag.ingest.parse.classify import tracing_heads
 from cuzk_diag.ingest.parse.timeline import _TIMELINE_DETAIL_KEYS, TIMELINE_EVENTS
 from cuzk_diag.ingest.parse.timing import _CANONICAL, _NTT_H_COLUMN, NTT_H_KEYS
 from cuzk_diag.records import Event, Family, Value
@@ -78,15 +79,17 @@ def extract_fixed(
     index: np.ndarray,
     lineno: int,
     clock: np.ndarray | None,
+    tracing: np.ndarray,
     *,
     full: bool = False,
 ) -> list[Group]:
     """The lines of ``sel`` (selected lines of a chunk) that have a fixed form, as columns.
 
     ``index`` gives each selected line's position in its chunk (line number ``lineno`` +
-    position); ``clock`` marks the selected lines wanted for their timestamp only. The other
-    tracing lines of a frequent printed shape are columns too (``shapes``; without ``full``,
-    only those the per-line parser reads whole then too).
+    position); ``clock`` marks the selected lines wanted for their timestamp only, ``tracing``
+    those with a tracing header (``classify``). The other tracing lines of a frequent printed
+    shape are columns too (``shapes``; without ``full``, only those the per-line parser reads
+    whole then too).
     """
     groups: list[Group] = []
     if not len(sel):
@@ -99,10 +102,10 @@ def extract_fixed(
         _clock(sel, nos, clock, groups)
     from cuzk_diag.ingest.parse.shapes import tracing_groups
 
-    taken = np.zeros(len(sel), dtype=bool)
+    free = tracing.copy()  # tracing lines no group holds yet
     for g in groups:
-        taken[g.rows] = True
-    groups.extend(tracing_groups(sel, nos, taken, full=full))
+        free[g.rows] = False
+    groups.extend(tracing_groups(sel, nos, free, full=full))
     return groups
 
 
@@ -119,7 +122,8 @@ def parse_fixed(
     sel: pa.StringArray, index: np.ndarray, lineno: int, source: int, clock: np.ndarray | None
 ) -> list[Event | None]:
     """Events of the selected lines ``sel`` that have a fixed form, None for the others."""
-    return fixed_events(extract_fixed(sel, index, lineno, clock), len(sel), source)
+    tracing = tracing_heads(sel).to_numpy(zero_copy_only=False)
+    return fixed_events(extract_fixed(sel, index, lineno, clock, tracing), len(sel), source)
 
 
 def _rows(mask: pa.Array) -> np.ndarray:

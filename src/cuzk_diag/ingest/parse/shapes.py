@@ -1,4 +1,4 @@
-"""Tracing lines parsed column-wise, one printed shape at a time (the full parse of the line table).
+"""Tracing lines parsed column-wise, one printed shape at a time.
 
 A daemon log's tracing lines come from a few dozen ``info!`` calls, each printing the same
 text with other values: ``<ts>  INFO gpu_worker{worker_id=2 gpu=1 ...}: cuzk_core::engine:
@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cuzk_diag.ingest.parse.classify import TRACING_TS_RE2
 from cuzk_diag.ingest.parse.columnar import Group
 from cuzk_diag.ingest.parse.tracing import _scalar, parse_tracing
 from cuzk_diag.records import Family, Value
@@ -42,10 +43,8 @@ MIN_LINES = 8
 MAX_LINE = 1024
 MAX_FIELDS = 40
 
-_TS_RE2 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)"
-_HEAD_RE2 = rf"^{_TS_RE2} +(?:TRACE|DEBUG|INFO|WARN|ERROR) "
 #: What the shape of a line leaves out: its timestamp, and each value after a ``key=``.
-_SHAPE_TS_RE2 = rf"^{_TS_RE2}"
+_SHAPE_TS_RE2 = rf"^{TRACING_TS_RE2}"
 _SHAPE_VALUE_RE2 = r'=(?:"[^"]*"|[^ {}]*)'
 _INT = r"-?[0-9]{1,18}"
 _INT_RE = re.compile(_INT)
@@ -156,7 +155,7 @@ def shape_plan(line: str) -> Plan | None:
     last = {k: found for found, k in marks}
     if set(last) != set(keys):
         return None
-    parts = [f"(?P<ts>{_TS_RE2})"]
+    parts = [f"(?P<ts>{TRACING_TS_RE2})"]
     groups: dict[str, tuple[str, str]] = {}
     pos = len(ts)
     for found, k in marks:
@@ -203,16 +202,15 @@ def shape_plan(line: str) -> Plan | None:
 
 
 def tracing_groups(
-    sel: pa.StringArray, nos: np.ndarray, taken: np.ndarray, *, full: bool = True
+    sel: pa.StringArray, nos: np.ndarray, free: np.ndarray, *, full: bool = True
 ) -> list[Group]:
     """Column groups of the tracing lines of ``sel`` (a chunk's selected lines, at line numbers
-    ``nos``) in a frequent shape; ``taken`` marks rows other groups hold already. Without
+    ``nos``) in a frequent shape; ``free`` marks the tracing lines no other group holds. Without
     ``full`` only shapes the per-line parser reads whole either way: a known message, or a
     warning or error (``tracing.parse_tracing`` keeps only the message of the others)."""
     if not ENABLED or not len(sel):
         return []
-    head = pc.match_substring_regex(sel, _HEAD_RE2).to_numpy(zero_copy_only=False)
-    rows = np.flatnonzero(head & ~taken)
+    rows = np.flatnonzero(free)
     if len(rows) < MIN_LINES:
         return []
     texts = sel.take(pa.array(rows))

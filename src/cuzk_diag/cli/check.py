@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import click
@@ -44,11 +45,9 @@ def load_analysis(
     from cuzk_diag.analysis import analyze_run
     from cuzk_diag.pipeline import load_run
 
-    if progress is not None:
-        run = load_run(list(inputs), progress, jobs=jobs, keep_table=False)
-    else:
-        with input_progress(inputs, quiet) as bar:
-            run = load_run(list(inputs), bar, jobs=jobs, keep_table=False)
+    counting = nullcontext(progress) if progress is not None else input_progress(inputs, quiet)
+    with counting as bar:
+        run = load_run(list(inputs), bar, jobs=jobs, keep_table=False)
     return analyze_run(run, config, inputs=list(inputs)), run
 
 

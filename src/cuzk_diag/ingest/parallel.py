@@ -129,11 +129,6 @@ def child_setup() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def as_input_error(exc: Exception) -> InputError:
-    """What a child process sends its parent for an error (an ``InputError`` pickles)."""
-    return exc if isinstance(exc, InputError) else InputError(f"{type(exc).__name__}: {exc}")
-
-
 def child_main(names: list[str]) -> int:
     """The child: parse ``names`` and write the messages to stdout."""
     child_setup()
@@ -150,7 +145,7 @@ def child_main(names: list[str]) -> int:
                 collector.chunk()
         send(out, ("done", -1, None, 0, acc))
     except Exception as exc:  # handed to the parent, which raises it
-        send(out, ("error", -1, None, 0, as_input_error(exc)))
+        send(out, ("error", -1, None, 0, as_sendable(exc)))
     out.flush()
     return 0
 
@@ -225,13 +220,10 @@ class ChildCall:
     def result(self) -> Any:
         """The call's value; its error raised here (``as_sendable``)."""
         self.reader.join()
-        reply = self.reply
-        try:
-            if reply is None:
-                raise ended_early(self.proc)
-        finally:
-            self.close()
-        kind, value = reply
+        self.close()
+        if self.reply is None:
+            raise ended_early(self.proc)
+        kind, value = self.reply
         if kind == "error":
             raise value
         return value
@@ -255,15 +247,16 @@ def call_in_child(
 
 
 def as_sendable(exc: Exception) -> Exception:
-    """The error a child sends its parent: a ``CuzkDiagError`` as it is when it pickles (the
-    CLI turns it into the same message), anything else as an ``InputError`` naming it."""
+    """The error a child process sends its parent, which raises it: a ``CuzkDiagError`` as it
+    is when it pickles (the CLI turns it into the same message), anything else as an
+    ``InputError`` naming it."""
     if isinstance(exc, CuzkDiagError):
         try:
             pickle.loads(pickle.dumps(exc))
             return exc
         except Exception:
             return InputError(str(exc))
-    return as_input_error(exc)
+    return InputError(f"{type(exc).__name__}: {exc}")
 
 
 def call_main() -> int:

@@ -2,11 +2,12 @@
 
 ``map_parts(inputs, acc, work, jobs=N)`` yields what ``work(chunk)`` returns for every chunk
 ``stream.parse_parts`` would parse, in the same order and with the same accounting; with
-``jobs`` > 1 this process reads and cleans the inputs, and ``jobs`` child interpreters
-(``python -m cuzk_diag.ingest.pool``) parse the chunks and run ``work`` on them (the line
-table: ``linetable.chunk_lines``), taking chunks in turn. A thread per child writes its chunks
+``jobs`` > 1 this process reads and cleans the inputs, and it and ``jobs`` - 1 child
+interpreters (``python -m cuzk_diag.ingest.pool``) parse the chunks and run ``work`` on them
+(the line table: ``linetable.chunk_lines``): a chunk goes to a child while the child has
+fewer than ``AHEAD`` in hand, else it is parsed here. A thread per child writes its chunks
 to its stdin, so that neither side waits on the other's full pipe; results come back pickled
-through its stdout, at most ``AHEAD`` chunks per child ahead of the caller.
+through its stdout.
 
 A chunk's parse depends on the chunks before it only through ``parse.Carry``: its first line
 number (counted here: the newlines of the chunks before it), a TIMELINE line torn at its start
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from typing import IO, Any, TypeVar
 
 from cuzk_diag.ingest.parallel import (
-    as_input_error,
+    as_sendable,
     child_setup,
     ended_early,
     recv,
@@ -86,7 +87,7 @@ def worker_main() -> int:
                 return 0
             msg: tuple[str, Any] = ("ok", parse_chunk(*task))
         except Exception as exc:  # handed to the parent, which raises it
-            msg = ("error", as_input_error(exc))
+            msg = ("error", as_sendable(exc))
         send(out, msg)
         out.flush()
 

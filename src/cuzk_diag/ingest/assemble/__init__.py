@@ -41,6 +41,7 @@ from cuzk_diag.ingest.assemble.cpu import CpuSide
 from cuzk_diag.ingest.assemble.emit import Emission
 from cuzk_diag.ingest.assemble.gpu import GpuRegion
 from cuzk_diag.ingest.assemble.identity import Identity
+from cuzk_diag.ingest.assemble.runinfo import note_run_info
 from cuzk_diag.ingest.assemble.timeline import EngineEvents
 from cuzk_diag.ingest.parse.era import EraDetector
 from cuzk_diag.records import (
@@ -151,7 +152,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                 if ev.kind != "clock":
                     self._tracing(ev)
             elif fam is Family.BENCH:
-                self._bench(ev)
+                note_run_info(self.info, ev)
             elif ev.malformed and ev.kind == "damaged":
                 # A line damaged beyond reading (NUL bytes): whatever it was, the placements it
                 # could have changed are ambiguous.

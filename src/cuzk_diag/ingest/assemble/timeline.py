@@ -6,23 +6,12 @@ from cuzk_diag.ingest.assemble.calls import (
     Call,
     _ts_ms,
 )
+from cuzk_diag.ingest.assemble.runinfo import note_run_info, timeline_key
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
     Event,
     Value,
 )
-
-#: Startup lines whose integer fields are run settings: tracing kind -> (field, RunInfo name).
-_INT_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
-    "gpu_workers_init": (
-        ("num_gpus", "n_gpus"),
-        ("gpu_workers_per_device", "gw"),
-        ("total_workers", "total_workers"),
-    ),
-    "interlock": (("gpu_workers_per_device", "gw"),),
-    "gpu_threads": (("gpu_threads", "gpu_threads"),),
-    "rayon_threads": (("rayon_threads", "rayon_threads"),),
-}
 
 
 class EngineEvents(State):
@@ -30,13 +19,8 @@ class EngineEvents(State):
 
     def _timeline(self, ev: Event) -> None:
         f = ev.fields
-        job = f.get("job_id")
-        job = job if isinstance(job, str) else ""
-        part = f.get("partition")
-        if part is None:
-            part = f.get("snap_partition")
-        part = part if isinstance(part, int) else None
-        key = (job, part)
+        key = timeline_key(f)
+        job, part = key
         tl = self.tl.get(key)
         if tl is None:
             tl = self.tl[key] = {}
@@ -152,60 +136,15 @@ class EngineEvents(State):
     # -- tracing ----------------------------------------------------------------------------------
 
     def _tracing(self, ev: Event) -> None:
+        """A tracing line: its run facts (``runinfo``), then what it tells about calls."""
+        note_run_info(self.info, ev)
         kind = ev.kind
         f = ev.fields
-        if kind == "tracing":
-            level = f.get("level")
-            if level in ("ERROR", "WARN"):
-                self._problem(ev, str(level))
-            return
-        info = self.info
-        for key, attr in _INT_SETTINGS.get(kind, ()):
-            v = f.get(key)
-            if isinstance(v, int):
-                setattr(info, attr, v)
         if kind == "engine_start":
             if self.clock is not None or self.calls:
                 self._new_segment()
             ts = f.get("ts")
             self.epoch_ms = _ts_ms(ts) if isinstance(ts, str) else None
-            if isinstance(ts, str) and info.engine_start_ts is None:
-                info.engine_start_ts = ts
-            if self.epoch_ms is not None:
-                info.clocks.append({"source": ev.source, "line": ev.line, "ts": ts})
-        elif kind == "gpu_workers_init":
-            gpus = f.get("gpus")
-            if isinstance(gpus, str):
-                info.gpus = [
-                    int(x) for x in gpus.strip("[]").replace(",", " ").split() if x.isdigit()
-                ]
-            elif isinstance(gpus, int):
-                info.gpus = [gpus]
-        elif kind == "gpu_worker_started":
-            w, g = f.get("worker_id"), f.get("gpu")
-            if isinstance(w, int) and isinstance(g, int):
-                info.worker_gpu[w] = g
-        elif kind == "pipeline_start":
-            pw = f.get("synth_worker_count")  # budget era: the synthesis workers (§4.2)
-            if isinstance(pw, int) and info.partition_workers is None:
-                info.partition_workers = pw
-        elif kind == "dispatch":
-            job = f.get("job_id")
-            if isinstance(job, str):
-                j = info.jobs.setdefault(job, {})
-                j["num_partitions"] = f.get("num_partitions")
-                j["dispatch_line"] = ev.line
-            pw = f.get("partition_workers")
-            if isinstance(pw, int):
-                info.partition_workers = pw
-        elif kind == "proof_assembled":
-            job = f.get("job_id")
-            if isinstance(job, str):
-                j = info.jobs.setdefault(job, {})
-                for k in ("total_ms", "synth_ms", "gpu_ms", "proof_len"):
-                    if k in f:
-                        j[k] = f[k]
-                j["assembled_line"] = ev.line
         elif kind == "gpu_timing_prove_start":
             self._confirm_by_prove_start(ev)
         elif kind == "gpu_prove_time":
@@ -223,70 +162,14 @@ class EngineEvents(State):
                 if call.worker == w and call.partition == p:
                     call.fields["finish_ms"] = f.get("finish_ms")
                     break
-        elif kind in (
-            "partition_gpu_failed",
-            "gpu_prove_start_failed",
-            "self_check_failed",
-            "skip_failed_job",
-        ):
-            self._problem(ev, str(f.get("level", "ERROR")))
-            if kind in ("partition_gpu_failed", "skip_failed_job"):
-                job, part = f.get("job_id"), f.get("partition")
-                for call in reversed(self.calls):
-                    if call.job_id == job and call.partition == part:
-                        call.status = "failed"
-                        call.ended = True
-                        call.closed_out = True
-                        self._maybe_emit(call)
-                        break
-        elif kind == "pinned_fallback":
-            info.warnings["pinned_fallback"] += 1
-            info.warning_lines.setdefault("pinned_fallback", [])
-            if len(info.warning_lines["pinned_fallback"]) < 20:
-                info.warning_lines["pinned_fallback"].append(ev.line)
-
-    def _problem(self, ev: Event, level: str) -> None:
-        f = ev.fields
-        msg = str(f.get("message", ""))
-        text = " ".join(f"{k}={v}" for k, v in f.items() if k not in ("ts", "level", "spans"))
-        low = text.lower()
-        kind = ev.kind
-        if kind == "tracing":
-            if "out of memory" in low or "cudaerrormemoryallocation" in low or "oom" in low.split():
-                kind = "out_of_memory"
-            elif "cuda" in low and ("error" in low or "fail" in low):
-                kind = "cuda_error"
-            elif level == "WARN":
-                self.info.warnings["warn"] += 1
-                return
-            else:
-                kind = "error"
-        if len(self.info.failures) < 1000:
-            self.info.failures.append(
-                {
-                    "line": ev.line,
-                    "kind": kind,
-                    "level": level,
-                    "message": msg,
-                    "job_id": f.get("job_id"),
-                    "partition": f.get("partition"),
-                    "error": f.get("error"),
-                }
-            )
-
-    def _bench(self, ev: Event) -> None:
-        b = self.info.bench
-        k = ev.kind
-        f = ev.fields
-        if k == "bench_proof":
-            proofs = b.setdefault("proofs", [])
-            proofs.append(dict(f))
-        elif k == "bench_param":
-            b.update(f)
-        elif k in ("bench_total", "bench_completed", "bench_failed", "bench_throughput"):
-            b.update(f)
-        elif k in ("bench_wall", "bench_prove"):
-            name = k.split("_", 1)[1]
-            b[name] = dict(f)
+        elif kind in ("partition_gpu_failed", "skip_failed_job"):
+            job, part = f.get("job_id"), f.get("partition")
+            for call in reversed(self.calls):
+                if call.job_id == job and call.partition == part:
+                    call.status = "failed"
+                    call.ended = True
+                    call.closed_out = True
+                    self._maybe_emit(call)
+                    break
 
     # -- C++ lines ---------------------------------------------------------------------------------

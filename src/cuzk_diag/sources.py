@@ -69,6 +69,20 @@ class SourceStats:
     missing_final_newline: bool = False
     truncated: str | None = None  # why the input ended early (a truncated .gz/.zst), if it did
 
+    def add(self, later: SourceStats) -> None:
+        """Take in the counts of the same input's text read after this (``open_window``), as
+        if one pass had counted both."""
+        self.bytes_read += later.bytes_read
+        self.ansi_lines += later.ansi_lines
+        self.journald_lines += later.journald_lines
+        for host, n in later.journald_hosts.items():
+            self.journald_hosts[host] = self.journald_hosts.get(host, 0) + n
+        self.decode_errors += later.decode_errors
+        self.oversized_lines += later.oversized_lines
+        self.stray_cr_lines += later.stray_cr_lines
+        self.missing_final_newline = later.missing_final_newline
+        self.truncated = later.truncated or self.truncated
+
 
 @contextmanager
 def input_errors(name: str) -> Iterator[None]:
@@ -166,6 +180,38 @@ def open_source(name: str) -> Source:
             regular = False
     head, raw = peek_head(raw, MAGIC_BYTES)
     return Source(name, display, raw, sniff(head), regular)
+
+
+class _Window:
+    """Bytes ``[start, stop)`` of a file, read as ``read_chunks`` reads a stream."""
+
+    def __init__(self, name: str, start: int, stop: int | None) -> None:
+        with input_errors(name):
+            self.fh = open(name, "rb")  # noqa: SIM115 - closed by close()
+            self.fh.seek(start)
+        self.left = None if stop is None else max(0, stop - start)
+
+    def read(self, n: int = -1) -> bytes:
+        if self.left is not None:
+            n = self.left if n < 0 else min(n, self.left)
+        data = self.fh.read(n)
+        if self.left is not None:
+            self.left -= len(data)
+        return data
+
+    read1 = read
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def open_window(name: str, start: int, stop: int | None = None) -> Source:
+    """Bytes ``[start, stop)`` (to the end when ``stop`` is None) of a regular, uncompressed
+    UTF-8 file, as a ``Source`` that ``iter_input`` reads. ``start`` and ``stop`` must be the
+    starts of lines (or the end): cleaning is line by line, so the windows of a file, read one
+    after the other, give the text and, added up (``SourceStats.add``), the counts of one pass
+    over it."""
+    return Source(name, name, _Window(name, start, stop), TEXT, True)  # type: ignore[arg-type]
 
 
 def open_input(name: str) -> tuple[BinaryIO, str]:

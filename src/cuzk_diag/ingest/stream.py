@@ -179,14 +179,29 @@ def stream(
 ) -> Iterator[dict[str, Any]]:
     """Partition records of the inputs, one by one as they complete; ``acc`` and ``info`` are
     complete once the iterator is exhausted. ``on_segment(n)`` is called once the records of
-    a clock segment are out. With ``jobs`` > 1 and inputs that are regular files, the parse
-    runs in a second process ahead of the assembly (``parallel``); the records are the same.
+    a clock segment are out. With ``jobs`` > 1, one large log file is assembled in two
+    halves by two processes (``split``), and other inputs that are regular files are parsed
+    in a second process ahead of the assembly (``parallel``); the records are the same.
     ``jobs=None`` lets ``parallel.auto_jobs`` choose."""
-    from cuzk_diag.ingest import parallel
+    from cuzk_diag.ingest import parallel, split
+
+    def deliver(out: list[Any]) -> Iterator[dict[str, Any]]:
+        for rec in out:
+            if type(rec) is SegmentEnd:
+                if on_segment is not None:
+                    on_segment(rec.segment)
+            else:
+                yield rec
 
     if jobs is None:
         jobs = parallel.auto_jobs(inputs)
     ing = Ingest(inputs, acc, info)
+    one_file = split.splittable(inputs) if jobs > 1 else None
+    if one_file is not None:
+        if isinstance(inputs[0], Source):
+            inputs[0].close()
+        yield from split.stream_split(one_file, ing, deliver=deliver, progress=progress)
+        return
     parts: Iterator[tuple[int, ParsedChunk, int, Accounting | None]]
     if jobs > 1 and parallel.can_parallel(inputs):
         names = []
@@ -219,13 +234,8 @@ def stream(
             collector.chunk(size)
         if progress is not None and size:
             progress(size)
-        for rec in out:
-            if type(rec) is SegmentEnd:
-                if on_segment is not None:
-                    on_segment(rec.segment)
-            else:
-                yield rec
-    yield from ing.finish()
+        yield from deliver(out)
+    yield from deliver(ing.finish())
 
 
 def stream_events(

@@ -39,6 +39,8 @@ from cuzk_diag.ingest.parse.era import EraDetector
 from cuzk_diag.records import Accounting, Event, Family, RunInfo
 from cuzk_diag.sources import CHUNK_SIZE, Source, SourceStats, iter_input, open_window
 
+#: Bytes read at a time.
+CHUNK_BYTES = CHUNK_SIZE
 #: How far before the cut the child starts: the span in which it comes to the state at the cut.
 WARM_BYTES = 4 << 20
 #: Files smaller than this are read by one process: the halves would be short next to the
@@ -65,7 +67,7 @@ def splittable(inputs: Sequence[str | Source]) -> str | None:
     name = src.name if isinstance(src, Source) else src
     if isinstance(src, Source) and not src.regular:
         return None
-    if name == "-" or (input_size(name) or 0) < MIN_BYTES:
+    if name == "-" or (input_size(name) or 0) < max(MIN_BYTES, 1):
         return None
     with open(name, "rb") as fh:
         if fh.read(3) == b"\xef\xbb\xbf":  # (a byte-order mark: only the first window has it)
@@ -255,16 +257,19 @@ def stream_split(
     deliver: Callable[[list[Any]], Iterator[dict[str, Any]]],
     progress: Callable[[int], None] | None = None,
     cut: int | None = None,
-    warm: int = WARM_BYTES,
-    chunk_size: int = CHUNK_SIZE,
+    warm: int | None = None,
+    chunk_size: int | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The records of ``name`` through ``ingest`` (an ``stream.Ingest`` of that one input),
     the second part assembled in a child when its state at ``cut`` (by default the line
     that balances the two processes' work) proves to be this process's. ``deliver`` turns a
-    list of records and ``SegmentEnd``s into the records (calling back on segment ends)."""
+    list of records and ``SegmentEnd``s into the records (calling back on segment ends).
+    ``warm`` and ``chunk_size`` default to ``WARM_BYTES`` and ``CHUNK_BYTES``."""
     from cuzk_diag.ingest import parallel
     from cuzk_diag.ingest.stream import PacedCollector
 
+    warm = WARM_BYTES if warm is None else warm
+    chunk_size = CHUNK_BYTES if chunk_size is None else chunk_size
     size = os.path.getsize(name)
     # The child starts later (its imports) and reads ``warm`` bytes more; this process takes
     # in the child's records at the end: the balance is about two warm-ups past the middle.

@@ -1,0 +1,245 @@
+"""One log file assembled in two parts by two processes (``ingest.split``) gives what one
+process gives: the same records, field for field, the same accounting and the same run facts,
+whether the child's part is taken or this process reads on from the cut."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from cuzk_diag.cli import cli
+from cuzk_diag.errors import InputError
+from cuzk_diag.ingest import parallel, split
+from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
+from cuzk_diag.ingest.assemble.handover import StateKey, Uncomparable, state_key
+from cuzk_diag.ingest.stream import Ingest, stream
+from cuzk_diag.model.daemon import SimConfig, simulate
+from cuzk_diag.records import Accounting, RunInfo
+from cuzk_diag.sources import SourceStats, iter_input, open_window
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+class _HereCall:
+    """``parallel.call_in_child`` run in this process (many small splits, no interpreter
+    start each); ``fail`` makes the call raise as a failed child does."""
+
+    def __init__(self, fail: bool, func: Any, *args: Any, progress: Any = None) -> None:
+        self.value: Any = None
+        self.error: Exception | None = None
+        try:
+            if fail:
+                raise InputError("the parse process ended early (exit code -9)")
+            self.value = func(*args, progress=progress)
+        except Exception as exc:
+            self.error = exc
+
+    def result(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def here(monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
+    def use(fail: bool = False) -> None:
+        monkeypatch.setattr(
+            parallel,
+            "call_in_child",
+            lambda func, *args, progress=None: _HereCall(fail, func, *args, progress=progress),
+        )
+
+    return use
+
+
+def _one(path: str) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], list[int]]:
+    acc, info, ends = Accounting(), RunInfo(), []
+    recs = list(stream([path], acc, info, jobs=1, on_segment=ends.append))
+    return recs, acc.to_dict(), info.to_dict(), ends
+
+
+def _split(
+    path: str, cut: int, warm: int, chunk: int
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], list[int], int]:
+    acc, info, ends, shown = Accounting(), RunInfo(), [], [0]
+    ing = Ingest([path], acc, info)
+
+    def deliver(out: list[Any]) -> Iterator[dict[str, Any]]:
+        for rec in out:
+            if type(rec) is SegmentEnd:
+                ends.append(rec.segment)
+            else:
+                yield rec
+
+    def progress(n: int) -> None:
+        shown[0] += n
+
+    recs = list(
+        split.stream_split(
+            path, ing, deliver=deliver, progress=progress, cut=cut, warm=warm, chunk_size=chunk
+        )
+    )
+    return recs, acc.to_dict(), info.to_dict(), ends, shown[0]
+
+
+def _sim_log(tmp_path: Path, mb: float, seed: int = 3) -> Path:
+    log = tmp_path / f"sim-{seed}.log"
+    cfg = SimConfig(
+        era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=seed,
+        target_bytes=int(mb * 1e6),
+    )  # fmt: skip
+    log.write_bytes(simulate(cfg).data)
+    return log
+
+
+def test_every_fixture_log_cut_anywhere_gives_one_process_records(
+    here: Callable[[bool], None],
+) -> None:
+    here(False)
+    logs = sorted(str(p) for p in FIXTURES.rglob("*.log"))
+    assert len(logs) > 30
+    before = dict(split.outcomes)
+    for log in logs:
+        size = Path(log).stat().st_size
+        one = _one(log)
+        for frac in (0.3, 0.6, 0.85):
+            for warm in (2048, 16384):
+                got = _split(log, int(size * frac), warm, 1024)
+                assert got[:4] == one, (log, frac, warm)
+                assert got[4] == size  # every byte shown once
+    # Both ways were taken: the child's part, and reading on here.
+    assert split.outcomes["adopted"] - before.get("adopted", 0) > 20
+    assert split.outcomes["read on"] - before.get("read on", 0) > 20
+
+
+def test_a_child_that_fails_leaves_the_rest_to_this_process(
+    here: Callable[[bool], None], tmp_path: Path
+) -> None:
+    here(True)
+    log = _sim_log(tmp_path, 0.3)
+    read_on = split.outcomes["read on"]
+    got = _split(str(log), log.stat().st_size // 2, 32 << 10, 16 << 10)
+    assert got[:4] == _one(str(log))
+    assert split.outcomes["read on"] == read_on + 1
+
+
+def test_a_sim_log_is_split_and_the_childs_part_taken_with_a_real_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the CLI, as a user runs it: a child interpreter assembles the second part."""
+    log = _sim_log(tmp_path, 1.5)
+    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(split, "WARM_BYTES", 320 << 10)
+    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    started, adopted = parallel.ChildCall.started, split.outcomes["adopted"]
+    runner = CliRunner()
+    reports = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"r{jobs}.json"
+        res = runner.invoke(
+            cli, ["analyze", str(log), "--format", "json", "-o", str(out), "-q", "--jobs", jobs]
+        )
+        assert res.exit_code == 0, res.output
+        reports.append(out.read_text())
+    assert parallel.ChildCall.started == started + 1
+    assert split.outcomes["adopted"] == adopted + 1
+    assert reports[0] == reports[1]
+    assert json.loads(reports[1])["accounting"]["lines_total"] > 10000
+
+
+def test_numbering_and_clock_segments_follow_on_across_the_cut(
+    here: Callable[[bool], None], tmp_path: Path
+) -> None:
+    """Two engine starts in one file (a restart) after the cut: the child's segments and block
+    numbers go on from this process's. (A restart before the cut leaves the child's run facts,
+    those of the first chunk, behind: this process reads on.)"""
+    here(False)
+    a, b = _sim_log(tmp_path, 0.5, seed=4), _sim_log(tmp_path, 0.5, seed=5)
+    log = tmp_path / "restart.log"
+    log.write_text(a.read_text() + b.read_text())
+    one = _one(str(log))
+    assert one[3] == [1]  # the first segment ended at the restart
+    adopted = split.outcomes["adopted"]
+    size = log.stat().st_size
+    for frac, taken in ((0.35, 1), (0.8, 0)):
+        got = _split(str(log), int(size * frac), 260 << 10, 16 << 10)
+        assert got[:4] == one
+        assert split.outcomes["adopted"] == adopted + taken
+        adopted = split.outcomes["adopted"]
+    assert [r["record"] for r in one[0]] == [r["record"] for r in got[0]]
+
+
+def test_what_is_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(split, "MIN_BYTES", 1000)
+    text = (FIXTURES / "sim" / "healthy-main.log").read_text()
+    plain = tmp_path / "a.log"
+    plain.write_text(text)
+    assert split.splittable([str(plain)]) == str(plain)
+    small = tmp_path / "small.log"
+    small.write_text(text[:500])
+    packed = tmp_path / "a.log.gz"
+    packed.write_bytes(gzip.compress(text.encode()))
+    bom = tmp_path / "bom.log"
+    bom.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    for inputs in ([str(small)], [str(packed)], [str(bom)], ["-"], [str(plain), str(plain)]):
+        assert split.splittable(inputs) is None, inputs
+
+
+def test_windows_of_a_file_read_as_one_pass(tmp_path: Path) -> None:
+    messy = (FIXTURES / "sim" / "messy.log").read_bytes() + (
+        FIXTURES / "lines" / "messy.log"
+    ).read_bytes()
+    log = tmp_path / "messy.log"
+    log.write_bytes(messy + b"x" * 3000 + b"\nno final newline")
+    whole = [c for _, c in iter_input(str(log), 4096)]
+    one = SourceStats(str(log))
+    for st, _ in iter_input(str(log), 4096):
+        one = st
+    size = log.stat().st_size
+    for frac in (0.1, 0.5, 0.9):
+        cut = split.line_start(str(log), int(size * frac))
+        stats, text = SourceStats(str(log)), []
+        for lo, hi in ((0, cut), (cut, None)):
+            for st, chunk in iter_input(open_window(str(log), lo, hi), 1024):  # noqa: B007
+                text.append(chunk)
+            stats.add(st)
+        assert "".join(text) == "".join(whole)
+        assert stats == one
+        assert (
+            split.count_lines(str(log), cut) == messy[:cut].count(b"\n")
+            if cut <= len(messy)
+            else True
+        )
+    assert one.ansi_lines and one.stray_cr_lines and one.missing_final_newline
+
+
+def test_timeline_entries_only_the_later_assembler_holds() -> None:
+    """Entries a warm-up left (a call's end without its start) are the same state as long as
+    no later TIMELINE line names them."""
+    main = (("calls",), None, True, ("mutex_wait",), ((0,), 2, 1, ()))
+    mine = StateKey(main, {("j", 1): (("start_ms", 5),)})
+    later = StateKey(main, {("j", 1): (("start_ms", 5),), ("old", 3): (("end_ms", 2),)})
+    assert mine.matches(later, lambda extra: False)
+    assert not mine.matches(later, lambda extra: ("old", 3) in extra)
+    assert not later.matches(mine, lambda extra: False)  # an entry the later one lacks
+    assert not mine.matches(StateKey(main, {("j", 1): (("start_ms", 6),)}), lambda e: False)
+    other = StateKey((("calls", 1),) + main[1:], dict(mine.timeline))
+    assert not mine.matches(other, lambda extra: False)
+
+
+def test_a_state_holding_an_unknown_value_is_not_compared() -> None:
+    asm = Assembler()
+    state_key(asm)
+    asm.pickups[("j", 1)] = object()  # type: ignore[assignment]
+    with pytest.raises(Uncomparable):
+        state_key(asm)

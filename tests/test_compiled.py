@@ -89,7 +89,9 @@ def test_the_compiled_build_gives_every_digest_of_the_pure_build(compiled_tree: 
     assert check.returncode == 0, check.stdout[-4000:] + check.stderr[-4000:]
 
 
-def test_the_compiled_build_passes_the_live_ingest_and_pool_tests(compiled_tree: Path) -> None:
+def test_the_compiled_build_passes_the_live_ingest_pool_and_split_tests(
+    compiled_tree: Path,
+) -> None:
     tests = _run(
         compiled_tree,
         "-m",
@@ -101,5 +103,6 @@ def test_the_compiled_build_passes_the_live_ingest_and_pool_tests(compiled_tree:
         "tests/test_live.py",
         "tests/test_ingest.py",
         "tests/test_pool.py",
+        "tests/test_split.py",
     )
     assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-4000:]

@@ -134,11 +134,12 @@ jobs_option = click.option(
     default="auto",
     callback=_jobs,
     show_default=True,
-    help="Processes that read the logs. 2: the parse of regular files runs in a second "
-    "process, ahead of the assembly (export --lines: N processes parse chunks in turn, any "
-    "input; compare and check --baseline: the two runs side by side); the results are the "
-    "same. auto: 2 for regular files of 32 MiB or more on a machine with two usable CPUs, "
-    "else 1 (see docs/performance.md).",
+    help="Processes that read the logs. 2: one log file is assembled in two halves, one in a "
+    "second process, and several regular files are parsed in a second process ahead of the "
+    "assembly (export --lines: N processes parse chunks in turn, any input; compare and check "
+    "--baseline: the two runs side by side); the results are the same. auto: 2 for regular "
+    "files of 32 MiB or more on a machine with two usable CPUs, else 1 (see "
+    "docs/performance.md).",
 )
 
 quiet_progress_option = click.option(

@@ -234,6 +234,13 @@ def test_auto_jobs_uses_a_second_process_only_where_it_pays(
     assert parallel.auto_jobs([str(small), str(big)]) == 2  # the inputs' sizes add up
     assert parallel.auto_jobs(["-"]) == 1  # stdin is read by this process
     assert parallel.auto_jobs([str(tmp_path / "gone.log")]) == 1
+    huge = tmp_path / "huge.log"
+    with open(huge, "wb") as fh:
+        fh.truncate(5 * parallel.AUTO_MIN_BYTES + 1)
+    assert parallel.auto_jobs([str(huge)]) == 2  # one process per usable CPU at most
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 8)
+    assert parallel.auto_jobs([str(huge)]) == 5  # one per AUTO_MIN_BYTES
+    assert parallel.auto_jobs([str(big)]) == 2
     monkeypatch.setattr(parallel, "usable_cpus", lambda: 1)
     assert parallel.auto_jobs([str(big)]) == 1
 

@@ -69,7 +69,7 @@ def _one(path: str) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any
 
 
 def _split(
-    path: str, cut: int, warm: int, chunk: int
+    path: str, cut: int | list[int], warm: int, chunk: int
 ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], list[int], int]:
     acc, info, ends, shown = Accounting(), RunInfo(), [], [0]
     ing = Ingest([path], acc, info)
@@ -86,7 +86,13 @@ def _split(
 
     recs = list(
         split.stream_split(
-            path, ing, deliver=deliver, progress=progress, cut=cut, warm=warm, chunk_size=chunk
+            path,
+            ing,
+            deliver=deliver,
+            progress=progress,
+            at=[split.line_start(path, c) for c in ([cut] if isinstance(cut, int) else cut)],
+            warm=warm,
+            chunk_size=chunk,
         )
     )
     return recs, acc.to_dict(), info.to_dict(), ends, shown[0]
@@ -112,14 +118,41 @@ def test_every_fixture_log_cut_anywhere_gives_one_process_records(
     for log in logs:
         size = Path(log).stat().st_size
         one = _one(log)
-        for frac in (0.3, 0.6, 0.85):
+        for fracs in ([0.3], [0.6], [0.85], [0.2, 0.5], [0.3, 0.55, 0.8]):
             for warm in (2048, 16384):
-                got = _split(log, int(size * frac), warm, 1024)
-                assert got[:4] == one, (log, frac, warm)
+                got = _split(log, [int(size * f) for f in fracs], warm, 1024)
+                assert got[:4] == one, (log, fracs, warm)
                 assert got[4] == size  # every byte shown once
-    # Both ways were taken: the child's part, and reading on here.
-    assert split.outcomes["adopted"] - before.get("adopted", 0) > 20
-    assert split.outcomes["read on"] - before.get("read on", 0) > 20
+    # Every way was taken: a child's part, a part read here, and a part read here from the
+    # state the child before it handed over.
+    assert split.outcomes["adopted"] - before.get("adopted", 0) > 50
+    assert split.outcomes["read on"] - before.get("read on", 0) > 50
+    assert split.outcomes["resumed"] - before.get("resumed", 0) > 10
+
+
+def test_a_sim_log_in_four_parts_takes_every_childs_part(
+    here: Callable[[bool], None], tmp_path: Path
+) -> None:
+    here(False)
+    log = _sim_log(tmp_path, 2.0, seed=6)
+    size = log.stat().st_size
+    adopted = split.outcomes["adopted"]
+    got = _split(str(log), split.cuts(str(log), size, 4, 256 << 10), 256 << 10, 64 << 10)
+    assert got[:4] == _one(str(log))
+    assert split.outcomes["adopted"] == adopted + 3
+
+
+def test_cuts_balance_the_parts(tmp_path: Path) -> None:
+    log = _sim_log(tmp_path, 1.0, seed=7)
+    size = log.stat().st_size
+    data = log.read_bytes()
+    for parts in (2, 3, 5):
+        at = split.cuts(str(log), size, parts, 50_000)
+        assert len(at) == parts - 1 and at == sorted(at)
+        assert all(data[c - 1 : c] == b"\n" for c in at)  # line starts
+        assert abs(at[0] - (size // parts + 100_000)) < 2000  # this process's part is longer
+        rest = [b - a for a, b in zip(at, [*at[1:], size], strict=True)]
+        assert max(rest) - min(rest) < 4000
 
 
 def test_a_child_that_fails_leaves_the_rest_to_this_process(
@@ -133,10 +166,10 @@ def test_a_child_that_fails_leaves_the_rest_to_this_process(
     assert split.outcomes["read on"] == read_on + 1
 
 
-def test_a_sim_log_is_split_and_the_childs_part_taken_with_a_real_child(
+def test_a_sim_log_is_split_and_the_childrens_parts_taken_with_real_children(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Through the CLI, as a user runs it: a child interpreter assembles the second part."""
+    """Through the CLI, as a user runs it: child interpreters assemble the later parts."""
     log = _sim_log(tmp_path, 1.5)
     monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
     monkeypatch.setattr(split, "WARM_BYTES", 320 << 10)
@@ -144,16 +177,16 @@ def test_a_sim_log_is_split_and_the_childs_part_taken_with_a_real_child(
     started, adopted = parallel.ChildCall.started, split.outcomes["adopted"]
     runner = CliRunner()
     reports = []
-    for jobs in ("1", "2"):
+    for jobs in ("1", "2", "3"):
         out = tmp_path / f"r{jobs}.json"
         res = runner.invoke(
             cli, ["analyze", str(log), "--format", "json", "-o", str(out), "-q", "--jobs", jobs]
         )
         assert res.exit_code == 0, res.output
         reports.append(out.read_text())
-    assert parallel.ChildCall.started == started + 1
-    assert split.outcomes["adopted"] == adopted + 1
-    assert reports[0] == reports[1]
+    assert parallel.ChildCall.started == started + 3  # one child with -j2, two with -j3
+    assert split.outcomes["adopted"] == adopted + 3
+    assert reports[0] == reports[1] == reports[2]
     assert json.loads(reports[1])["accounting"]["lines_total"] > 10000
 
 

@@ -54,9 +54,12 @@ def usable_cpus() -> int:
 
 
 def auto_jobs(inputs: Sequence[Any]) -> int:
-    """Processes for the inputs when none are asked for: 2 for regular files of at least
-    ``AUTO_MIN_BYTES`` in all on a machine with two usable CPUs, else 1."""
-    if usable_cpus() < 2 or not can_parallel(inputs):
+    """Processes for the inputs when none are asked for: one per ``AUTO_MIN_BYTES`` of
+    regular files (2 from ``AUTO_MIN_BYTES`` on), at most one per usable CPU; else 1. (Only one large file is split into that many parts, ``split``; several files have
+    their parse in one second process, ``export --lines`` its chunks parsed in turn by them,
+    and ``compare`` half of them for each run.)"""
+    cpus = usable_cpus()
+    if cpus < 2 or not can_parallel(inputs):
         return 1
     total = 0
     for src in inputs:
@@ -64,7 +67,9 @@ def auto_jobs(inputs: Sequence[Any]) -> int:
             total += os.path.getsize(src if isinstance(src, str) else src.name)
         except OSError:
             return 1
-    return 2 if total >= AUTO_MIN_BYTES else 1
+    if total < AUTO_MIN_BYTES:
+        return 1
+    return max(2, min(cpus, total // AUTO_MIN_BYTES))
 
 
 def can_parallel(inputs: Sequence[Any]) -> bool:

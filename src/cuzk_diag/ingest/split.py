@@ -1,24 +1,24 @@
-"""One log file assembled by two processes: this one from the start to a line near the middle
-(the cut), a child interpreter from a little before the cut to the end.
+"""One log file assembled in parts by several processes: this one from the start to the
+first cut, a child interpreter per further part, each from a little before its start.
 
-The assembly's state runs through the log, so the child cannot know the state at the cut; it
-finds it. It starts ``WARM_BYTES`` before the cut with the run facts of the first chunk
-(``Seed``: the era markers, the GPUs and workers, the engine's clock) and assembles up to the
-cut, throwing the records and counts of that stretch away. Calls in flight at the cut began
-after its start, in practice, so it comes to the state this process will be in at the cut.
-Whether it did is checked, not assumed: at the cut both take their state as a value
-(``handover.state_key``) and the state of their line parsers (``Carry``: the line number, a
-torn line, an open bench block). Only when they are equal are the child's records from the cut
-on taken, with its counts: it read the same lines from the same state, so it did what this
-process would have done. Otherwise this process reads on from the cut itself, as one process
-would have, and the child's work is thrown away. Either way the records, the accounting and
-the run facts are those of a single process (``tests/test_split.py``).
+The assembly's state runs through the log, so a child cannot know the state at the start of
+its part; it finds it. It starts ``WARM_BYTES`` earlier with the run facts of the first chunk
+(``Seed``: the era markers, the GPUs and workers, the engine's clock) and assembles up to its
+start, throwing the records and counts of that stretch away. Calls in flight at the start
+began after the warm-up's, in practice, so it comes to the state the log is in there. Whether
+it did is checked, not assumed: the state is taken as a value (``handover.state_key``) with
+the line parser's (``Carry``: the line number, a torn line, an open bench block), and a part is
+taken only when its start state is the state the part before it ended in (this process's, or
+the child's that read it, which hands over its end state). A part whose start state is not is
+read here, from that state. Either way the records, the accounting and the run facts are those
+of a single process (``tests/test_split.py``).
 
-What the child did that the state does not hold comes back with its records: its counts
+What a child did that the state does not hold comes back with its records: its counts
 (``Accounting.add``), its cleaning counts (``SourceStats.add``), the lines with run facts
 (replayed through ``runinfo.note_run_info``), the era markers it saw first, the unattributed
-examples, and which TIMELINE keys it held at the cut were named again after it (an entry left
-by the end of a call whose start it did not see is harmless only if no later line names it).
+examples, and which TIMELINE keys it held at its start were named again in its part (an entry
+left by the end of a call whose start the warm-up did not see is harmless only if no later
+line names it; such entries are dropped from the state it hands over).
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ TRIES = 3
 #: Records per pickled batch the child sends.
 BATCH = 2048
 _SCAN = 16 << 20
-#: How the splits of this process went: "adopted" (the child's part was taken) or "read on"
-#: (its state at the cut differed, or it failed: this process read the second part itself).
+#: How the parts of this process's splits went: "adopted" (a child's part was taken) or "read
+#: on" (its start state differed, or it failed: this process read the part itself), and
+#: "resumed" (read here from the state a child handed over).
 outcomes: Counter[str] = Counter()
 
 
@@ -138,95 +139,132 @@ class Seed:
         return asm
 
 
-@dataclass
-class Tail:
-    """What the child sends back: its state at the cut and what it did from there on."""
+@dataclass(frozen=True)
+class Handover:
+    """An assembly's state at a cut: its key, its parser's ``Carry``, its block counter, and
+    the assembler itself, pickled (for reading on from there when the next part is not taken).
+    """
 
     key: StateKey
     carry: Carry
-    block_seq: int  # its block counter at the cut
+    block_seq: int
+    blob: bytes = b""
+
+
+@dataclass
+class Part:
+    """What a child sends back: its state at the start of its part, what it did in the part,
+    and (but for the last part) its state at the end."""
+
+    start: Handover
     batches: list[bytes]  # pickled lists of records (and ``SegmentEnd``s), in order
-    acc: Accounting  # its counts from the cut on
-    stats: SourceStats  # the cleaning counts of the text from the cut on
+    acc: Accounting  # its counts in the part
+    stats: SourceStats  # the cleaning counts of the part's text
     unattributed: list[Event]
-    era_added: list[tuple[str, int]]  # era markers first seen after the cut, with their lines
-    run_info: list[Event]  # lines with run facts after the cut
-    touched: set[tuple[str, int | None]]  # TIMELINE keys held at the cut, named again after it
+    era_added: list[tuple[str, int]]  # era markers first seen in the part, with their lines
+    run_info: list[Event]  # lines with run facts in the part
+    touched: set[tuple[str, int | None]]  # TIMELINE keys held at the start, named in the part
+    end: Handover | None = None
 
 
-def assemble_tail(
-    name: str,
-    floor: int,
-    cut: int,
-    seed: Seed,
-    warm: int = WARM_BYTES,
-    chunk_size: int = CHUNK_SIZE,
-    progress: Callable[[int], None] | None = None,
-) -> Tail:
-    """In the child: assemble ``name`` from a line ``warm`` bytes (but not ``floor`` bytes)
-    before ``cut`` to the end, keeping what follows the cut (``progress`` counts those bytes).
+def _warm_up(
+    name: str, floor: int, lo: int, seed: Seed, warm: int, chunk_size: int, collector: Any
+) -> tuple[Assembler, LineParser]:
+    """An assembler and parser brought to the state at line start ``lo`` by reading from a
+    line ``warm`` bytes (but not ``floor`` bytes) before it.
 
     A start in the middle of a call can leave open a call or block the whole log would not
     have (``_stale``); then the warm-up starts again half a warm-up earlier, up to ``TRIES``
     times. (This only spares a state the check would turn down.)"""
+    start = None
+    for k in range(TRIES):
+        begin = max(floor, line_start(name, lo - warm - k * (warm // 2)))
+        if begin == start:
+            break
+        start = begin
+        asm = seed.assembler()
+        parser = LineParser(0, asm.acc, full=False, first_line=count_lines(name, start) + 1)
+        mid = line_start(name, (start + lo) // 2)
+        half = (asm.seq, asm.block_seq)
+        for a, b in ((start, mid), (mid, lo)):
+            if a == mid:
+                half = (asm.seq, asm.block_seq)
+            for _stats, chunk in iter_input(open_window(name, a, b), chunk_size):
+                asm.feed_many(parser.feed_parts(chunk).events())
+                collector.chunk(len(chunk))
+        if not _stale(asm, *half):
+            break
+    return asm, parser
+
+
+def _handover(asm: Assembler, parser: LineParser, blob: bool) -> Handover:
+    data = b""
+    if blob:
+        # What the next part's reader replaces with its own (``_resume``) is left out.
+        kept = asm.acc, asm.info, asm.unattributed
+        asm.acc, asm.info, asm.unattributed = Accounting(), RunInfo(), []
+        data = pickle.dumps(asm, pickle.HIGHEST_PROTOCOL)
+        asm.acc, asm.info, asm.unattributed = kept
+    return Handover(state_key(asm), parser.carry(), asm.block_seq, data)
+
+
+def assemble_part(
+    name: str,
+    floor: int,
+    lo: int,
+    hi: int | None,
+    seed: Seed,
+    warm: int = WARM_BYTES,
+    chunk_size: int = CHUNK_SIZE,
+    progress: Callable[[int], None] | None = None,
+) -> Part:
+    """In a child: assemble the part of ``name`` from line start ``lo`` to ``hi`` (the end
+    when None, where the assembly finishes) after a warm-up (``_warm_up``); ``progress``
+    counts the part's bytes."""
     from cuzk_diag.ingest.stream import PacedCollector, settle_heap
 
     settle_heap()
     with PacedCollector() as collector:
-        start = None
-        for k in range(TRIES):
-            begin = max(floor, line_start(name, cut - warm - k * (warm // 2)))
-            if begin == start or begin >= cut:
-                break
-            start = begin
-            asm = seed.assembler()
-            parser = LineParser(0, asm.acc, full=False, first_line=count_lines(name, start) + 1)
-            mid = line_start(name, (start + cut) // 2)
-            half = (asm.seq, asm.block_seq)
-            for lo, hi in ((start, mid), (mid, cut)):
-                if lo == mid:
-                    half = (asm.seq, asm.block_seq)
-                for _stats, chunk in iter_input(open_window(name, lo, hi), chunk_size):
-                    asm.feed_many(parser.feed_parts(chunk).events())
-                    collector.chunk(len(chunk))
-            if not _stale(asm, *half):
-                break
-        key, carry, block_seq = state_key(asm), parser.carry(), asm.block_seq
+        asm, parser = _warm_up(name, floor, lo, seed, warm, chunk_size, collector)
+        start = _handover(asm, parser, False)
         held = set(asm.tl)
         markers = set(asm.era.markers)
         acc = asm.acc = Accounting()
         asm.unattributed = []
         parser = LineParser(0, acc, full=False)
-        parser.resume(carry)
-        tail = Tail(key, carry, block_seq, [], acc, SourceStats(name), [], [], [], set())
+        parser.resume(start.carry)
+        part = Part(start, [], acc, SourceStats(name), [], [], [], set())
         pending: list[Any] = []
 
         def take(events: list[Event]) -> None:
             for ev in events:
                 if ev.family is Family.TIMELINE:
                     if held and (k := timeline_key(ev.fields)) in held:
-                        tail.touched.add(k)
+                        part.touched.add(k)
                 elif has_run_info(ev):
-                    tail.run_info.append(ev)
+                    part.run_info.append(ev)
             pending.extend(asm.feed_many(events))
             if len(pending) >= BATCH:
-                tail.batches.append(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
+                part.batches.append(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
                 pending.clear()
 
         done = 0
-        for stats, chunk in iter_input(open_window(name, cut), chunk_size):
-            tail.stats = stats
+        for stats, chunk in iter_input(open_window(name, lo, hi), chunk_size):
+            part.stats = stats
             take(parser.feed_parts(chunk).events())
             collector.chunk(len(chunk))
             if progress is not None:
                 progress(stats.bytes_read - done)
                 done = stats.bytes_read
-        take(parser.close())
-        pending.extend(asm.finish())
-    tail.batches.append(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
-    tail.unattributed = asm.unattributed
-    tail.era_added = [(k, n) for k, n in asm.era.markers.items() if k not in markers]
-    return tail
+        if hi is None:
+            take(parser.close())
+            pending.extend(asm.finish())
+        else:
+            part.end = _handover(asm, parser, True)
+    part.batches.append(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
+    part.unattributed = asm.unattributed
+    part.era_added = [(k, n) for k, n in asm.era.markers.items() if k not in markers]
+    return part
 
 
 def _stale(asm: Assembler, seq: int, block_seq: int) -> bool:
@@ -239,15 +277,77 @@ def _stale(asm: Assembler, seq: int, block_seq: int) -> bool:
     )
 
 
-def _same_state(asm: Assembler, parser: LineParser, tail: Tail) -> bool:
-    """Is the child's state at the cut this process's?"""
-    if parser.carry() != tail.carry:
-        return False
-    try:
-        mine = state_key(asm)
-    except Uncomparable:
-        return False
-    return mine.matches(tail.key, lambda extra: bool(extra & tail.touched))
+def cuts(name: str, size: int, parts: int, warm: int) -> list[int]:
+    """Line starts that cut ``name`` into ``parts`` parts of about equal work: children read
+    ``warm`` bytes more than their part and start later (their imports), and this process
+    takes in their records at the end, so its part is about two warm-ups longer."""
+    first = min(size, size // parts + 2 * warm)
+    step = (size - first) / max(1, parts - 1)
+    out = [line_start(name, first + int(i * step)) for i in range(parts - 1)]
+    return sorted({c for c in out if 0 < c < size})
+
+
+class _Truth:
+    """The state at the next cut as far as it is known: this process's own assembly, or the
+    handover of the child whose part ended there (less the TIMELINE entries its warm-up left,
+    ``extra``). ``offset`` turns the block numbers of its assembler into the log's."""
+
+    def __init__(self, ingest: Any) -> None:
+        self.ingest = ingest
+        self.handed: Handover | None = None
+        self.extra: set[Any] = set()
+        self.offset = 0
+
+    def key(self) -> StateKey | None:
+        if self.handed is None:
+            try:
+                return state_key(self.ingest.asm)
+            except Uncomparable:
+                return None
+        key = self.handed.key
+        timeline = {k: v for k, v in key.timeline.items() if k not in self.extra}
+        return StateKey(key.main, timeline)
+
+    def carry(self) -> Carry:
+        return self.ingest.parser.carry() if self.handed is None else self.handed.carry
+
+    def block_seq(self) -> int:
+        own = self.handed is None
+        return (self.ingest.asm.block_seq if own else self.handed.block_seq) + self.offset
+
+    def takes(self, part: Part) -> bool:
+        """Is the part's start state this one? (Entries only the part holds must not be named
+        in it: see ``StateKey.matches``.)"""
+        mine = self.key()
+        if mine is None or self.carry() != part.start.carry:
+            return False
+        return mine.matches(part.start.key, lambda extra: bool(extra & part.touched))
+
+    def hand(self, part: Part) -> None:
+        """The state at the part's end is the child's."""
+        assert part.end is not None
+        mine = self.key()
+        assert mine is not None
+        self.offset = self.block_seq() - part.start.block_seq
+        self.extra = set(part.start.key.timeline) - set(mine.timeline)
+        self.handed = part.end
+
+    def resume(self) -> None:
+        """Make the state this process's own again, to read on: the handed assembler with
+        this process's accounting, run facts, era and examples, and a parser at its carry."""
+        if self.handed is None:
+            return
+        outcomes["resumed"] += 1
+        ing = self.ingest
+        asm: Assembler = pickle.loads(self.handed.blob)
+        for k in self.extra:
+            asm.tl.pop(k, None)
+        asm.acc, asm.info, asm.era = ing.acc, ing.info, ing.asm.era
+        asm.unattributed = ing.asm.unattributed
+        ing.asm = asm
+        ing.parser = LineParser(0, ing.acc, full=False)
+        ing.parser.resume(self.handed.carry)
+        self.handed, self.extra = None, set()
 
 
 def stream_split(
@@ -255,117 +355,137 @@ def stream_split(
     ingest: Any,
     *,
     deliver: Callable[[list[Any]], Iterator[dict[str, Any]]],
+    jobs: int = 2,
     progress: Callable[[int], None] | None = None,
-    cut: int | None = None,
+    at: Sequence[int] | None = None,
     warm: int | None = None,
     chunk_size: int | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The records of ``name`` through ``ingest`` (an ``stream.Ingest`` of that one input),
-    the second part assembled in a child when its state at ``cut`` (by default the line
-    that balances the two processes' work) proves to be this process's. ``deliver`` turns a
-    list of records and ``SegmentEnd``s into the records (calling back on segment ends).
-    ``warm`` and ``chunk_size`` default to ``WARM_BYTES`` and ``CHUNK_BYTES``."""
+    """The records of ``name`` through ``ingest`` (an ``stream.Ingest`` of that one input) in
+    ``jobs`` parts, one assembled here and the others in children, each child's taken when its
+    state at its start proves to be the state there (``_Truth.takes``), else read here from
+    that state. ``at``: the cuts (line starts; by default ``cuts``). ``deliver`` turns a list
+    of records and ``SegmentEnd``s into the records (calling back on segment ends). ``warm``
+    and ``chunk_size`` default to ``WARM_BYTES`` and ``CHUNK_BYTES``."""
     from cuzk_diag.ingest import parallel
-    from cuzk_diag.ingest.stream import PacedCollector
+    from cuzk_diag.ingest.stream import PacedCollector, input_read
 
     warm = WARM_BYTES if warm is None else warm
     chunk_size = CHUNK_BYTES if chunk_size is None else chunk_size
     size = os.path.getsize(name)
-    # The child starts later (its imports) and reads ``warm`` bytes more; this process takes
-    # in the child's records at the end: the balance is about two warm-ups past the middle.
-    cut = line_start(name, size // 2 + 2 * warm if cut is None else cut)
-    child: parallel.ChildCall | None = None
-    shown = [0]  # bytes after the cut the child's progress counted
+    bounds = [0, *(at if at is not None else cuts(name, size, jobs, warm)), None]
+    children: list[parallel.ChildCall] = []
+    shown = [0] * len(bounds)  # bytes of each part the child's progress counted
+    collector = PacedCollector()
+    truth = _Truth(ingest)
 
-    def child_progress(n: int) -> None:
-        shown[0] += n
-        if progress is not None:
-            progress(n)
+    def start_children(floor: int) -> None:
+        seed = Seed.of(ingest.asm)
+        for i in range(1, len(bounds) - 1):
+            if not floor < bounds[i] < size:
+                continue
 
-    def read(src: Source, stats: SourceStats) -> Iterator[dict[str, Any]]:
-        """Assemble a window of the file here (its cleaning counts added to ``stats``)."""
-        nonlocal child
+            def counted(n: int, i: int = i) -> None:
+                shown[i] += n
+                if progress is not None:
+                    progress(n)
+
+            children.append(
+                parallel.call_in_child(
+                    assemble_part,
+                    name,
+                    floor,
+                    bounds[i],
+                    bounds[i + 1],
+                    seed,
+                    warm,
+                    chunk_size,
+                    progress=counted,
+                )
+            )
+
+    def shifted(out: list[Any]) -> list[Any]:
+        if truth.offset:
+            for rec in out:
+                if type(rec) is not SegmentEnd and rec.get("record") is not None:
+                    rec["record"] += truth.offset
+        return out
+
+    def read(i: int, stats: SourceStats) -> Iterator[dict[str, Any]]:
+        """Assemble part ``i`` here (its cleaning counts added to ``stats``)."""
         done = 0
-        for now, chunk in iter_input(src, chunk_size):
+        for now, chunk in iter_input(open_window(name, bounds[i], bounds[i + 1]), chunk_size):
             with collector:
                 out = ingest.feed(chunk)
                 collector.chunk(len(chunk))
-            if child is None and now.bytes_read < cut < size:
-                # The first chunk is in: its run facts start the child.
-                child = parallel.call_in_child(
-                    assemble_tail,
-                    name,
-                    now.bytes_read,
-                    cut,
-                    Seed.of(ingest.asm),
-                    warm,
-                    chunk_size,
-                    progress=child_progress,
-                )
+            if i == 0 and not children and len(bounds) > 2:
+                start_children(now.bytes_read)  # (the first chunk's run facts start them)
             n, done = now.bytes_read - done, now.bytes_read
-            if src.raw is not first.raw:
-                n, shown[0] = max(0, n - shown[0]), max(0, shown[0] - n)
+            n, shown[i] = max(0, n - shown[i]), max(0, shown[i] - n)
             if progress is not None and n:
                 progress(n)
-            yield from deliver(out)
+            yield from deliver(shifted(out))
         stats.add(now)
 
     ingest.begin(0)
-    collector = PacedCollector()
     stats = SourceStats(name)
-    first = open_window(name, 0, cut)
     try:
-        yield from read(first, stats)
-        tail = None
-        if child is not None:
+        yield from read(0, stats)
+        first = len(bounds) - 1 - len(children)  # parts before it have no child
+        for i in range(1, first):
+            yield from read(i, stats)
+        for i, child in enumerate(children, first):
             try:
-                tail = child.result()
+                part: Part | None = child.result()
             except Exception:
-                tail = None  # (an error of the input is met again below, and raised there)
-        if tail is not None and _same_state(ingest.asm, ingest.parser, tail):
+                part = None  # (an error of the input is met again below, and raised there)
+            if part is None or not truth.takes(part):
+                outcomes["read on"] += 1
+                truth.resume()
+                yield from read(i, stats)
+                continue
             outcomes["adopted"] += 1
-            yield from _adopt(ingest, tail, stats, deliver)
-            return
-        outcomes["read on"] += 1
-        yield from read(open_window(name, cut), stats)  # (this process reads on from the cut)
-        yield from deliver(ingest.end(stats))
-        yield from deliver(ingest.finish())
+            shift = truth.block_seq() - part.start.block_seq
+            yield from _adopt(ingest, part, stats, deliver, shift)
+            if part.end is not None:
+                truth.hand(part)
+            else:  # the last part: the log is done
+                input_read(ingest.acc, stats)
+                if ingest.guard is not None:
+                    ingest.guard.finish()
+                ingest.asm.era.apply(ingest.info)
+                return
+        yield from deliver(shifted(ingest.end(stats)))
+        yield from deliver(shifted(ingest.finish()))
     finally:
-        if child is not None:
+        for child in children:
             child.close()
 
 
 def _adopt(
     ingest: Any,
-    tail: Tail,
+    part: Part,
     stats: SourceStats,
     deliver: Callable[[list[Any]], Iterator[dict[str, Any]]],
+    shift: int,
 ) -> Iterator[dict[str, Any]]:
-    """Take the child's records and counts as this process's from the cut on."""
-    from cuzk_diag.ingest.stream import input_read
-
+    """Take a child's records and counts as this process's."""
     asm = ingest.asm
-    shift = asm.block_seq - tail.block_seq  # (the child's blocks were numbered from elsewhere)
-    for blob in tail.batches:
+    for blob in part.batches:
         out = pickle.loads(blob)
         if shift:
             for rec in out:
                 if type(rec) is not SegmentEnd and rec.get("record") is not None:
                     rec["record"] += shift
         yield from deliver(out)
-    acc = ingest.acc
-    acc.add(tail.acc)
-    stats.add(tail.stats)
-    input_read(acc, stats)
+    ingest.acc.add(part.acc)
+    stats.add(part.stats)
     room = max(0, 1000 - len(asm.unattributed))
-    asm.unattributed.extend(tail.unattributed[:room])
-    for ev in tail.run_info:
+    asm.unattributed.extend(part.unattributed[:room])
+    for ev in part.run_info:
         note_run_info(ingest.info, ev)
-    for k, line in tail.era_added:
+    for k, line in part.era_added:
         asm.era.markers.setdefault(k, line)
-    if ingest.guard is not None:
-        ingest.guard.finish()
-    asm.era.apply(ingest.info)
 
 
-__all__ = ["MIN_BYTES", "WARM_BYTES", "Seed", "Tail", "splittable", "stream_split"]
+__all__ = ["MIN_BYTES", "WARM_BYTES", "Part", "Seed", "cuts", "splittable", "stream_split"]

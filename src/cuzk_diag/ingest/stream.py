@@ -179,8 +179,8 @@ def stream(
 ) -> Iterator[dict[str, Any]]:
     """Partition records of the inputs, one by one as they complete; ``acc`` and ``info`` are
     complete once the iterator is exhausted. ``on_segment(n)`` is called once the records of
-    a clock segment are out. With ``jobs`` > 1, one large log file is assembled in two
-    halves by two processes (``split``), and other inputs that are regular files are parsed
+    a clock segment are out. With ``jobs`` > 1, one large log file is assembled in ``jobs``
+    parts by as many processes (``split``), and other inputs that are regular files are parsed
     in a second process ahead of the assembly (``parallel``); the records are the same.
     ``jobs=None`` lets ``parallel.auto_jobs`` choose."""
     from cuzk_diag.ingest import parallel, split
@@ -200,7 +200,7 @@ def stream(
     if one_file is not None:
         if isinstance(inputs[0], Source):
             inputs[0].close()
-        yield from split.stream_split(one_file, ing, deliver=deliver, progress=progress)
+        yield from split.stream_split(one_file, ing, deliver=deliver, jobs=jobs, progress=progress)
         return
     parts: Iterator[tuple[int, ParsedChunk, int, Accounting | None]]
     if jobs > 1 and parallel.can_parallel(inputs):

@@ -55,9 +55,10 @@ def usable_cpus() -> int:
 
 def auto_jobs(inputs: Sequence[Any]) -> int:
     """Processes for the inputs when none are asked for: one per ``AUTO_MIN_BYTES`` of
-    regular files (2 from ``AUTO_MIN_BYTES`` on), at most one per usable CPU; else 1. (Only one large file is split into that many parts, ``split``; several files have
-    their parse in one second process, ``export --lines`` its chunks parsed in turn by them,
-    and ``compare`` half of them for each run.)"""
+    regular files (2 from ``AUTO_MIN_BYTES`` on), at most one per usable CPU; else 1. (One
+    large file is assembled in that many parts, ``split``; several files are parsed in one
+    second process; ``export --lines`` parses its chunks in turn in them, and ``compare``
+    gives half of them to each run.)"""
     cpus = usable_cpus()
     if cpus < 2 or not can_parallel(inputs):
         return 1

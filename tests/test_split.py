@@ -142,6 +142,26 @@ def test_a_sim_log_in_four_parts_takes_every_childs_part(
     assert split.outcomes["adopted"] == adopted + 3
 
 
+def test_no_part_is_shorter_than_two_warm_ups(here: Callable[[bool], None], tmp_path: Path) -> None:
+    here(False)
+    log = _sim_log(tmp_path, 2.0, seed=6)
+    acc, info = Accounting(), RunInfo()
+    ing = Ingest([str(log)], acc, info)
+    taken = split.outcomes["adopted"] + split.outcomes["read on"]
+    warm = 256 << 10
+
+    def deliver(out: list[Any]) -> Iterator[dict[str, Any]]:
+        return (r for r in out if type(r) is not SegmentEnd)
+
+    recs = list(
+        split.stream_split(str(log), ing, deliver=deliver, jobs=50, warm=warm, chunk_size=1 << 16)
+    )
+    parts = log.stat().st_size // (2 * warm)
+    assert 2 <= parts < 50
+    assert split.outcomes["adopted"] + split.outcomes["read on"] == taken + parts - 1
+    assert recs == _one(str(log))[0]
+
+
 def test_cuts_balance_the_parts(tmp_path: Path) -> None:
     log = _sim_log(tmp_path, 1.0, seed=7)
     size = log.stat().st_size
@@ -172,7 +192,7 @@ def test_a_sim_log_is_split_and_the_childrens_parts_taken_with_real_children(
     """Through the CLI, as a user runs it: child interpreters assemble the later parts."""
     log = _sim_log(tmp_path, 1.5)
     monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
-    monkeypatch.setattr(split, "WARM_BYTES", 320 << 10)
+    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
     monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
     started, adopted = parallel.ChildCall.started, split.outcomes["adopted"]
     runner = CliRunner()

@@ -362,18 +362,21 @@ def stream_split(
     chunk_size: int | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The records of ``name`` through ``ingest`` (an ``stream.Ingest`` of that one input) in
-    ``jobs`` parts, one assembled here and the others in children, each child's taken when its
-    state at its start proves to be the state there (``_Truth.takes``), else read here from
-    that state. ``at``: the cuts (line starts; by default ``cuts``). ``deliver`` turns a list
-    of records and ``SegmentEnd``s into the records (calling back on segment ends). ``warm``
-    and ``chunk_size`` default to ``WARM_BYTES`` and ``CHUNK_BYTES``."""
+    ``jobs`` parts (fewer when they would be shorter than two warm-ups), one assembled here and
+    the others in children, each child's taken when its state at its start proves to be the
+    state there (``_Truth.takes``), else read here from that state. ``at``: the cuts (line
+    starts; by default ``cuts``). ``deliver`` turns a list of records and ``SegmentEnd``s into
+    the records (calling back on segment ends). ``warm`` and ``chunk_size`` default to
+    ``WARM_BYTES`` and ``CHUNK_BYTES``."""
     from cuzk_diag.ingest import parallel
     from cuzk_diag.ingest.stream import PacedCollector, input_read
 
     warm = WARM_BYTES if warm is None else warm
     chunk_size = CHUNK_BYTES if chunk_size is None else chunk_size
     size = os.path.getsize(name)
-    bounds = [0, *(at if at is not None else cuts(name, size, jobs, warm)), None]
+    # A part shorter than two warm-ups would cost its child more warming up than assembling.
+    parts = max(1, min(jobs, size // (2 * warm) if warm else jobs))
+    bounds = [0, *(at if at is not None else cuts(name, size, parts, warm)), None]
     children: list[parallel.ChildCall] = []
     shown = [0] * len(bounds)  # bytes of each part the child's progress counted
     collector = PacedCollector()

@@ -43,10 +43,10 @@ from cuzk_diag.sources import CHUNK_SIZE, Source, SourceStats, iter_input, open_
 CHUNK_BYTES = CHUNK_SIZE
 #: How far before the cut the child starts: the span in which it comes to the state at the cut.
 WARM_BYTES = 4 << 20
-#: Files smaller than this are read by one process: the halves would be short next to the
+#: Files smaller than this are read by one process: the parts would be short next to a
 #: child's start (about 0.5 s of imports) and its warm-up.
 MIN_BYTES = 8 * WARM_BYTES
-#: Warm-ups the child tries (``assemble_tail``).
+#: Warm-ups a child tries (``_warm_up``).
 TRIES = 3
 #: Records per pickled batch the child sends.
 BATCH = 2048
@@ -68,11 +68,9 @@ def splittable(inputs: Sequence[str | Source]) -> str | None:
     name = src.name if isinstance(src, Source) else src
     if isinstance(src, Source) and not src.regular:
         return None
-    if name == "-" or (input_size(name) or 0) < max(MIN_BYTES, 1):
+    # (``input_size`` is None for what is not plain UTF-8 text: compressed, UTF-16, a BOM)
+    if name == "-" or (input_size(name) or 0) < MIN_BYTES:
         return None
-    with open(name, "rb") as fh:
-        if fh.read(3) == b"\xef\xbb\xbf":  # (a byte-order mark: only the first window has it)
-            return None
     return name
 
 
@@ -377,34 +375,36 @@ def stream_split(
     # A part shorter than two warm-ups would cost its child more warming up than assembling.
     parts = max(1, min(jobs, size // (2 * warm) if warm else jobs))
     bounds = [0, *(at if at is not None else cuts(name, size, parts, warm)), None]
-    children: list[parallel.ChildCall] = []
+    children: dict[int, parallel.ChildCall] = {}  # part -> the child reading it
+    started = False
     shown = [0] * len(bounds)  # bytes of each part the child's progress counted
     collector = PacedCollector()
     truth = _Truth(ingest)
 
     def start_children(floor: int) -> None:
+        """A child for each part that begins after ``floor`` (the first chunk)."""
+        nonlocal started
+        started = True
         seed = Seed.of(ingest.asm)
         for i in range(1, len(bounds) - 1):
             if not floor < bounds[i] < size:
-                continue
+                continue  # (read here)
 
             def counted(n: int, i: int = i) -> None:
                 shown[i] += n
                 if progress is not None:
                     progress(n)
 
-            children.append(
-                parallel.call_in_child(
-                    assemble_part,
-                    name,
-                    floor,
-                    bounds[i],
-                    bounds[i + 1],
-                    seed,
-                    warm,
-                    chunk_size,
-                    progress=counted,
-                )
+            children[i] = parallel.call_in_child(
+                assemble_part,
+                name,
+                floor,
+                bounds[i],
+                bounds[i + 1],
+                seed,
+                warm,
+                chunk_size,
+                progress=counted,
             )
 
     def shifted(out: list[Any]) -> list[Any]:
@@ -421,7 +421,7 @@ def stream_split(
             with collector:
                 out = ingest.feed(chunk)
                 collector.chunk(len(chunk))
-            if i == 0 and not children and len(bounds) > 2:
+            if not started:
                 start_children(now.bytes_read)  # (the first chunk's run facts start them)
             n, done = now.bytes_read - done, now.bytes_read
             n, shown[i] = max(0, n - shown[i]), max(0, shown[i] - n)
@@ -434,16 +434,16 @@ def stream_split(
     stats = SourceStats(name)
     try:
         yield from read(0, stats)
-        first = len(bounds) - 1 - len(children)  # parts before it have no child
-        for i in range(1, first):
-            yield from read(i, stats)
-        for i, child in enumerate(children, first):
-            try:
-                part: Part | None = child.result()
-            except Exception:
-                part = None  # (an error of the input is met again below, and raised there)
+        for i in range(1, len(bounds) - 1):
+            part: Part | None = None
+            if i in children:
+                try:
+                    part = children[i].result()
+                except Exception:
+                    pass  # (an error of the input is met again below, and raised there)
             if part is None or not truth.takes(part):
-                outcomes["read on"] += 1
+                if i in children:
+                    outcomes["read on"] += 1
                 truth.resume()
                 yield from read(i, stats)
                 continue
@@ -461,7 +461,7 @@ def stream_split(
         yield from deliver(shifted(ingest.end(stats)))
         yield from deliver(shifted(ingest.finish()))
     finally:
-        for child in children:
+        for child in children.values():
             child.close()
 
 

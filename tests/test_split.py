@@ -290,6 +290,15 @@ def test_timeline_entries_only_the_later_assembler_holds() -> None:
     assert not mine.matches(other, lambda extra: False)
 
 
+def test_the_state_key_accounts_for_every_attribute_of_the_assembler() -> None:
+    """A new attribute of ``Assembler`` must be put in the key, or said to be left out."""
+    from cuzk_diag.ingest.assemble import handover
+
+    names = set(vars(Assembler()))
+    assert names == set(handover._PLAIN) | handover.OTHER_ATTRIBUTES
+    assert not set(handover._PLAIN) & handover.OTHER_ATTRIBUTES
+
+
 def test_a_state_holding_an_unknown_value_is_not_compared() -> None:
     asm = Assembler()
     state_key(asm)

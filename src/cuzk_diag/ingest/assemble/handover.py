@@ -45,6 +45,26 @@ _PLAIN = (
 )
 
 
+#: The other attributes: taken apart by ``state_key`` (the TIMELINE entries, the beam, whether
+#: a GPU_START was seen, the era markers and the run facts placements read), relative (the
+#: counters) or, as the module text says, left out.
+OTHER_ATTRIBUTES = frozenset(
+    {
+        "tl",
+        "beam",
+        "timeline_calls",
+        "era",
+        "info",
+        "seq",
+        "block_seq",
+        "acc",
+        "unattributed",
+        "_kinds_seen",
+        "_anchor",  # (the clock bracket of the line being placed, read right after)
+    }
+)
+
+
 class Uncomparable(TypeError):
     """The state holds a value the key has no canonical form for."""
 

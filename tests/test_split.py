@@ -18,7 +18,7 @@ from cuzk_diag.errors import InputError
 from cuzk_diag.ingest import parallel, split
 from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
 from cuzk_diag.ingest.assemble.handover import StateKey, Uncomparable, state_key
-from cuzk_diag.ingest.stream import Ingest, stream
+from cuzk_diag.ingest.stream import Ingest, parse_window, stream
 from cuzk_diag.model.daemon import SimConfig, simulate
 from cuzk_diag.records import Accounting, RunInfo
 from cuzk_diag.sources import SourceStats, iter_input, open_window
@@ -50,14 +50,25 @@ class _HereCall:
         pass
 
 
+def _window_here(name: str, start: int, stop: int | None, carry: Any) -> Any:
+    """``parallel.parse_window_in_child`` run in this process."""
+    acc = Accounting()
+    end = yield from parse_window(name, start, stop, carry, acc, 1 << 16)
+    return acc, end
+
+
 @pytest.fixture
 def here(monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
+    """Children run in this process: the parts' and the windows' parsed when a part is read
+    here."""
+
     def use(fail: bool = False) -> None:
         monkeypatch.setattr(
             parallel,
             "call_in_child",
             lambda func, *args, progress=None: _HereCall(fail, func, *args, progress=progress),
         )
+        monkeypatch.setattr(parallel, "parse_window_in_child", _window_here)
 
     return use
 
@@ -207,6 +218,43 @@ def test_a_sim_log_is_split_and_the_childrens_parts_taken_with_real_children(
     assert parallel.ChildCall.started == started + 3  # one child with -j2, two with -j3
     assert split.outcomes["adopted"] == adopted + 3
     assert reports[0] == reports[1] == reports[2]
+    assert json.loads(reports[1])["accounting"]["lines_total"] > 10000
+
+
+def test_a_part_not_taken_is_parsed_in_a_child_of_its_own_with_real_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call that failed inside its GPU region leaves its region open to the end of the log,
+    which a later child cannot have: its part is read here, the parse in a second process."""
+    log = tmp_path / "failed.log"
+    cfg = SimConfig(
+        era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=8, failures=2,
+        target_bytes=1_500_000,
+    )  # fmt: skip
+    log.write_bytes(simulate(cfg).data)
+    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
+    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    windows: list[tuple[int, int | None]] = []
+    real = parallel.parse_window_in_child
+
+    def spy(name: str, start: int, stop: int | None, carry: Any) -> Any:
+        windows.append((start, stop))
+        return real(name, start, stop, carry)
+
+    monkeypatch.setattr(parallel, "parse_window_in_child", spy)
+    read_on = split.outcomes["read on"]
+    reports = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"r{jobs}.json"
+        res = CliRunner().invoke(
+            cli, ["analyze", str(log), "--format", "json", "-o", str(out), "-q", "--jobs", jobs]
+        )
+        assert res.exit_code == 0, res.output
+        reports.append(out.read_text())
+    assert reports[0] == reports[1]
+    assert split.outcomes["read on"] == read_on + 1
+    assert len(windows) == 1 and windows[0][1] is None  # the second part, to the end
     assert json.loads(reports[1])["accounting"]["lines_total"] > 10000
 
 

@@ -21,12 +21,13 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import IO, Any
 
 from cuzk_diag.errors import CuzkDiagError, InputError
-from cuzk_diag.ingest.parse import ParsedChunk
+from cuzk_diag.ingest.parse import Carry, ParsedChunk
 from cuzk_diag.records import Accounting
+from cuzk_diag.sources import CHUNK_SIZE
 
 #: What the assembly writes into the accounting; everything else is the parse's.
 ASSEMBLY_FIELDS = frozenset({"unattributed", "unattributed_examples"})
@@ -135,33 +136,45 @@ def child_setup() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def child_main(names: list[str]) -> int:
-    """The child: parse ``names`` and write the messages to stdout."""
+def child_main(args: list[str]) -> int:
+    """The child: parse the files ``args`` names, or with ``--window`` the window of a file
+    that stdin describes (``parse_window_in_child``), and write the messages to stdout."""
     child_setup()
-    from cuzk_diag.ingest.stream import PacedCollector, parse_parts
+    from cuzk_diag.ingest.stream import PacedCollector, parse_parts, parse_window
 
     out = sys.stdout.buffer
     acc = Accounting()
     try:
+        if args[:1] == ["--window"]:
+            window = recv(sys.stdin.buffer)
+            if window is None:
+                return 1
+            parts: Any = parse_window(*window, acc, CHUNK_SIZE)
+        else:
+            parts = parse_parts(args, acc, full=False)
         with PacedCollector() as collector:
-            for idx, part, size, ended in parse_parts(names, acc, full=False):
+            while True:
+                try:
+                    idx, part, size, ended = next(parts)
+                except StopIteration as stop:
+                    end = stop.value  # (a window's cleaning counts and carry)
+                    break
                 kind = "end" if ended else "events"
                 send(out, (kind, idx, part, size, acc if ended else None))
                 del part
                 collector.chunk()
-        send(out, ("done", -1, None, 0, acc))
+        send(out, ("done", -1, None, 0, (acc, end)))
     except Exception as exc:  # handed to the parent, which raises it
         send(out, ("error", -1, None, 0, as_sendable(exc)))
     out.flush()
     return 0
 
 
-def parse_in_child(
-    names: Sequence[str],
-) -> Iterator[tuple[int, ParsedChunk, int, Accounting | None]]:
-    """(input index, parsed chunk, bytes read, the accounting at the end of an input or
-    None) for every chunk, as ``stream.parse_parts`` yields them, parsed in a child process."""
-    proc = start_child("cuzk_diag.ingest.parallel", ["--", *names])
+def _parsed(
+    proc: subprocess.Popen[bytes],
+) -> Generator[tuple[int, ParsedChunk, int, Accounting | None], None, Any]:
+    """The chunks a parse child sends, as ``parse_in_child`` yields them; returns what its last
+    message carries: its accounting and, for a window, the window's end (``parse_window``)."""
     assert proc.stdout is not None
     try:
         while True:
@@ -172,11 +185,35 @@ def parse_in_child(
             if kind == "error":
                 raise extra
             if kind == "done":
-                return
+                return extra
             yield idx, part, size, extra
     finally:
         proc.stdout.close()
         stop_child(proc)
+
+
+def parse_in_child(
+    names: Sequence[str],
+) -> Iterator[tuple[int, ParsedChunk, int, Accounting | None]]:
+    """(input index, parsed chunk, bytes read, the accounting at the end of an input or
+    None) for every chunk, as ``stream.parse_parts`` yields them, parsed in a child process."""
+    yield from _parsed(start_child("cuzk_diag.ingest.parallel", ["--", *names]))
+
+
+def parse_window_in_child(
+    name: str, start: int, stop: int | None, carry: Carry
+) -> Generator[tuple[int, ParsedChunk, int, Accounting | None], None, Any]:
+    """``stream.parse_window`` in a child process: its chunks as ``parse_in_child`` yields
+    them; returns (the window's parse accounting, (its cleaning counts, the carry at its
+    end))."""
+    proc = start_child("cuzk_diag.ingest.parallel", ["--window"], stdin=True)
+    assert proc.stdin is not None
+    try:
+        send(proc.stdin, (name, start, stop, carry))
+        proc.stdin.close()
+    except OSError:
+        pass  # the child ended at once: its output says so
+    return (yield from _parsed(proc))
 
 
 class ChildCall:

@@ -27,7 +27,7 @@ import copy
 import os
 import pickle
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -415,20 +415,49 @@ def stream_split(
         return out
 
     def read(i: int, stats: SourceStats) -> Iterator[dict[str, Any]]:
-        """Assemble part ``i`` here (its cleaning counts added to ``stats``)."""
-        done = 0
-        for now, chunk in iter_input(open_window(name, bounds[i], bounds[i + 1]), chunk_size):
+        """Assemble part ``i`` here (its cleaning counts added to ``stats``): the first part
+        read and parsed here, a later one (whose child's part was not taken) parsed in a child
+        of its own ahead of the assembly, as several files are (``parallel``)."""
+        if i == 0:
+            parsed = parse_parts_here(i)
+        else:
+            parsed = parallel.parse_window_in_child(
+                name, bounds[i], bounds[i + 1], ingest.parser.carry()
+            )
+        while True:
             with collector:
-                out = ingest.feed(chunk)
-                collector.chunk(len(chunk))
+                try:
+                    _idx, part, size, _ = next(parsed)
+                except StopIteration as stop:
+                    end = stop.value
+                    break
+                out = ingest.events(part.events())
+                del part
+                collector.chunk(size)
             if not started:
-                start_children(now.bytes_read)  # (the first chunk's run facts start them)
-            n, done = now.bytes_read - done, now.bytes_read
-            n, shown[i] = max(0, n - shown[i]), max(0, shown[i] - n)
+                start_children(size)  # (the first chunk's run facts start them)
+            n, shown[i] = max(0, size - shown[i]), max(0, shown[i] - size)
             if progress is not None and n:
                 progress(n)
             yield from deliver(shifted(out))
-        stats.add(now)
+        if i == 0:
+            stats.add(end)
+        else:  # the window's parse counts, cleaning counts and where its parser ended
+            acc, (window, carry) = end
+            ingest.acc.add(acc)
+            stats.add(window)
+            ingest.parser = LineParser(0, ingest.acc, full=False)
+            ingest.parser.resume(carry)
+
+    def parse_parts_here(i: int) -> Generator[tuple[int, Any, int, None], None, SourceStats]:
+        """Part ``i``'s chunks parsed here, as ``parse_window`` yields them; returns the
+        part's cleaning counts."""
+        done = 0
+        for now, chunk in iter_input(open_window(name, bounds[i], bounds[i + 1]), chunk_size):
+            if chunk:
+                n, done = now.bytes_read - done, now.bytes_read
+                yield i, ingest.parser.feed_parts(chunk), n, None
+        return now
 
     ingest.begin(0)
     stats = SourceStats(name)

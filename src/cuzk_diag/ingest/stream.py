@@ -8,13 +8,13 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
 from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
-from cuzk_diag.ingest.parse import LineParser, ParsedChunk, apply_source_stats
+from cuzk_diag.ingest.parse import Carry, LineParser, ParsedChunk, apply_source_stats
 from cuzk_diag.records import Accounting, Event, RunInfo
-from cuzk_diag.sources import CHUNK_SIZE, Source, SourceStats, iter_input
+from cuzk_diag.sources import CHUNK_SIZE, Source, SourceStats, iter_input, open_window
 
 Progress = Callable[[int], None]
 
@@ -166,6 +166,23 @@ def parse_parts(
         last = ParsedChunk(idx, 0, [], head=parser.close())
         input_read(acc, stats)  # (iter_input yields at least once: stats is set)
         yield idx, last, 0, True
+
+
+def parse_window(
+    name: str, start: int, stop: int | None, carry: Carry, acc: Accounting, chunk_size: int
+) -> Generator[tuple[int, ParsedChunk, int, bool], None, tuple[SourceStats, Carry]]:
+    """``parse_parts`` over bytes ``[start, stop)`` of one file (``sources.open_window``), the
+    parser resumed from ``carry`` and not closed (the input goes on after it); returns the
+    window's cleaning counts and the parser's carry at its end."""
+    parser = LineParser(0, acc, full=False)
+    parser.resume(carry)
+    done = 0
+    for stats, chunk in iter_input(open_window(name, start, stop), chunk_size):
+        if chunk:
+            part = parser.feed_parts(chunk)
+            read, done = stats.bytes_read - done, stats.bytes_read
+            yield 0, part, read, False
+    return stats, parser.carry()
 
 
 def stream(

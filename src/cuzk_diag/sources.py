@@ -60,6 +60,7 @@ class SourceStats:
 
     name: str
     bytes_read: int = 0
+    bytes_taken: int = 0  # of them, the bytes of the lines yielded so far (not a line's start)
     ansi_lines: int = 0
     journald_lines: int = 0
     journald_hosts: dict[str, int] = field(default_factory=dict)  # "host ident[pid]" -> lines
@@ -73,6 +74,7 @@ class SourceStats:
         """Take in the counts of the same input's text read after this (``open_window``), as
         if one pass had counted both."""
         self.bytes_read += later.bytes_read
+        self.bytes_taken += later.bytes_taken
         self.ansi_lines += later.ansi_lines
         self.journald_lines += later.journald_lines
         for host, n in later.journald_hosts.items():
@@ -417,6 +419,7 @@ def read_chunks(
             stats.bytes_read += got
             cut = max(tail.rfind(b"\n"), tail.rfind(b"\r")) + 1
             if cut:
+                stats.bytes_taken = stats.bytes_read - (len(tail) - cut)
                 yield clean_text(tail[:cut], stats)
             stats.truncated = truncation_reason(exc, len(tail) - cut)
             return
@@ -431,14 +434,17 @@ def read_chunks(
                 # One enormous line: keep its head, skip until its end, count it.
                 stats.oversized_lines += 1
                 whole, carry = _skip_to_newline(reader, buf[:MAX_LINE], stats, chunk_size)
+                stats.bytes_taken = stats.bytes_read - len(carry)
                 yield clean_text(whole, stats)
                 continue
             carry = buf
             continue
         carry = buf[cut:]
+        stats.bytes_taken = stats.bytes_read - len(carry)
         yield clean_text(buf[:cut], stats)
     if carry:
         stats.missing_final_newline = True
+        stats.bytes_taken = stats.bytes_read
         yield clean_text(carry + b"\n", stats)
 
 

@@ -260,6 +260,10 @@ class ChildCall:
         except (OSError, ValueError):
             return  # closed (close() while reading): result() says so
 
+    def running(self) -> bool:
+        """Whether the call's messages may still come (its reply is not in)."""
+        return self.reader.is_alive()
+
     def result(self) -> Any:
         """The call's value; its error raised here (``as_sendable``)."""
         self.reader.join()
@@ -284,8 +288,9 @@ def call_in_child(
 ) -> ChildCall:
     """Start ``func(*args, **kwargs)`` (a module-level function; arguments and value that
     pickle) in a child interpreter; ``result()`` waits for it. What the call prints goes to
-    stderr. With ``progress``, the call is given a ``progress`` keyword of its own whose
-    counts reach ``progress`` here (from a thread of this process)."""
+    stderr. With ``progress``, the call is given a ``progress`` keyword of its own: what it
+    passes (byte counts, or a note the caller knows, that pickles) reaches ``progress`` here,
+    from a thread of this process, while the call runs."""
     return ChildCall(func, args, kwargs, progress)
 
 

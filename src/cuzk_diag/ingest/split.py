@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import os
 import pickle
+import threading
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
@@ -53,7 +54,8 @@ BATCH = 2048
 _SCAN = 16 << 20
 #: How the parts of this process's splits went: "adopted" (a child's part was taken) or "read
 #: on" (its start state differed, or it failed: this process read the part itself), and
-#: "resumed" (read here from the state a child handed over).
+#: "resumed" (read here from the state a child handed over); "gave up": a call or block stayed
+#: open in the first part (the rest read here, its parse in a child).
 outcomes: Counter[str] = Counter()
 
 
@@ -214,17 +216,19 @@ def assemble_part(
     seed: Seed,
     warm: int = WARM_BYTES,
     chunk_size: int = CHUNK_SIZE,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[Any], None] | None = None,
 ) -> Part:
     """In a child: assemble the part of ``name`` from line start ``lo`` to ``hi`` (the end
-    when None, where the assembly finishes) after a warm-up (``_warm_up``); ``progress``
-    counts the part's bytes."""
+    when None, where the assembly finishes) after a warm-up (``_warm_up``); ``progress`` is
+    given the state at ``lo`` (a ``Handover``) once warmed up, then counts the part's bytes."""
     from cuzk_diag.ingest.stream import PacedCollector, settle_heap
 
     settle_heap()
     with PacedCollector() as collector:
         asm, parser = _warm_up(name, floor, lo, seed, warm, chunk_size, collector)
         start = _handover(asm, parser, False)
+        if progress is not None:
+            progress(start)  # (told early: a state this process turns down stops the child)
         held = set(asm.tl)
         markers = set(asm.era.markers)
         acc = asm.acc = Accounting()
@@ -275,6 +279,25 @@ def _stale(asm: Assembler, seq: int, block_seq: int) -> bool:
     )
 
 
+def _long_open(asm: Assembler, marks: list[tuple[int, int]], before: int) -> bool:
+    """Is a call or block whose first line lies before byte ``before`` still open? (``marks``:
+    (byte offset, number of the line there), in order.) A call that failed inside its GPU region
+    leaves its block open to the end of the log, and a child that starts after it cannot hold
+    it: no later part can be taken."""
+    line = 0
+    for offset, number in marks:
+        if offset > before:
+            break
+        line = number
+    if not line:
+        return False
+    for c in asm.calls:
+        lines = c.lines + (c.block.lines if c.block is not None else [])
+        if lines and min(lines) < line:
+            return True
+    return any(b.lines[0] < line for b in (*asm.blocks, *asm.closed_blocks))
+
+
 def cuts(name: str, size: int, parts: int, warm: int) -> list[int]:
     """Line starts that cut ``name`` into ``parts`` parts of about equal work: children read
     ``warm`` bytes more than their part and start later (their imports), and this process
@@ -313,13 +336,14 @@ class _Truth:
         own = self.handed is None
         return (self.ingest.asm.block_seq if own else self.handed.block_seq) + self.offset
 
-    def takes(self, part: Part) -> bool:
-        """Is the part's start state this one? (Entries only the part holds must not be named
-        in it: see ``StateKey.matches``.)"""
+    def takes(self, start: Handover, touched: set[Any] | None) -> bool:
+        """Is ``start``, a part's start state, this one? Entries only the part holds must not
+        be named in it (``touched``: the keys it named; None while the part is not done, when
+        the answer is whether it can still be; see ``StateKey.matches``)."""
         mine = self.key()
-        if mine is None or self.carry() != part.start.carry:
+        if mine is None or self.carry() != start.carry:
             return False
-        return mine.matches(part.start.key, lambda extra: bool(extra & part.touched))
+        return mine.matches(start.key, lambda extra: touched is not None and bool(extra & touched))
 
     def hand(self, part: Part) -> None:
         """The state at the part's end is the child's."""
@@ -378,6 +402,8 @@ def stream_split(
     children: dict[int, parallel.ChildCall] = {}  # part -> the child reading it
     started = False
     shown = [0] * len(bounds)  # bytes of each part the child's progress counted
+    starts: dict[int, Handover] = {}  # part -> its child's state at its start, once told
+    told = {i: threading.Event() for i in range(len(bounds))}
     collector = PacedCollector()
     truth = _Truth(ingest)
 
@@ -390,7 +416,11 @@ def stream_split(
             if not floor < bounds[i] < size:
                 continue  # (read here)
 
-            def counted(n: int, i: int = i) -> None:
+            def counted(n: int | Handover, i: int = i) -> None:
+                if isinstance(n, Handover):
+                    starts[i] = n
+                    told[i].set()
+                    return
                 shown[i] += n
                 if progress is not None:
                     progress(n)
@@ -414,16 +444,21 @@ def stream_split(
                     rec["record"] += truth.offset
         return out
 
-    def read(i: int, stats: SourceStats) -> Iterator[dict[str, Any]]:
-        """Assemble part ``i`` here (its cleaning counts added to ``stats``): the first part
-        read and parsed here, a later one (whose child's part was not taken) parsed in a child
-        of its own ahead of the assembly, as several files are (``parallel``)."""
-        if i == 0:
-            parsed = parse_parts_here(i)
-        else:
-            parsed = parallel.parse_window_in_child(
-                name, bounds[i], bounds[i + 1], ingest.parser.carry()
-            )
+    def read(
+        i: int, lo: int, hi: int | None, stats: SourceStats
+    ) -> Generator[dict[str, Any], None, int | None]:
+        """Assemble bytes ``[lo, hi)`` of part ``i`` here (their cleaning counts added to
+        ``stats``): the first part read and parsed here, a later one (whose child's part was not
+        taken) parsed in a child of its own ahead of the assembly, as several files are
+        (``parallel``). The first part stops early when a call or block stays open longer than
+        two warm-ups (``_long_open``): no later part could then be taken; returns where."""
+        cleaned: list[SourceStats] = []
+        parsed = (
+            parse_here(lo, hi, cleaned)
+            if i == 0
+            else parallel.parse_window_in_child(name, lo, hi, ingest.parser.carry())
+        )
+        pos, marks = lo, [(lo, ingest.parser.next_line)]
         while True:
             with collector:
                 try:
@@ -440,6 +475,11 @@ def stream_split(
             if progress is not None and n:
                 progress(n)
             yield from deliver(shifted(out))
+            pos += size
+            marks.append((pos, ingest.parser.next_line))
+            if i == 0 and children and _long_open(ingest.asm, marks, pos - 2 * warm):
+                stats.add(cleaned[-1])
+                return lo + cleaned[-1].bytes_taken  # (where the lines read so far end)
         if i == 0:
             stats.add(end)
         else:  # the window's parse counts, cleaning counts and where its parser ended
@@ -448,33 +488,52 @@ def stream_split(
             stats.add(window)
             ingest.parser = LineParser(0, ingest.acc, full=False)
             ingest.parser.resume(carry)
+        return None
 
-    def parse_parts_here(i: int) -> Generator[tuple[int, Any, int, None], None, SourceStats]:
-        """Part ``i``'s chunks parsed here, as ``parse_window`` yields them; returns the
-        part's cleaning counts."""
+    def parse_here(
+        lo: int, hi: int | None, cleaned: list[SourceStats]
+    ) -> Generator[tuple[int, Any, int, None], None, SourceStats]:
+        """The chunks of ``[lo, hi)`` parsed here, as ``parse_window`` yields them (their
+        cleaning counts so far last in ``cleaned``); returns their cleaning counts."""
         done = 0
-        for now, chunk in iter_input(open_window(name, bounds[i], bounds[i + 1]), chunk_size):
+        for now, chunk in iter_input(open_window(name, lo, hi), chunk_size):
+            cleaned[:] = [now]
             if chunk:
-                n, done = now.bytes_read - done, now.bytes_read
-                yield i, ingest.parser.feed_parts(chunk), n, None
+                n, done = now.bytes_taken - done, now.bytes_taken
+                yield 0, ingest.parser.feed_parts(chunk), n, None
         return now
 
     ingest.begin(0)
     stats = SourceStats(name)
     try:
-        yield from read(0, stats)
+        stopped = yield from read(0, 0, bounds[1], stats)
+        if stopped is not None:
+            # Calls or blocks open for good (a call that failed in its GPU region): no child's
+            # part can be taken; the rest is parsed in a child ahead of the assembly here.
+            outcomes["gave up"] += 1
+            for child in children.values():
+                child.close()
+            children.clear()
+            bounds[1:] = [stopped, None]
+            shown[1] = sum(shown[1:])  # (what the children's progress counted of the rest)
         for i in range(1, len(bounds) - 1):
             part: Part | None = None
-            if i in children:
-                try:
-                    part = children[i].result()
-                except Exception:
-                    pass  # (an error of the input is met again below, and raised there)
-            if part is None or not truth.takes(part):
+            child = children.get(i)
+            if child is not None:
+                while not told[i].wait(0.05) and child.running():
+                    pass  # (the child tells its start state after its warm-up)
+                if i in starts and not truth.takes(starts[i], None):
+                    child.close()  # (its part will not be taken: its CPU is free now)
+                else:
+                    try:
+                        part = child.result()
+                    except Exception:
+                        pass  # (an error of the input is met again below, and raised there)
+            if part is None or not truth.takes(part.start, part.touched):
                 if i in children:
                     outcomes["read on"] += 1
                 truth.resume()
-                yield from read(i, stats)
+                yield from read(i, bounds[i], bounds[i + 1], stats)
                 continue
             outcomes["adopted"] += 1
             shift = truth.block_seq() - part.start.block_seq

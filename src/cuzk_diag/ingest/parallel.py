@@ -149,7 +149,8 @@ def child_main(args: list[str]) -> int:
             window = recv(sys.stdin.buffer)
             if window is None:
                 return 1
-            parts: Any = parse_window(*window, acc, CHUNK_SIZE)
+            name, start, stop, carry = window
+            parts: Any = parse_window(name, start, stop, carry, acc, CHUNK_SIZE)
         else:
             parts = parse_parts(args, acc, full=False)
         with PacedCollector() as collector:

@@ -333,8 +333,8 @@ class _Truth:
         return self.ingest.parser.carry() if self.handed is None else self.handed.carry
 
     def block_seq(self) -> int:
-        own = self.handed is None
-        return (self.ingest.asm.block_seq if own else self.handed.block_seq) + self.offset
+        handed = self.handed
+        return (self.ingest.asm.block_seq if handed is None else handed.block_seq) + self.offset
 
     def takes(self, start: Handover, touched: set[Any] | None) -> bool:
         """Is ``start``, a part's start state, this one? Entries only the part holds must not
@@ -398,7 +398,14 @@ def stream_split(
     size = os.path.getsize(name)
     # A part shorter than two warm-ups would cost its child more warming up than assembling.
     parts = max(1, min(jobs, size // (2 * warm) if warm else jobs))
-    bounds = [0, *(at if at is not None else cuts(name, size, parts, warm)), None]
+    bounds: list[int | None] = [0, *(at if at is not None else cuts(name, size, parts, warm)), None]
+
+    def start(i: int) -> int:
+        """Where part ``i`` begins (only the last part's end is None)."""
+        lo = bounds[i]
+        assert lo is not None
+        return lo
+
     children: dict[int, parallel.ChildCall] = {}  # part -> the child reading it
     started = False
     shown = [0] * len(bounds)  # bytes of each part the child's progress counted
@@ -413,7 +420,7 @@ def stream_split(
         started = True
         seed = Seed.of(ingest.asm)
         for i in range(1, len(bounds) - 1):
-            if not floor < bounds[i] < size:
+            if not floor < start(i) < size:
                 continue  # (read here)
 
             def counted(n: int | Handover, i: int = i) -> None:
@@ -429,7 +436,7 @@ def stream_split(
                 assemble_part,
                 name,
                 floor,
-                bounds[i],
+                start(i),
                 bounds[i + 1],
                 seed,
                 warm,
@@ -511,8 +518,8 @@ def stream_split(
             # Calls or blocks open for good (a call that failed in its GPU region): no child's
             # part can be taken; the rest is parsed in a child ahead of the assembly here.
             outcomes["gave up"] += 1
-            for child in children.values():
-                child.close()
+            for each in children.values():
+                each.close()
             children.clear()
             bounds[1:] = [stopped, None]
             shown[1] = sum(shown[1:])  # (what the children's progress counted of the rest)
@@ -533,7 +540,7 @@ def stream_split(
                 if i in children:
                     outcomes["read on"] += 1
                 truth.resume()
-                yield from read(i, bounds[i], bounds[i + 1], stats)
+                yield from read(i, start(i), bounds[i + 1], stats)
                 continue
             outcomes["adopted"] += 1
             shift = truth.block_seq() - part.start.block_seq

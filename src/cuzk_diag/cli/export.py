@@ -61,8 +61,9 @@ def export_cmd(
     written again in the chosen format. Columns use the log's own key names
     (gpu_total_ms, pre_destructor_ms, ...); the schema is fixed (see docs/export.md). The
     accounting of every input line goes to stderr. With --jobs 2 (the default for a large
-    file on two CPUs) a second process parses ahead of the assembly, or for --lines parses
-    every other chunk; the output is the same as with --jobs 1.
+    file on two CPUs) a log file is assembled in two parts by two processes (several files:
+    a second process parses ahead of the assembly; --lines: it parses every other chunk);
+    the output is the same as with --jobs 1.
     """
     from cuzk_diag.pipeline import open_sources, parquet_source
     from cuzk_diag.writers import TableWriter, format_for

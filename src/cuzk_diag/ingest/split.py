@@ -23,21 +23,20 @@ line names it; such entries are dropped from the state it hands over).
 
 from __future__ import annotations
 
-import copy
+import functools
 import os
 import pickle
 import threading
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from cuzk_diag.ingest import parallel
 from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
 from cuzk_diag.ingest.assemble.handover import StateKey, Uncomparable, state_key
-from cuzk_diag.ingest.assemble.runinfo import has_run_info, note_run_info, timeline_key
+from cuzk_diag.ingest.assemble.runinfo import note_run_info
 from cuzk_diag.ingest.parse import Carry, LineParser
-from cuzk_diag.ingest.parse.era import EraDetector
-from cuzk_diag.records import Accounting, Event, Family, RunInfo
+from cuzk_diag.ingest.part import Handover, Part, Seed, assemble_part, count_lines, line_start
 from cuzk_diag.sources import CHUNK_SIZE, Source, SourceStats, iter_input, open_window
 
 #: Bytes read at a time.
@@ -47,11 +46,6 @@ WARM_BYTES = 4 << 20
 #: Files smaller than this are read by one process: the parts would be short next to a
 #: child's start (about 0.5 s of imports) and its warm-up.
 MIN_BYTES = 8 * WARM_BYTES
-#: Warm-ups a child tries (``_warm_up``).
-TRIES = 3
-#: Records per pickled batch the child sends.
-BATCH = 2048
-_SCAN = 16 << 20
 #: How the parts of this process's splits went: "adopted" (a child's part was taken) or "read
 #: on" (its start state differed, or it failed: this process read the part itself), and
 #: "resumed" (read here from the state a child handed over); "gave up": a call or block stayed
@@ -74,209 +68,6 @@ def splittable(inputs: Sequence[str | Source]) -> str | None:
     if name == "-" or (input_size(name) or 0) < MIN_BYTES:
         return None
     return name
-
-
-def line_start(name: str, offset: int) -> int:
-    """The first start of a line at or after ``offset`` (the file's size if none)."""
-    if offset <= 0:
-        return 0
-    with open(name, "rb") as fh:
-        fh.seek(offset - 1)
-        pos = offset - 1
-        while block := fh.read(1 << 16):
-            i = block.find(b"\n")
-            if i >= 0:
-                return pos + i + 1
-            pos += len(block)
-        return pos
-
-
-def count_lines(name: str, stop: int) -> int:
-    """Newlines in the first ``stop`` bytes of a file."""
-    n, left = 0, stop
-    with open(name, "rb") as fh:
-        while left > 0 and (block := fh.read(min(_SCAN, left))):
-            n += block.count(b"\n")
-            left -= len(block)
-    return n
-
-
-@dataclass(frozen=True)
-class Seed:
-    """What the child's assembler starts from: the run facts of the log's first chunk."""
-
-    info: RunInfo
-    era: EraDetector
-    kinds_seen: frozenset[str]
-    gpus_seen: frozenset[int]
-    epoch_ms: float | None
-    segment: int
-    timeline_calls: int
-
-    @classmethod
-    def of(cls, asm: Assembler) -> Seed:
-        return cls(
-            asm.info,
-            asm.era,
-            frozenset(asm._kinds_seen),
-            frozenset(asm.gpus_seen),
-            asm.epoch_ms,
-            asm.segment,
-            asm.timeline_calls,
-        )
-
-    def assembler(self) -> Assembler:
-        """A new assembler in this state (its own copy of it)."""
-        asm = Assembler(Accounting(), copy.deepcopy(self.info))
-        asm.era = copy.deepcopy(self.era)
-        asm._kinds_seen = set(self.kinds_seen)
-        asm.gpus_seen = set(self.gpus_seen)
-        asm.epoch_ms, asm.segment, asm.timeline_calls = (
-            self.epoch_ms,
-            self.segment,
-            self.timeline_calls,
-        )
-        return asm
-
-
-@dataclass(frozen=True)
-class Handover:
-    """An assembly's state at a cut: its key, its parser's ``Carry``, its block counter, and
-    the assembler itself, pickled (for reading on from there when the next part is not taken).
-    """
-
-    key: StateKey
-    carry: Carry
-    block_seq: int
-    blob: bytes = b""
-
-
-@dataclass
-class Part:
-    """What a child sends back: its state at the start of its part, what it did in the part,
-    and (but for the last part) its state at the end."""
-
-    start: Handover
-    batches: list[bytes]  # pickled lists of records (and ``SegmentEnd``s), in order
-    acc: Accounting  # its counts in the part
-    stats: SourceStats  # the cleaning counts of the part's text
-    unattributed: list[Event]
-    era_added: list[tuple[str, int]]  # era markers first seen in the part, with their lines
-    run_info: list[Event]  # lines with run facts in the part
-    touched: set[tuple[str, int | None]]  # TIMELINE keys held at the start, named in the part
-    end: Handover | None = None
-
-
-def _warm_up(
-    name: str, floor: int, lo: int, seed: Seed, warm: int, chunk_size: int, collector: Any
-) -> tuple[Assembler, LineParser]:
-    """An assembler and parser brought to the state at line start ``lo`` by reading from a
-    line ``warm`` bytes (but not ``floor`` bytes) before it.
-
-    A start in the middle of a call can leave open a call or block the whole log would not
-    have (``_stale``); then the warm-up starts again half a warm-up earlier, up to ``TRIES``
-    times. (This only spares a state the check would turn down.)"""
-    start = None
-    for k in range(TRIES):
-        begin = max(floor, line_start(name, lo - warm - k * (warm // 2)))
-        if begin == start:
-            break
-        start = begin
-        asm = seed.assembler()
-        parser = LineParser(0, asm.acc, full=False, first_line=count_lines(name, start) + 1)
-        mid = line_start(name, (start + lo) // 2)
-        half = (asm.seq, asm.block_seq)
-        for a, b in ((start, mid), (mid, lo)):
-            if a == mid:
-                half = (asm.seq, asm.block_seq)
-            for _stats, chunk in iter_input(open_window(name, a, b), chunk_size):
-                asm.feed_many(parser.feed_parts(chunk).events())
-                collector.chunk(len(chunk))
-        if not _stale(asm, *half):
-            break
-    return asm, parser
-
-
-def _handover(asm: Assembler, parser: LineParser, blob: bool) -> Handover:
-    data = b""
-    if blob:
-        # What the next part's reader replaces with its own (``_resume``) is left out.
-        kept = asm.acc, asm.info, asm.unattributed
-        asm.acc, asm.info, asm.unattributed = Accounting(), RunInfo(), []
-        data = pickle.dumps(asm, pickle.HIGHEST_PROTOCOL)
-        asm.acc, asm.info, asm.unattributed = kept
-    return Handover(state_key(asm), parser.carry(), asm.block_seq, data)
-
-
-def assemble_part(
-    name: str,
-    floor: int,
-    lo: int,
-    hi: int | None,
-    seed: Seed,
-    warm: int = WARM_BYTES,
-    chunk_size: int = CHUNK_SIZE,
-    progress: Callable[[Any], None] | None = None,
-) -> Part:
-    """In a child: assemble the part of ``name`` from line start ``lo`` to ``hi`` (the end
-    when None, where the assembly finishes) after a warm-up (``_warm_up``); ``progress`` is
-    given the state at ``lo`` (a ``Handover``) once warmed up, then counts the part's bytes."""
-    from cuzk_diag.ingest.stream import PacedCollector, settle_heap
-
-    settle_heap()
-    with PacedCollector() as collector:
-        asm, parser = _warm_up(name, floor, lo, seed, warm, chunk_size, collector)
-        start = _handover(asm, parser, False)
-        if progress is not None:
-            progress(start)  # (told early: a state this process turns down stops the child)
-        held = set(asm.tl)
-        markers = set(asm.era.markers)
-        acc = asm.acc = Accounting()
-        asm.unattributed = []
-        parser = LineParser(0, acc, full=False)
-        parser.resume(start.carry)
-        part = Part(start, [], acc, SourceStats(name), [], [], [], set())
-        pending: list[Any] = []
-
-        def take(events: list[Event]) -> None:
-            for ev in events:
-                if ev.family is Family.TIMELINE:
-                    if held and (k := timeline_key(ev.fields)) in held:
-                        part.touched.add(k)
-                elif has_run_info(ev):
-                    part.run_info.append(ev)
-            pending.extend(asm.feed_many(events))
-            if len(pending) >= BATCH:
-                part.batches.append(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
-                pending.clear()
-
-        done = 0
-        for stats, chunk in iter_input(open_window(name, lo, hi), chunk_size):
-            part.stats = stats
-            take(parser.feed_parts(chunk).events())
-            collector.chunk(len(chunk))
-            if progress is not None:
-                progress(stats.bytes_read - done)
-                done = stats.bytes_read
-        if hi is None:
-            take(parser.close())
-            pending.extend(asm.finish())
-        else:
-            part.end = _handover(asm, parser, True)
-    part.batches.append(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
-    part.unattributed = asm.unattributed
-    part.era_added = [(k, n) for k, n in asm.era.markers.items() if k not in markers]
-    return part
-
-
-def _stale(asm: Assembler, seq: int, block_seq: int) -> bool:
-    """Is a call or block the warm-up began before its counters read ``seq``, ``block_seq``
-    still open? (Begun in the middle of a call, a warm-up may make a call or block of the
-    lines of a call whose start it did not see, which then waits for lines that never come.)
-    """
-    return any(c.seq <= seq for c in asm.calls) or any(
-        b.seq <= block_seq for b in (*asm.blocks, *asm.closed_blocks)
-    )
 
 
 def _long_open(asm: Assembler, marks: list[tuple[int, int]], before: int) -> bool:
@@ -390,84 +181,157 @@ def stream_split(
     starts; by default ``cuts``). ``deliver`` turns a list of records and ``SegmentEnd``s into
     the records (calling back on segment ends). ``warm`` and ``chunk_size`` default to
     ``WARM_BYTES`` and ``CHUNK_BYTES``."""
-    from cuzk_diag.ingest import parallel
-    from cuzk_diag.ingest.stream import PacedCollector, input_read
-
     warm = WARM_BYTES if warm is None else warm
     chunk_size = CHUNK_BYTES if chunk_size is None else chunk_size
     size = os.path.getsize(name)
     # A part shorter than two warm-ups would cost its child more warming up than assembling.
     parts = max(1, min(jobs, size // (2 * warm) if warm else jobs))
-    bounds: list[int | None] = [0, *(at if at is not None else cuts(name, size, parts, warm)), None]
+    split = _Split(name, size, ingest, deliver, progress, warm, chunk_size)
+    return split.run(list(at) if at is not None else cuts(name, size, parts, warm))
 
-    def start(i: int) -> int:
+
+class _Split:
+    """The parts of one file: their children, what they told, and the reading here."""
+
+    def __init__(
+        self,
+        name: str,
+        size: int,
+        ingest: Any,
+        deliver: Callable[[list[Any]], Iterator[dict[str, Any]]],
+        progress: Callable[[int], None] | None,
+        warm: int,
+        chunk_size: int,
+    ) -> None:
+        from cuzk_diag.ingest.stream import PacedCollector
+
+        self.name, self.size, self.ingest, self.deliver = name, size, ingest, deliver
+        self.progress, self.warm, self.chunk_size = progress, warm, chunk_size
+        self.bounds: list[int | None] = [0, None]
+        self.children: dict[int, parallel.ChildCall] = {}  # part -> the child reading it
+        self.started = False
+        self.shown: list[int] = []  # bytes of each part the child's progress counted
+        self.starts: dict[int, Handover] = {}  # part -> its child's state at its start, told
+        self.told: dict[int, threading.Event] = {}
+        self.collector = PacedCollector()
+        self.truth = _Truth(ingest)
+        self.stats = SourceStats(name)
+
+    def start(self, i: int) -> int:
         """Where part ``i`` begins (only the last part's end is None)."""
-        lo = bounds[i]
+        lo = self.bounds[i]
         assert lo is not None
         return lo
 
-    children: dict[int, parallel.ChildCall] = {}  # part -> the child reading it
-    started = False
-    shown = [0] * len(bounds)  # bytes of each part the child's progress counted
-    starts: dict[int, Handover] = {}  # part -> its child's state at its start, once told
-    told = {i: threading.Event() for i in range(len(bounds))}
-    collector = PacedCollector()
-    truth = _Truth(ingest)
-
-    def start_children(floor: int) -> None:
-        """A child for each part that begins after ``floor`` (the first chunk)."""
-        nonlocal started
-        started = True
-        seed = Seed.of(ingest.asm)
-        for i in range(1, len(bounds) - 1):
-            if not floor < start(i) < size:
-                continue  # (read here)
-
-            def counted(n: int | Handover, i: int = i) -> None:
-                if isinstance(n, Handover):
-                    starts[i] = n
-                    told[i].set()
+    def run(self, at: list[int]) -> Iterator[dict[str, Any]]:
+        self.bounds = [0, *at, None]
+        self.shown = [0] * len(self.bounds)
+        self.told = {i: threading.Event() for i in range(len(self.bounds))}
+        ingest = self.ingest
+        ingest.begin(0)
+        try:
+            stopped = yield from self.read(0, 0, self.bounds[1])
+            if stopped is not None:
+                self.give_up(stopped)
+            for i in range(1, len(self.bounds) - 1):
+                part = self.part(i)
+                if part is None or not self.truth.takes(part.start, part.touched):
+                    if i in self.children:
+                        outcomes["read on"] += 1
+                    self.truth.resume()
+                    yield from self.read(i, self.start(i), self.bounds[i + 1])
+                    continue
+                outcomes["adopted"] += 1
+                shift = self.truth.block_seq() - part.start.block_seq
+                yield from _adopt(ingest, part, self.stats, self.deliver, shift)
+                if part.end is None:  # the last part: the log is done
+                    _finish_adopted(ingest, self.stats)
                     return
-                shown[i] += n
-                if progress is not None:
-                    progress(n)
+                self.truth.hand(part)
+            yield from self.deliver(self.shifted(ingest.end(self.stats)))
+            yield from self.deliver(self.shifted(ingest.finish()))
+        finally:
+            for child in self.children.values():
+                child.close()
 
-            children[i] = parallel.call_in_child(
-                assemble_part,
-                name,
-                floor,
-                start(i),
-                bounds[i + 1],
-                seed,
-                warm,
-                chunk_size,
-                progress=counted,
-            )
+    def start_children(self, floor: int) -> None:
+        """A child for each part that begins after ``floor`` (the first chunk)."""
+        self.started = True
+        seed = Seed.of(self.ingest.asm)
+        for i in range(1, len(self.bounds) - 1):
+            if floor < self.start(i) < self.size:  # (else read here)
+                self.children[i] = parallel.call_in_child(
+                    assemble_part,
+                    self.name,
+                    floor,
+                    self.start(i),
+                    self.bounds[i + 1],
+                    seed,
+                    self.warm,
+                    self.chunk_size,
+                    progress=functools.partial(self.heard, i),
+                )
 
-    def shifted(out: list[Any]) -> list[Any]:
-        if truth.offset:
+    def heard(self, i: int, news: int | Handover) -> None:
+        """What part ``i``'s child tells: its start state once warmed up, then bytes read."""
+        if isinstance(news, Handover):
+            self.starts[i] = news
+            self.told[i].set()
+            return
+        self.shown[i] += news
+        if self.progress is not None:
+            self.progress(news)
+
+    def part(self, i: int) -> Part | None:
+        """Part ``i`` as its child read it; None when it has none, failed, or told a start
+        state that is not the state here (then it is stopped at once)."""
+        child = self.children.get(i)
+        if child is None:
+            return None
+        while not self.told[i].wait(0.05) and child.running():
+            pass  # (the child tells its start state after its warm-up)
+        if i in self.starts and not self.truth.takes(self.starts[i], None):
+            child.close()  # (its part will not be taken: its CPU is free now)
+            return None
+        try:
+            part: Part = child.result()
+        except Exception:
+            return None  # (an error of the input is met again when read here, and raised)
+        return part
+
+    def give_up(self, stopped: int) -> None:
+        """Calls or blocks open for good (a call that failed in its GPU region): no child's
+        part can be taken; the rest, from ``stopped``, is read here as one part."""
+        outcomes["gave up"] += 1
+        for child in self.children.values():
+            child.close()
+        self.children.clear()
+        self.bounds[1:] = [stopped, None]
+        self.shown[1] = sum(self.shown[1:])  # (what the children's progress counted of it)
+
+    def shifted(self, out: list[Any]) -> list[Any]:
+        """Records numbered as the log's (see ``_Truth.offset``)."""
+        if self.truth.offset:
             for rec in out:
                 if type(rec) is not SegmentEnd and rec.get("record") is not None:
-                    rec["record"] += truth.offset
+                    rec["record"] += self.truth.offset
         return out
 
-    def read(
-        i: int, lo: int, hi: int | None, stats: SourceStats
-    ) -> Generator[dict[str, Any], None, int | None]:
-        """Assemble bytes ``[lo, hi)`` of part ``i`` here (their cleaning counts added to
-        ``stats``): the first part read and parsed here, a later one (whose child's part was not
-        taken) parsed in a child of its own ahead of the assembly, as several files are
-        (``parallel``). The first part stops early when a call or block stays open longer than
-        two warm-ups (``_long_open``): no later part could then be taken; returns where."""
-        cleaned: list[SourceStats] = []
+    def read(self, i: int, lo: int, hi: int | None) -> Generator[dict[str, Any], None, int | None]:
+        """Assemble bytes ``[lo, hi)`` of part ``i`` here (their cleaning counts added): the
+        first part read and parsed here, a later one (whose child's part was not taken) parsed
+        in a child of its own ahead of the assembly, as several files are (``parallel``). The
+        first part stops early when a call or block stays open longer than two warm-ups
+        (``_long_open``): no later part could then be taken; returns where."""
+        ingest, cleaned = self.ingest, [self.stats]
         parsed = (
-            parse_here(lo, hi, cleaned)
+            self.parse_here(lo, hi, cleaned)
             if i == 0
-            else parallel.parse_window_in_child(name, lo, hi, ingest.parser.carry())
+            else parallel.parse_window_in_child(self.name, lo, hi, ingest.parser.carry())
         )
         pos, marks = lo, [(lo, ingest.parser.next_line)]
         while True:
-            with collector:
+            with self.collector:
                 try:
                     _idx, part, size, _ = next(parsed)
                 except StopIteration as stop:
@@ -475,89 +339,51 @@ def stream_split(
                     break
                 out = ingest.events(part.events())
                 del part
-                collector.chunk(size)
-            if not started:
-                start_children(size)  # (the first chunk's run facts start them)
-            n, shown[i] = max(0, size - shown[i]), max(0, shown[i] - size)
-            if progress is not None and n:
-                progress(n)
-            yield from deliver(shifted(out))
+                self.collector.chunk(size)
+            if not self.started:
+                self.start_children(size)  # (the first chunk's run facts start them)
+            n, self.shown[i] = max(0, size - self.shown[i]), max(0, self.shown[i] - size)
+            if self.progress is not None and n:
+                self.progress(n)
+            yield from self.deliver(self.shifted(out))
             pos += size
             marks.append((pos, ingest.parser.next_line))
-            if i == 0 and children and _long_open(ingest.asm, marks, pos - 2 * warm):
-                stats.add(cleaned[-1])
+            if i == 0 and self.children and _long_open(ingest.asm, marks, pos - 2 * self.warm):
+                self.stats.add(cleaned[-1])
                 return lo + cleaned[-1].bytes_taken  # (where the lines read so far end)
         if i == 0:
-            stats.add(end)
+            self.stats.add(end)
         else:  # the window's parse counts, cleaning counts and where its parser ended
             acc, (window, carry) = end
             ingest.acc.add(acc)
-            stats.add(window)
+            self.stats.add(window)
             ingest.parser = LineParser(0, ingest.acc, full=False)
             ingest.parser.resume(carry)
         return None
 
     def parse_here(
-        lo: int, hi: int | None, cleaned: list[SourceStats]
+        self, lo: int, hi: int | None, cleaned: list[SourceStats]
     ) -> Generator[tuple[int, Any, int, None], None, SourceStats]:
         """The chunks of ``[lo, hi)`` parsed here, as ``parse_window`` yields them (their
         cleaning counts so far last in ``cleaned``); returns their cleaning counts."""
         done = 0
-        for now, chunk in iter_input(open_window(name, lo, hi), chunk_size):
+        for now, chunk in iter_input(open_window(self.name, lo, hi), self.chunk_size):
             cleaned[:] = [now]
             if chunk:
                 n, done = now.bytes_taken - done, now.bytes_taken
-                yield 0, ingest.parser.feed_parts(chunk), n, None
+                yield 0, self.ingest.parser.feed_parts(chunk), n, None
         return now
 
-    ingest.begin(0)
-    stats = SourceStats(name)
-    try:
-        stopped = yield from read(0, 0, bounds[1], stats)
-        if stopped is not None:
-            # Calls or blocks open for good (a call that failed in its GPU region): no child's
-            # part can be taken; the rest is parsed in a child ahead of the assembly here.
-            outcomes["gave up"] += 1
-            for each in children.values():
-                each.close()
-            children.clear()
-            bounds[1:] = [stopped, None]
-            shown[1] = sum(shown[1:])  # (what the children's progress counted of the rest)
-        for i in range(1, len(bounds) - 1):
-            part: Part | None = None
-            child = children.get(i)
-            if child is not None:
-                while not told[i].wait(0.05) and child.running():
-                    pass  # (the child tells its start state after its warm-up)
-                if i in starts and not truth.takes(starts[i], None):
-                    child.close()  # (its part will not be taken: its CPU is free now)
-                else:
-                    try:
-                        part = child.result()
-                    except Exception:
-                        pass  # (an error of the input is met again below, and raised there)
-            if part is None or not truth.takes(part.start, part.touched):
-                if i in children:
-                    outcomes["read on"] += 1
-                truth.resume()
-                yield from read(i, start(i), bounds[i + 1], stats)
-                continue
-            outcomes["adopted"] += 1
-            shift = truth.block_seq() - part.start.block_seq
-            yield from _adopt(ingest, part, stats, deliver, shift)
-            if part.end is not None:
-                truth.hand(part)
-            else:  # the last part: the log is done
-                input_read(ingest.acc, stats)
-                if ingest.guard is not None:
-                    ingest.guard.finish()
-                ingest.asm.era.apply(ingest.info)
-                return
-        yield from deliver(shifted(ingest.end(stats)))
-        yield from deliver(shifted(ingest.finish()))
-    finally:
-        for child in children.values():
-            child.close()
+
+def _finish_adopted(ingest: Any, stats: SourceStats) -> None:
+    """The end of a log whose last part a child read: what ``Ingest.end`` and ``finish`` do
+    besides the parser's and the assembler's ends, which the child did."""
+    from cuzk_diag.ingest.stream import input_read
+
+    input_read(ingest.acc, stats)
+    if ingest.guard is not None:
+        ingest.guard.finish()
+    ingest.asm.era.apply(ingest.info)
 
 
 def _adopt(
@@ -586,4 +412,12 @@ def _adopt(
         asm.era.markers.setdefault(k, line)
 
 
-__all__ = ["MIN_BYTES", "WARM_BYTES", "Part", "Seed", "cuts", "splittable", "stream_split"]
+__all__ = [
+    "MIN_BYTES",
+    "WARM_BYTES",
+    "count_lines",
+    "cuts",
+    "line_start",
+    "splittable",
+    "stream_split",
+]

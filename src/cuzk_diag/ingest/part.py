@@ -1,0 +1,234 @@
+"""A part of a log file assembled in a child interpreter (``split``): warmed up to the state
+the log is in where the part begins, then assembled, its start state told as soon as it is
+known and, but for the last part, its end state handed over.
+
+A part's child starts ``warm`` bytes before its part with the run facts of the log's first
+chunk (``Seed``) and assembles up to the part, throwing that warm-up's records and counts away
+(``_warm_up``). What it sends back (``Part``) is what ``split`` needs to take the part as its
+own, or to read it itself when the state it started from proves wrong.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cuzk_diag.ingest.assemble import Assembler
+from cuzk_diag.ingest.assemble.handover import StateKey, state_key
+from cuzk_diag.ingest.assemble.runinfo import has_run_info, timeline_key
+from cuzk_diag.ingest.parse import Carry, LineParser
+from cuzk_diag.ingest.parse.era import EraDetector
+from cuzk_diag.records import Accounting, Event, Family, RunInfo
+from cuzk_diag.sources import CHUNK_SIZE, SourceStats, iter_input, open_window
+
+#: Warm-ups a child tries (``_warm_up``).
+TRIES = 3
+#: Records per pickled batch a child sends.
+BATCH = 2048
+_SCAN = 16 << 20
+
+
+def line_start(name: str, offset: int) -> int:
+    """The first start of a line at or after ``offset`` (the file's size if none)."""
+    if offset <= 0:
+        return 0
+    with open(name, "rb") as fh:
+        fh.seek(offset - 1)
+        pos = offset - 1
+        while block := fh.read(1 << 16):
+            i = block.find(b"\n")
+            if i >= 0:
+                return pos + i + 1
+            pos += len(block)
+        return pos
+
+
+def count_lines(name: str, stop: int) -> int:
+    """Newlines in the first ``stop`` bytes of a file."""
+    n, left = 0, stop
+    with open(name, "rb") as fh:
+        while left > 0 and (block := fh.read(min(_SCAN, left))):
+            n += block.count(b"\n")
+            left -= len(block)
+    return n
+
+
+@dataclass(frozen=True)
+class Seed:
+    """What the child's assembler starts from: the run facts of the log's first chunk."""
+
+    info: RunInfo
+    era: EraDetector
+    kinds_seen: frozenset[str]
+    gpus_seen: frozenset[int]
+    epoch_ms: float | None
+    segment: int
+    timeline_calls: int
+
+    @classmethod
+    def of(cls, asm: Assembler) -> Seed:
+        return cls(
+            asm.info,
+            asm.era,
+            frozenset(asm._kinds_seen),
+            frozenset(asm.gpus_seen),
+            asm.epoch_ms,
+            asm.segment,
+            asm.timeline_calls,
+        )
+
+    def assembler(self) -> Assembler:
+        """A new assembler in this state (its own copy of it)."""
+        asm = Assembler(Accounting(), copy.deepcopy(self.info))
+        asm.era = copy.deepcopy(self.era)
+        asm._kinds_seen = set(self.kinds_seen)
+        asm.gpus_seen = set(self.gpus_seen)
+        asm.epoch_ms, asm.segment, asm.timeline_calls = (
+            self.epoch_ms,
+            self.segment,
+            self.timeline_calls,
+        )
+        return asm
+
+
+@dataclass(frozen=True)
+class Handover:
+    """An assembly's state at a cut: its key, its parser's ``Carry``, its block counter, and
+    the assembler itself, pickled (for reading on from there when the next part is not taken).
+    """
+
+    key: StateKey
+    carry: Carry
+    block_seq: int
+    blob: bytes = b""
+
+
+@dataclass
+class Part:
+    """What a child sends back: its state at the start of its part, what it did in the part,
+    and (but for the last part) its state at the end."""
+
+    start: Handover
+    batches: list[bytes]  # pickled lists of records (and ``SegmentEnd``s), in order
+    acc: Accounting  # its counts in the part
+    stats: SourceStats  # the cleaning counts of the part's text
+    unattributed: list[Event]
+    era_added: list[tuple[str, int]]  # era markers first seen in the part, with their lines
+    run_info: list[Event]  # lines with run facts in the part
+    touched: set[tuple[str, int | None]]  # TIMELINE keys held at the start, named in the part
+    end: Handover | None = None
+
+
+def _warm_up(
+    name: str, floor: int, lo: int, seed: Seed, warm: int, chunk_size: int, collector: Any
+) -> tuple[Assembler, LineParser]:
+    """An assembler and parser brought to the state at line start ``lo`` by reading from a
+    line ``warm`` bytes (but not ``floor`` bytes) before it.
+
+    A start in the middle of a call can leave open a call or block the whole log would not
+    have (``_stale``); then the warm-up starts again half a warm-up earlier, up to ``TRIES``
+    times. (This only spares a state the check would turn down.)"""
+    start = None
+    for k in range(TRIES):
+        begin = max(floor, line_start(name, lo - warm - k * (warm // 2)))
+        if begin == start:
+            break
+        start = begin
+        asm = seed.assembler()
+        parser = LineParser(0, asm.acc, full=False, first_line=count_lines(name, start) + 1)
+        mid = line_start(name, (start + lo) // 2)
+        half = (asm.seq, asm.block_seq)
+        for a, b in ((start, mid), (mid, lo)):
+            if a == mid:
+                half = (asm.seq, asm.block_seq)
+            for _stats, chunk in iter_input(open_window(name, a, b), chunk_size):
+                asm.feed_many(parser.feed_parts(chunk).events())
+                collector.chunk(len(chunk))
+        if not _stale(asm, *half):
+            break
+    return asm, parser
+
+
+def _handover(asm: Assembler, parser: LineParser, blob: bool) -> Handover:
+    data = b""
+    if blob:
+        # What the next part's reader replaces with its own (``_resume``) is left out.
+        kept = asm.acc, asm.info, asm.unattributed
+        asm.acc, asm.info, asm.unattributed = Accounting(), RunInfo(), []
+        data = pickle.dumps(asm, pickle.HIGHEST_PROTOCOL)
+        asm.acc, asm.info, asm.unattributed = kept
+    return Handover(state_key(asm), parser.carry(), asm.block_seq, data)
+
+
+def assemble_part(
+    name: str,
+    floor: int,
+    lo: int,
+    hi: int | None,
+    seed: Seed,
+    warm: int,
+    chunk_size: int = CHUNK_SIZE,
+    progress: Callable[[Any], None] | None = None,
+) -> Part:
+    """In a child: assemble the part of ``name`` from line start ``lo`` to ``hi`` (the end
+    when None, where the assembly finishes) after a warm-up (``_warm_up``); ``progress`` is
+    given the state at ``lo`` (a ``Handover``) once warmed up, then counts the part's bytes."""
+    from cuzk_diag.ingest.stream import PacedCollector, settle_heap
+
+    settle_heap()
+    with PacedCollector() as collector:
+        asm, parser = _warm_up(name, floor, lo, seed, warm, chunk_size, collector)
+        start = _handover(asm, parser, False)
+        if progress is not None:
+            progress(start)  # (told early: a state this process turns down stops the child)
+        held = set(asm.tl)
+        markers = set(asm.era.markers)
+        acc = asm.acc = Accounting()
+        asm.unattributed = []
+        parser = LineParser(0, acc, full=False)
+        parser.resume(start.carry)
+        part = Part(start, [], acc, SourceStats(name), [], [], [], set())
+        pending: list[Any] = []
+
+        def take(events: list[Event]) -> None:
+            for ev in events:
+                if ev.family is Family.TIMELINE:
+                    if held and (k := timeline_key(ev.fields)) in held:
+                        part.touched.add(k)
+                elif has_run_info(ev):
+                    part.run_info.append(ev)
+            pending.extend(asm.feed_many(events))
+            if len(pending) >= BATCH:
+                part.batches.append(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
+                pending.clear()
+
+        done = 0
+        for stats, chunk in iter_input(open_window(name, lo, hi), chunk_size):
+            part.stats = stats
+            take(parser.feed_parts(chunk).events())
+            collector.chunk(len(chunk))
+            if progress is not None:
+                progress(stats.bytes_read - done)
+                done = stats.bytes_read
+        if hi is None:
+            take(parser.close())
+            pending.extend(asm.finish())
+        else:
+            part.end = _handover(asm, parser, True)
+    part.batches.append(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
+    part.unattributed = asm.unattributed
+    part.era_added = [(k, n) for k, n in asm.era.markers.items() if k not in markers]
+    return part
+
+
+def _stale(asm: Assembler, seq: int, block_seq: int) -> bool:
+    """Is a call or block the warm-up began before its counters read ``seq``, ``block_seq``
+    still open? (Begun in the middle of a call, a warm-up may make a call or block of the
+    lines of a call whose start it did not see, which then waits for lines that never come.)
+    """
+    return any(c.seq <= seq for c in asm.calls) or any(
+        b.seq <= block_seq for b in (*asm.blocks, *asm.closed_blocks)
+    )

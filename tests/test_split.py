@@ -18,6 +18,7 @@ from cuzk_diag.errors import InputError
 from cuzk_diag.ingest import parallel, split
 from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
 from cuzk_diag.ingest.assemble.handover import StateKey, Uncomparable, state_key
+from cuzk_diag.ingest.parse import LineParser
 from cuzk_diag.ingest.stream import Ingest, parse_window, stream
 from cuzk_diag.model.daemon import SimConfig, simulate
 from cuzk_diag.records import Accounting, RunInfo
@@ -56,7 +57,9 @@ class _HereCall:
 def _window_here(name: str, start: int, stop: int | None, carry: Any) -> Any:
     """``parallel.parse_window_in_child`` run in this process."""
     acc = Accounting()
-    end = yield from parse_window(name, start, stop, carry, acc, 1 << 16)
+    parser = LineParser(0, acc, full=False)
+    parser.resume(carry)
+    end = yield from parse_window(name, start, stop, parser, 1 << 16)
     return acc, end
 
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import IO, Any
 
 from cuzk_diag.errors import CuzkDiagError, InputError
-from cuzk_diag.ingest.parse import Carry, ParsedChunk
+from cuzk_diag.ingest.parse import Carry, LineParser, ParsedChunk
 from cuzk_diag.records import Accounting
 from cuzk_diag.sources import CHUNK_SIZE
 
@@ -150,7 +150,9 @@ def child_main(args: list[str]) -> int:
             if window is None:
                 return 1
             name, start, stop, carry = window
-            parts: Any = parse_window(name, start, stop, carry, acc, CHUNK_SIZE)
+            parser = LineParser(0, acc, full=False)
+            parser.resume(carry)
+            parts: Any = parse_window(name, start, stop, parser, CHUNK_SIZE)
         else:
             parts = parse_parts(args, acc, full=False)
         with PacedCollector() as collector:

@@ -46,10 +46,11 @@ def line_start(name: str, offset: int) -> int:
         return pos
 
 
-def count_lines(name: str, stop: int) -> int:
-    """Newlines in the first ``stop`` bytes of a file."""
-    n, left = 0, stop
+def count_lines(name: str, stop: int, start: int = 0) -> int:
+    """Newlines in bytes ``[start, stop)`` of a file."""
+    n, left = 0, stop - start
     with open(name, "rb") as fh:
+        fh.seek(start)
         while left > 0 and (block := fh.read(min(_SCAN, left))):
             n += block.count(b"\n")
             left -= len(block)
@@ -129,16 +130,22 @@ def _warm_up(
     line ``warm`` bytes (but not ``floor`` bytes) before it.
 
     A start in the middle of a call can leave open a call or block the whole log would not
-    have (``_stale``); then the warm-up starts again half a warm-up earlier, up to ``TRIES``
+    have (``open_since``); then the warm-up starts again half a warm-up earlier, up to ``TRIES``
     times. (This only spares a state the check would turn down.)"""
-    start = None
+    start: int | None = None
+    first = 1  # the number of the warm-up's first line
     for k in range(TRIES):
         begin = max(floor, line_start(name, lo - warm - k * (warm // 2)))
         if begin == start:
             break
+        # Counted once; a retry starts earlier by the lines between.
+        if start is None:
+            first += count_lines(name, begin)
+        else:
+            first -= count_lines(name, stop=start, start=begin)
         start = begin
         asm = seed.assembler()
-        parser = LineParser(0, asm.acc, full=False, first_line=count_lines(name, start) + 1)
+        parser = LineParser(0, asm.acc, full=False, first_line=first)
         mid = line_start(name, (start + lo) // 2)
         half = (asm.seq, asm.block_seq)
         for a, b in ((start, mid), (mid, lo)):
@@ -147,7 +154,7 @@ def _warm_up(
             for _stats, chunk in iter_input(open_window(name, a, b), chunk_size):
                 asm.feed_many(parser.feed_parts(chunk).events())
                 collector.chunk(len(chunk))
-        if not _stale(asm, *half):
+        if not open_since(asm, *half):
             break
     return asm, parser
 
@@ -224,11 +231,11 @@ def assemble_part(
     return part
 
 
-def _stale(asm: Assembler, seq: int, block_seq: int) -> bool:
-    """Is a call or block the warm-up began before its counters read ``seq``, ``block_seq``
-    still open? (Begun in the middle of a call, a warm-up may make a call or block of the
-    lines of a call whose start it did not see, which then waits for lines that never come.)
-    """
+def open_since(asm: Assembler, seq: int, block_seq: int) -> bool:
+    """Is a call or block the assembler made before its counters read ``seq``, ``block_seq``
+    still open? Begun in the middle of a call, a warm-up may make a call or block of the lines
+    of a call whose start it did not see, which then waits for lines that never come; and a
+    call that failed inside its GPU region leaves its block open to the end of the log."""
     return any(c.seq <= seq for c in asm.calls) or any(
         b.seq <= block_seq for b in (*asm.blocks, *asm.closed_blocks)
     )

@@ -36,8 +36,16 @@ from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
 from cuzk_diag.ingest.assemble.handover import StateKey, Uncomparable, state_key
 from cuzk_diag.ingest.assemble.runinfo import note_run_info
 from cuzk_diag.ingest.parse import Carry, LineParser
-from cuzk_diag.ingest.part import Handover, Part, Seed, assemble_part, count_lines, line_start
-from cuzk_diag.sources import CHUNK_SIZE, Source, SourceStats, iter_input, open_window
+from cuzk_diag.ingest.part import (
+    Handover,
+    Part,
+    Seed,
+    assemble_part,
+    count_lines,
+    line_start,
+    open_since,
+)
+from cuzk_diag.sources import CHUNK_SIZE, Source, SourceStats
 
 #: Bytes read at a time.
 CHUNK_BYTES = CHUNK_SIZE
@@ -70,23 +78,15 @@ def splittable(inputs: Sequence[str | Source]) -> str | None:
     return name
 
 
-def _long_open(asm: Assembler, marks: list[tuple[int, int]], before: int) -> bool:
-    """Is a call or block whose first line lies before byte ``before`` still open? (``marks``:
-    (byte offset, number of the line there), in order.) A call that failed inside its GPU region
-    leaves its block open to the end of the log, and a child that starts after it cannot hold
-    it: no later part can be taken."""
-    line = 0
-    for offset, number in marks:
+def _made_before(marks: list[tuple[int, int, int]], before: int) -> tuple[int, int] | None:
+    """The assembler's counters (``seq``, ``block_seq``) at the last mark at or before byte
+    ``before`` (``marks``: byte offset and counters, in order); None before the first."""
+    found = None
+    for offset, seq, block_seq in marks:
         if offset > before:
             break
-        line = number
-    if not line:
-        return False
-    for c in asm.calls:
-        lines = c.lines + (c.block.lines if c.block is not None else [])
-        if lines and min(lines) < line:
-            return True
-    return any(b.lines[0] < line for b in (*asm.blocks, *asm.closed_blocks))
+        found = seq, block_seq
+    return found
 
 
 def cuts(name: str, size: int, parts: int, warm: int) -> list[int]:
@@ -311,25 +311,28 @@ class _Split:
 
     def shifted(self, out: list[Any]) -> list[Any]:
         """Records numbered as the log's (see ``_Truth.offset``)."""
-        if self.truth.offset:
-            for rec in out:
-                if type(rec) is not SegmentEnd and rec.get("record") is not None:
-                    rec["record"] += self.truth.offset
-        return out
+        return _renumbered(out, self.truth.offset)
 
     def read(self, i: int, lo: int, hi: int | None) -> Generator[dict[str, Any], None, int | None]:
         """Assemble bytes ``[lo, hi)`` of part ``i`` here (their cleaning counts added): the
-        first part read and parsed here, a later one (whose child's part was not taken) parsed
-        in a child of its own ahead of the assembly, as several files are (``parallel``). The
-        first part stops early when a call or block stays open longer than two warm-ups
-        (``_long_open``): no later part could then be taken; returns where."""
-        ingest, cleaned = self.ingest, [self.stats]
+        first part parsed here, a later one (whose child's part was not taken) parsed in a child
+        of its own ahead of the assembly, as several files are (``parallel``). The first part
+        stops early when a call or block stays open longer than two warm-ups
+        (``part.open_since``): no later part could then be taken; returns where."""
+        from cuzk_diag.ingest.stream import parse_window
+
+        ingest = self.ingest
+        pos, marks = lo, [(lo, ingest.asm.seq, ingest.asm.block_seq)]
+
+        def long_open() -> bool:
+            made = _made_before(marks, pos - 2 * self.warm)
+            return bool(self.children) and made is not None and open_since(ingest.asm, *made)
+
         parsed = (
-            self.parse_here(lo, hi, cleaned)
+            parse_window(self.name, lo, hi, ingest.parser, self.chunk_size, until=long_open)
             if i == 0
             else parallel.parse_window_in_child(self.name, lo, hi, ingest.parser.carry())
         )
-        pos, marks = lo, [(lo, ingest.parser.next_line)]
         while True:
             with self.collector:
                 try:
@@ -347,32 +350,27 @@ class _Split:
                 self.progress(n)
             yield from self.deliver(self.shifted(out))
             pos += size
-            marks.append((pos, ingest.parser.next_line))
-            if i == 0 and self.children and _long_open(ingest.asm, marks, pos - 2 * self.warm):
-                self.stats.add(cleaned[-1])
-                return lo + cleaned[-1].bytes_taken  # (where the lines read so far end)
+            marks.append((pos, ingest.asm.seq, ingest.asm.block_seq))
         if i == 0:
-            self.stats.add(end)
-        else:  # the window's parse counts, cleaning counts and where its parser ended
+            window, _carry = end  # (the parser is this process's own)
+        else:  # the window's parse counts too, and a parser where it ended
             acc, (window, carry) = end
             ingest.acc.add(acc)
-            self.stats.add(window)
             ingest.parser = LineParser(0, ingest.acc, full=False)
             ingest.parser.resume(carry)
-        return None
+        self.stats.add(window)
+        stopped = lo + window.bytes_taken
+        return stopped if i == 0 and hi is not None and stopped < hi else None
 
-    def parse_here(
-        self, lo: int, hi: int | None, cleaned: list[SourceStats]
-    ) -> Generator[tuple[int, Any, int, None], None, SourceStats]:
-        """The chunks of ``[lo, hi)`` parsed here, as ``parse_window`` yields them (their
-        cleaning counts so far last in ``cleaned``); returns their cleaning counts."""
-        done = 0
-        for now, chunk in iter_input(open_window(self.name, lo, hi), self.chunk_size):
-            cleaned[:] = [now]
-            if chunk:
-                n, done = now.bytes_taken - done, now.bytes_taken
-                yield 0, self.ingest.parser.feed_parts(chunk), n, None
-        return now
+
+def _renumbered(out: list[Any], shift: int) -> list[Any]:
+    """Records (and ``SegmentEnd``s) with their block numbers (``record``) moved by ``shift``
+    (a child's, or a child's handed-over assembler's, counted from elsewhere)."""
+    if shift:
+        for rec in out:
+            if type(rec) is not SegmentEnd and rec.get("record") is not None:
+                rec["record"] += shift
+    return out
 
 
 def _finish_adopted(ingest: Any, stats: SourceStats) -> None:
@@ -396,12 +394,7 @@ def _adopt(
     """Take a child's records and counts as this process's."""
     asm = ingest.asm
     for blob in part.batches:
-        out = pickle.loads(blob)
-        if shift:
-            for rec in out:
-                if type(rec) is not SegmentEnd and rec.get("record") is not None:
-                    rec["record"] += shift
-        yield from deliver(out)
+        yield from deliver(_renumbered(pickle.loads(blob), shift))
     ingest.acc.add(part.acc)
     stats.add(part.stats)
     room = max(0, 1000 - len(asm.unattributed))

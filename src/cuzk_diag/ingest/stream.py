@@ -169,19 +169,27 @@ def parse_parts(
 
 
 def parse_window(
-    name: str, start: int, stop: int | None, carry: Carry, acc: Accounting, chunk_size: int
+    name: str,
+    start: int,
+    stop: int | None,
+    parser: LineParser,
+    chunk_size: int,
+    *,
+    until: Callable[[], bool] | None = None,
 ) -> Generator[tuple[int, ParsedChunk, int, bool], None, tuple[SourceStats, Carry]]:
-    """``parse_parts`` over bytes ``[start, stop)`` of one file (``sources.open_window``), the
-    parser resumed from ``carry`` and not closed (the input goes on after it); returns the
-    window's cleaning counts and the parser's carry at its end."""
-    parser = LineParser(0, acc, full=False)
-    parser.resume(carry)
+    """``parse_parts`` over bytes ``[start, stop)`` of one file (``sources.open_window``) with
+    ``parser`` (not closed: the input goes on after the window); each chunk's size is the bytes
+    of its lines. ``until()``, asked when the consumer comes back for the next chunk, ends the
+    window there. Returns the cleaning counts of the lines read (``SourceStats.bytes_taken``
+    says where they end) and the parser's carry."""
     done = 0
     for stats, chunk in iter_input(open_window(name, start, stop), chunk_size):
         if chunk:
             part = parser.feed_parts(chunk)
-            read, done = stats.bytes_read - done, stats.bytes_read
+            read, done = stats.bytes_taken - done, stats.bytes_taken
             yield 0, part, read, False
+            if until is not None and until():
+                break
     return stats, parser.carry()
 
 
@@ -215,20 +223,12 @@ def stream(
     ing = Ingest(inputs, acc, info)
     one_file = split.splittable(inputs) if jobs > 1 else None
     if one_file is not None:
-        if isinstance(inputs[0], Source):
-            inputs[0].close()
+        _by_name(inputs)
         yield from split.stream_split(one_file, ing, deliver=deliver, jobs=jobs, progress=progress)
         return
     parts: Iterator[tuple[int, ParsedChunk, int, Accounting | None]]
     if jobs > 1 and parallel.can_parallel(inputs):
-        names = []
-        for src in inputs:
-            if isinstance(src, Source):
-                names.append(src.name)
-                src.close()
-            else:
-                names.append(src)
-        parts = parallel.parse_in_child(names)
+        parts = parallel.parse_in_child(_by_name(inputs))
     else:
         parts = (
             (idx, part, size, None) for idx, part, size, _ in parse_parts(inputs, acc, full=False)
@@ -253,6 +253,18 @@ def stream(
             progress(size)
         yield from deliver(out)
     yield from deliver(ing.finish())
+
+
+def _by_name(inputs: Sequence[str | Source]) -> list[str]:
+    """The inputs' paths, for other processes to open: the ones opened here are closed."""
+    names = []
+    for src in inputs:
+        if isinstance(src, Source):
+            names.append(src.name)
+            src.close()
+        else:
+            names.append(src)
+    return names
 
 
 def stream_events(

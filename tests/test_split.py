@@ -19,6 +19,7 @@ from cuzk_diag.ingest import parallel, split
 from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
 from cuzk_diag.ingest.assemble.handover import StateKey, Uncomparable, state_key
 from cuzk_diag.ingest.parse import LineParser
+from cuzk_diag.ingest.part import count_lines
 from cuzk_diag.ingest.stream import Ingest, parse_window, stream
 from cuzk_diag.model.daemon import SimConfig, simulate
 from cuzk_diag.records import Accounting, RunInfo
@@ -72,8 +73,11 @@ def here(monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
         monkeypatch.setattr(
             parallel,
             "call_in_child",
-            lambda func, *args, progress=None: _HereCall(fail, func, *args, progress=progress),
+            lambda func, *args, progress=None, child=None: _HereCall(
+                fail, func, *args, progress=progress
+            ),
         )
+        monkeypatch.setattr(parallel, "waiting_child", lambda: _HereCall(False, lambda **_: None))
         monkeypatch.setattr(parallel, "parse_window_in_child", _window_here)
 
     return use
@@ -362,3 +366,18 @@ def test_a_state_holding_an_unknown_value_is_not_compared() -> None:
     asm.pickups[("j", 1)] = object()  # type: ignore[assignment]
     with pytest.raises(Uncomparable):
         state_key(asm)
+
+
+def test_a_child_started_early_takes_its_call_later_and_an_unused_one_is_stopped(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "lines.log"
+    log.write_bytes(b"a\nbb\nccc\n" * 1000)
+    child = parallel.waiting_child()
+    assert not child.running()  # (no call yet)
+    call = parallel.call_in_child(count_lines, str(log), log.stat().st_size, child=child)
+    assert call is child
+    assert call.result() == 3000
+    idle = parallel.waiting_child()
+    idle.close()
+    assert idle.proc.returncode is not None  # stopped and reaped

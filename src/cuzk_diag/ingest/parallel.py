@@ -220,22 +220,29 @@ def parse_window_in_child(
 
 
 class ChildCall:
-    """``func(*args, **kwargs)`` in a child interpreter (``call_in_child``)."""
+    """A child interpreter for one call: started at once (its imports run meanwhile), then
+    given ``func(*args, **kwargs)`` by ``call`` (``call_in_child``)."""
 
-    started = 0  # calls started in children by this process (tests)
+    started = 0  # interpreters started by this process (tests)
 
-    def __init__(
+    def __init__(self) -> None:
+        self.proc = start_child("cuzk_diag.ingest.parallel", ["--call"], stdin=True)
+        ChildCall.started += 1
+        self.progress: Callable[[Any], None] | None = None
+        self.reply: tuple[str, Any] | None = None
+        self.reader: threading.Thread | None = None
+
+    def call(
         self,
         func: Any,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        progress: Callable[[int], None] | None = None,
-    ) -> None:
-        self.proc = start_child("cuzk_diag.ingest.parallel", ["--call"], stdin=True)
-        ChildCall.started += 1
-        self.progress = progress
-        self.reply: tuple[str, Any] | None = None
+        progress: Callable[[Any], None] | None = None,
+    ) -> ChildCall:
+        """Give the child its call (once)."""
+        assert self.reader is None, "one call per child"
         assert self.proc.stdin is not None
+        self.progress = progress
         try:
             send(self.proc.stdin, (func, args, kwargs, progress is not None))
             self.proc.stdin.close()
@@ -245,6 +252,7 @@ class ChildCall:
         # does its own work.
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
+        return self
 
     def _read(self) -> None:
         stdout = self.proc.stdout
@@ -265,10 +273,11 @@ class ChildCall:
 
     def running(self) -> bool:
         """Whether the call's messages may still come (its reply is not in)."""
-        return self.reader.is_alive()
+        return self.reader is not None and self.reader.is_alive()
 
     def result(self) -> Any:
         """The call's value; its error raised here (``as_sendable``)."""
+        assert self.reader is not None, "result before call"
         self.reader.join()
         self.close()
         if self.reply is None:
@@ -279,22 +288,36 @@ class ChildCall:
         return value
 
     def close(self) -> None:
-        """Stop the child (if it still runs) and reap it."""
+        """Stop the child (if it still runs, called or not) and reap it."""
+        if self.reader is None and self.proc.stdin is not None:
+            self.proc.stdin.close()
         stop_child(self.proc)
-        self.reader.join(timeout=5)
+        if self.reader is not None:
+            self.reader.join(timeout=5)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
 
 
+def waiting_child() -> ChildCall:
+    """A child interpreter started now, for a call given later (``call_in_child(child=)``):
+    its start, about half a second of imports, runs beside this process's work."""
+    return ChildCall()
+
+
 def call_in_child(
-    func: Any, *args: Any, progress: Callable[[int], None] | None = None, **kwargs: Any
+    func: Any,
+    *args: Any,
+    progress: Callable[[Any], None] | None = None,
+    child: ChildCall | None = None,
+    **kwargs: Any,
 ) -> ChildCall:
     """Start ``func(*args, **kwargs)`` (a module-level function; arguments and value that
-    pickle) in a child interpreter; ``result()`` waits for it. What the call prints goes to
-    stderr. With ``progress``, the call is given a ``progress`` keyword of its own: what it
-    passes (byte counts, or a note the caller knows, that pickles) reaches ``progress`` here,
-    from a thread of this process, while the call runs."""
-    return ChildCall(func, args, kwargs, progress)
+    pickle) in a child interpreter (``child``, one ``waiting_child`` started, or a new one);
+    ``result()`` waits for it. What the call prints goes to stderr. With ``progress``, the
+    call is given a ``progress`` keyword of its own: what it passes (byte counts, or a note the
+    caller knows, that pickles) reaches ``progress`` here, from a thread of this process, while
+    the call runs."""
+    return (child if child is not None else ChildCall()).call(func, args, kwargs, progress)
 
 
 def as_sendable(exc: Exception) -> Exception:

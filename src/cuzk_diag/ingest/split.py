@@ -209,6 +209,7 @@ class _Split:
         self.progress, self.warm, self.chunk_size = progress, warm, chunk_size
         self.bounds: list[int | None] = [0, None]
         self.children: dict[int, parallel.ChildCall] = {}  # part -> the child reading it
+        self.waiting: dict[int, parallel.ChildCall] = {}  # part -> its child, started early
         self.started = False
         self.shown: list[int] = []  # bytes of each part the child's progress counted
         self.starts: dict[int, Handover] = {}  # part -> its child's state at its start, told
@@ -230,6 +231,11 @@ class _Split:
         ingest = self.ingest
         ingest.begin(0)
         try:
+            # The children of parts that surely begin after the first chunk start now: their
+            # imports run while this process reads that chunk, whose run facts they need.
+            for i in range(1, len(self.bounds) - 1):
+                if self.chunk_size < self.start(i) < self.size:
+                    self.waiting[i] = parallel.waiting_child()
             stopped = yield from self.read(0, 0, self.bounds[1])
             if stopped is not None:
                 self.give_up(stopped)
@@ -251,7 +257,7 @@ class _Split:
             yield from self.deliver(self.shifted(ingest.end(self.stats)))
             yield from self.deliver(self.shifted(ingest.finish()))
         finally:
-            for child in self.children.values():
+            for child in (*self.children.values(), *self.waiting.values()):
                 child.close()
 
     def start_children(self, floor: int) -> None:
@@ -270,7 +276,11 @@ class _Split:
                     self.warm,
                     self.chunk_size,
                     progress=functools.partial(self.heard, i),
+                    child=self.waiting.pop(i, None),
                 )
+        for child in self.waiting.values():
+            child.close()  # (its part begins in the first chunk: read here)
+        self.waiting.clear()
 
     def heard(self, i: int, news: int | Handover) -> None:
         """What part ``i``'s child tells: its start state once warmed up, then bytes read."""

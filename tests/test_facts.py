@@ -115,6 +115,38 @@ def test_gpu_of_rows_fallbacks() -> None:
     assert list(gpu_of_rows(df, RunInfo(gpus=[4, 6, 9]), 2)) == [1, 6, 9, 0]
 
 
+def _gpu_of_row(gpu: Any, worker: Any, info: RunInfo, gw: int | None) -> int:
+    """``gpu_of_rows`` for one row, as section 3.1 states it."""
+    if gpu is not None:
+        return int(gpu)
+    if worker is None:
+        return 0
+    if worker in info.worker_gpu:
+        return info.worker_gpu[worker]
+    if gw:
+        i = worker // gw
+        return info.gpus[i] if i < len(info.gpus) else i
+    return 0
+
+
+def test_gpu_of_rows_is_the_per_row_rule_on_random_frames() -> None:
+    rng = np.random.default_rng(7)
+    for trial in range(120):
+        gpu = [None if v < 0 else int(v) for v in rng.integers(-2, 4, 40)]
+        worker = [None if v < 0 else int(v) for v in rng.integers(-1, 10, 40)]
+        run = make_run(
+            [_row(i, worker=w, gpu=g) for i, (w, g) in enumerate(zip(worker, gpu, strict=True))]
+        )
+        keys = rng.integers(0, 8, trial % 4)
+        info = RunInfo(
+            worker_gpu={int(k): int(k) % 3 + 10 for k in keys},
+            gpus=[int(v) for v in rng.integers(0, 9, trial % 3)],
+        )
+        for gw in (None, 1, 2, 3):
+            want = [_gpu_of_row(g, w, info, gw) for g, w in zip(gpu, worker, strict=True)]
+            assert list(gpu_of_rows(run.partitions, info, gw)) == want, (info, gw)
+
+
 def test_two_gpus_have_separate_utilisation() -> None:
     run = ALL_RUNS["two_gpu"]()
     f = compute_facts(run.partitions, run.info)

@@ -502,15 +502,18 @@ class GpuUsage:
 def gpu_of_rows(df: pd.DataFrame, info: RunInfo, gw: int | None) -> pd.Series:
     """GPU ordinal per row: the ``gpu`` column, else ``gpus[worker // gw]`` (section 3.1), or 0."""
     gpu = num(df, "gpu")
-    worker = num(df, "worker")
-    mapped = worker.map(lambda w: info.worker_gpu.get(int(w)) if pd.notna(w) else None)
-    gpu = gpu.fillna(pd.to_numeric(mapped, errors="coerce"))
+    worker = num(df, "worker")  # (float64: whole numbers or NaN)
+    by_worker = {float(w): g for w, g in info.worker_gpu.items() if isinstance(w, int)}
+    if by_worker:
+        gpu = gpu.fillna(pd.to_numeric(worker.map(by_worker), errors="coerce"))
     if gw:
-        idx = worker // gw
+        idx = (worker // gw).to_numpy()
         if info.gpus:
-            gpus = info.gpus
-            idx = idx.map(lambda i: gpus[int(i)] if pd.notna(i) and int(i) < len(gpus) else i)
-        gpu = gpu.fillna(pd.to_numeric(idx, errors="coerce"))
+            ordinals = pd.to_numeric(pd.Series(info.gpus), errors="coerce").to_numpy("float64")
+            listed = ~np.isnan(idx) & (idx < len(ordinals))
+            at = ordinals[np.where(listed, idx, 0).astype(np.int64)]
+            idx = np.where(listed, at, idx)
+        gpu = gpu.fillna(pd.Series(idx, index=gpu.index))
     return gpu.fillna(0).astype("int64")
 
 

@@ -277,3 +277,50 @@ def test_records_fit_their_columns_as_the_careful_path_makes_them(recs: list[dic
     # (gpu_ms: integer column; kernel, x: not columns; job_id, status: text)
     expected = pa.Table.from_pylist([_fit(r) for r in recs], schema=PARTITION_SCHEMA)
     assert records_to_table(recs).equals(expected)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_a_partition_export_is_the_same_file_whether_records_come_one_by_one_or_as_tables(
+    tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sink that takes tables (records another process assembled) writes the batches it
+    writes for the same records one by one: same rows, same order, same row groups."""
+    from cuzk_diag.frame import records_to_table
+    from cuzk_diag.records import Accounting, RunInfo
+    from cuzk_diag.writers import PartitionSink
+
+    monkeypatch.setattr(PartitionSink, "BATCH", 7)
+    recs = [
+        {"record": i, "job_id": f"j{i // 5}", "partition": i % 5, "worker": i % 2, "gpu_ms": i}
+        for i in range(40)
+    ]
+    end = StreamEnd(RunInfo(), Accounting())
+    outs = []
+    for how in ("one by one", "mixed"):
+        out = tmp_path / f"{how.replace(' ', '-')}.{fmt}"
+        sink = PartitionSink(str(out), fmt)
+        if how == "one by one":
+            for rec in recs:
+                sink.record(rec)
+        else:  # 3 dicts, a table of 12, 2 dicts, a table of 1, a table of 9, the rest
+            sink.record(recs[0]), sink.record(recs[1]), sink.record(recs[2])
+            sink.records(records_to_table(recs[3:15]))
+            sink.record(recs[15]), sink.record(recs[16])
+            sink.records(records_to_table(recs[17:18]))
+            sink.records(records_to_table(recs[18:27]))
+            assert sink.rows == 27
+            for rec in recs[27:]:
+                sink.record(rec)
+        sink.finish(end)
+        sink.close()
+        outs.append(out)
+    if fmt == "csv":
+        assert outs[0].read_text() == outs[1].read_text()
+        return
+    import pyarrow.parquet as pq
+
+    files = [pq.ParquetFile(p) for p in outs]
+    assert files[0].read().equals(files[1].read())
+    assert files[1].read().column("record").to_pylist() == list(range(40))
+    sizes = [[f.metadata.row_group(i).num_rows for i in range(f.num_row_groups)] for f in files]
+    assert sizes[0] == sizes[1] == [7, 7, 7, 7, 7, 5]

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import gzip
 import json
+import pickle
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
 from cuzk_diag.cli import cli
 from cuzk_diag.errors import InputError
+from cuzk_diag.frame import records_to_table
 from cuzk_diag.ingest import parallel, split
 from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
 from cuzk_diag.ingest.assemble.handover import StateKey, Uncomparable, state_key
@@ -22,8 +26,9 @@ from cuzk_diag.ingest.parse import LineParser
 from cuzk_diag.ingest.part import count_lines
 from cuzk_diag.ingest.stream import Ingest, parse_window, stream
 from cuzk_diag.model.daemon import SimConfig, simulate
-from cuzk_diag.records import Accounting, RunInfo
+from cuzk_diag.records import PARTITION_SCHEMA, Accounting, RunInfo
 from cuzk_diag.sources import SourceStats, iter_input, open_window
+from cuzk_diag.writers import PartitionSink
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -33,13 +38,16 @@ class _HereCall:
     """``parallel.call_in_child`` run in this process (many small splits, no interpreter
     start each); ``fail`` makes the call raise as a failed child does."""
 
-    def __init__(self, fail: bool, func: Any, *args: Any, progress: Any = None) -> None:
+    def __init__(
+        self, fail: bool, func: Any, *args: Any, progress: Any = None, **kwargs: Any
+    ) -> None:
         self.value: Any = None
         self.error: Exception | None = None
         try:
             if fail:
                 raise InputError("the parse process ended early (exit code -9)")
-            self.value = func(*args, progress=progress)
+            # (sent through a pipe, as from a child)
+            self.value = pickle.loads(pickle.dumps(func(*args, progress=progress, **kwargs)))
         except Exception as exc:
             self.error = exc
 
@@ -73,8 +81,8 @@ def here(monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
         monkeypatch.setattr(
             parallel,
             "call_in_child",
-            lambda func, *args, progress=None, child=None: _HereCall(
-                fail, func, *args, progress=progress
+            lambda func, *args, progress=None, child=None, **kwargs: _HereCall(
+                fail, func, *args, progress=progress, **kwargs
             ),
         )
         monkeypatch.setattr(parallel, "waiting_child", lambda: _HereCall(False, lambda **_: None))
@@ -90,8 +98,8 @@ def _one(path: str) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any
 
 
 def _split(
-    path: str, cut: int | list[int], warm: int, chunk: int
-) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], list[int], int]:
+    path: str, cut: int | list[int], warm: int, chunk: int, *, tables: bool = False
+) -> tuple[list[Any], dict[str, Any], dict[str, Any], list[int], int]:
     acc, info, ends, shown = Accounting(), RunInfo(), [], [0]
     ing = Ingest([path], acc, info)
 
@@ -114,9 +122,26 @@ def _split(
             at=[split.line_start(path, c) for c in ([cut] if isinstance(cut, int) else cut)],
             warm=warm,
             chunk_size=chunk,
+            tables=tables,
         )
     )
     return recs, acc.to_dict(), info.to_dict(), ends, shown[0]
+
+
+def _as_table(items: list[Any]) -> pa.Table:
+    """Records (dicts) and tables of records, in order, as one table."""
+    tables, run = [], []
+    for item in items:
+        if type(item) is dict:
+            run.append(item)
+            continue
+        if run:
+            tables.append(records_to_table(run))
+            run = []
+        tables.append(item)
+    if run:
+        tables.append(records_to_table(run))
+    return pa.concat_tables(tables) if tables else PARTITION_SCHEMA.empty_table()
 
 
 def _sim_log(tmp_path: Path, mb: float, seed: int = 3) -> Path:
@@ -136,6 +161,7 @@ def test_every_fixture_log_cut_anywhere_gives_one_process_records(
     logs = sorted(str(p) for p in FIXTURES.rglob("*.log"))
     assert len(logs) > 30
     before = dict(split.outcomes)
+    tabled = 0
     for log in logs:
         size = Path(log).stat().st_size
         one = _one(log)
@@ -144,6 +170,13 @@ def test_every_fixture_log_cut_anywhere_gives_one_process_records(
                 got = _split(log, [int(size * f) for f in fracs], warm, 1024)
                 assert got[:4] == one, (log, fracs, warm)
                 assert got[4] == size  # every byte shown once
+        # The children's records as the tables they make: the same table.
+        for fracs in ([0.6], [0.3, 0.55, 0.8]):
+            got = _split(log, [int(size * f) for f in fracs], 16384, 1024, tables=True)
+            assert got[1:4] == one[1:4]
+            assert _as_table(got[0]).equals(records_to_table(one[0])), (log, fracs)
+            tabled += sum(type(item) is pa.Table for item in got[0])
+    assert tabled > 20, tabled
     # Every way was taken: a child's part, a part read here, and a part read here from the
     # state the child before it handed over.
     assert split.outcomes["adopted"] - before.get("adopted", 0) > 50
@@ -159,9 +192,15 @@ def test_a_sim_log_in_four_parts_takes_every_childs_part(
     log = _sim_log(tmp_path, 2.0, seed=6)
     size = log.stat().st_size
     adopted = split.outcomes["adopted"]
-    got = _split(str(log), split.cuts(str(log), size, 4, 256 << 10), 256 << 10, 64 << 10)
-    assert got[:4] == _one(str(log))
+    at = split.cuts(str(log), size, 4, 256 << 10)
+    got = _split(str(log), at, 256 << 10, 64 << 10)
+    one = _one(str(log))
+    assert got[:4] == one
     assert split.outcomes["adopted"] == adopted + 3
+    got = _split(str(log), at, 256 << 10, 64 << 10, tables=True)
+    assert sum(type(item) is pa.Table for item in got[0]) >= 3  # (a table per batch of a part)
+    assert _as_table(got[0]).equals(records_to_table(one[0]))
+    assert got[1:4] == one[1:4]
 
 
 def test_no_part_is_shorter_than_two_warm_ups(here: Callable[[bool], None], tmp_path: Path) -> None:
@@ -230,6 +269,19 @@ def test_a_sim_log_is_split_and_the_childrens_parts_taken_with_real_children(
     assert split.outcomes["adopted"] == adopted + 3
     assert reports[0] == reports[1] == reports[2]
     assert json.loads(reports[1])["accounting"]["lines_total"] > 10000
+    # The export takes the children's records as the tables they made: the same file layout
+    # (in batches of the same size, here 64 records).
+    monkeypatch.setattr(PartitionSink, "BATCH", 64)
+    files = []
+    for jobs in ("1", "3"):
+        out = tmp_path / f"p{jobs}.parquet"
+        res = runner.invoke(cli, ["export", str(log), "-o", str(out), "-q", "--jobs", jobs])
+        assert res.exit_code == 0, res.output
+        files.append(pq.ParquetFile(out))
+    assert split.outcomes["adopted"] == adopted + 5
+    assert files[0].read().equals(files[1].read())
+    groups = [[f.metadata.row_group(i).num_rows for i in range(f.num_row_groups)] for f in files]
+    assert groups[0] == groups[1] and len(groups[0]) > 1
 
 
 def test_a_part_not_taken_is_parsed_in_a_child_of_its_own_with_real_children(

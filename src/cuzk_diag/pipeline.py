@@ -234,14 +234,21 @@ def iter_record_batches(
     """Partition records as Arrow tables of up to BATCH rows, in completion order.
 
     Memory holds one batch of dicts at a time; ``info`` and ``acc`` are complete once the
-    iterator is exhausted (the era of the first batches may be refined by later lines).
+    iterator is exhausted (the era of the first batches may be refined by later lines). The
+    records of a part of the log another process assembled come as the tables it made.
     """
     pending: list[dict[str, Any]] = []
-    for rec in iter_records(inputs, acc, info, progress, jobs=jobs):
-        pending.append(rec)
-        if len(pending) >= BATCH:
-            yield records_to_table(pending)
-            pending = []
+    for item in stream(inputs, acc, info, progress=progress, jobs=jobs, tables=True):
+        if type(item) is dict:
+            pending.append(item)
+            if len(pending) >= BATCH:
+                yield records_to_table(pending)
+                pending = []
+        else:  # a table of records another process made
+            if pending:
+                yield records_to_table(pending)
+                pending = []
+            yield item
     yield records_to_table(pending)
 
 
@@ -263,8 +270,19 @@ def stream_records(
     sink.start()
     try:
         segment = sink.segment
-        for rec in iter_records(inputs, acc, info, progress, lambda _: segment(), jobs=jobs):
-            sink.record(rec)
+        for item in stream(
+            inputs,
+            acc,
+            info,
+            progress=progress,
+            on_segment=lambda _: segment(),
+            jobs=jobs,
+            tables=sink.takes_tables,
+        ):
+            if type(item) is dict:
+                sink.record(item)
+            else:
+                sink.records(item)
         end = StreamEnd(info, acc)
         sink.finish(end)
     finally:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from cuzk_diag.analysis import Analysis
     from cuzk_diag.records import Accounting, Finding, RunInfo
 
@@ -39,8 +41,16 @@ class Sink:
     def start(self) -> None:
         """Called once before the first input is read."""
 
+    #: Whether ``records`` takes tables: then records another process assembled come so.
+    takes_tables: bool = False
+
     def record(self, record: dict[str, Any], *, revised: bool = False) -> None:
         """A partition record completed (``revised``: it replaces an earlier provisional one)."""
+
+    def records(self, table: pa.Table) -> None:
+        """Partition records completed together, as an Arrow table of ``PARTITION_SCHEMA``
+        (``frame.records_to_table``); only for a sink that ``takes_tables``."""
+        raise NotImplementedError(f"{type(self).__name__} does not take tables")
 
     def finding(self, finding: Finding, *, status: str = "new") -> None:
         """A finding appeared (``new``) or its severity changed (``changed``)."""

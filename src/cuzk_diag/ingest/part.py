@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cuzk_diag.ingest.assemble import Assembler
+from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
 from cuzk_diag.ingest.assemble.handover import StateKey, state_key
 from cuzk_diag.ingest.assemble.runinfo import has_run_info, timeline_key
 from cuzk_diag.ingest.parse import Carry, LineParser
@@ -113,7 +113,7 @@ class Part:
     and (but for the last part) its state at the end."""
 
     start: Handover
-    batches: list[bytes]  # pickled lists of records (and ``SegmentEnd``s), in order
+    batches: list[bytes]  # pickled lists of records or tables (and ``SegmentEnd``s), in order
     acc: Accounting  # its counts in the part
     stats: SourceStats  # the cleaning counts of the part's text
     unattributed: list[Event]
@@ -179,10 +179,13 @@ def assemble_part(
     warm: int,
     chunk_size: int = CHUNK_SIZE,
     progress: Callable[[Any], None] | None = None,
+    tables: bool = False,
 ) -> Part:
     """In a child: assemble the part of ``name`` from line start ``lo`` to ``hi`` (the end
     when None, where the assembly finishes) after a warm-up (``_warm_up``); ``progress`` is
-    given the state at ``lo`` (a ``Handover``) once warmed up, then counts the part's bytes."""
+    given the state at ``lo`` (a ``Handover``) once warmed up, then counts the part's bytes.
+    With ``tables``, the records go back as Arrow tables (``frame.records_to_table``), made
+    here beside the assembly rather than by the process that takes them in."""
     from cuzk_diag.ingest.stream import PacedCollector, settle_heap
 
     settle_heap()
@@ -209,7 +212,7 @@ def assemble_part(
                     part.run_info.append(ev)
             pending.extend(asm.feed_many(events))
             if len(pending) >= BATCH:
-                part.batches.append(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
+                part.batches.append(_batch(pending, tables))
                 pending.clear()
 
         done = 0
@@ -225,10 +228,32 @@ def assemble_part(
             pending.extend(asm.finish())
         else:
             part.end = _handover(asm, parser, True)
-    part.batches.append(pickle.dumps(pending, pickle.HIGHEST_PROTOCOL))
+    part.batches.append(_batch(pending, tables))
     part.unattributed = asm.unattributed
     part.era_added = [(k, n) for k, n in asm.era.markers.items() if k not in markers]
     return part
+
+
+def _batch(items: list[Any], tables: bool) -> bytes:
+    """Records and ``SegmentEnd``s, pickled; with ``tables``, each run of records between
+    ``SegmentEnd``s as one Arrow table."""
+    if tables:
+        from cuzk_diag.frame import records_to_table
+
+        out: list[Any] = []
+        run: list[dict[str, Any]] = []
+        for item in items:
+            if type(item) is SegmentEnd:
+                if run:
+                    out.append(records_to_table(run))
+                    run = []
+                out.append(item)
+            else:
+                run.append(item)
+        if run:
+            out.append(records_to_table(run))
+        items = out
+    return pickle.dumps(items, pickle.HIGHEST_PROTOCOL)
 
 
 def open_since(asm: Assembler, seq: int, block_seq: int) -> bool:

@@ -31,8 +31,11 @@ from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from cuzk_diag.ingest import parallel
-from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
+from cuzk_diag.ingest.assemble import Assembler
 from cuzk_diag.ingest.assemble.handover import StateKey, Uncomparable, state_key
 from cuzk_diag.ingest.assemble.runinfo import note_run_info
 from cuzk_diag.ingest.parse import Carry, LineParser
@@ -173,20 +176,22 @@ def stream_split(
     at: Sequence[int] | None = None,
     warm: int | None = None,
     chunk_size: int | None = None,
-) -> Iterator[dict[str, Any]]:
+    tables: bool = False,
+) -> Iterator[Any]:
     """The records of ``name`` through ``ingest`` (an ``stream.Ingest`` of that one input) in
     ``jobs`` parts (fewer when they would be shorter than two warm-ups), one assembled here and
     the others in children, each child's taken when its state at its start proves to be the
     state there (``_Truth.takes``), else read here from that state. ``at``: the cuts (line
     starts; by default ``cuts``). ``deliver`` turns a list of records and ``SegmentEnd``s into
     the records (calling back on segment ends). ``warm`` and ``chunk_size`` default to
-    ``WARM_BYTES`` and ``CHUNK_BYTES``."""
+    ``WARM_BYTES`` and ``CHUNK_BYTES``. With ``tables``, the records of a child's part come as
+    Arrow tables (``frame.records_to_table``, made by the child), the others as dicts."""
     warm = WARM_BYTES if warm is None else warm
     chunk_size = CHUNK_BYTES if chunk_size is None else chunk_size
     size = os.path.getsize(name)
     # A part shorter than two warm-ups would cost its child more warming up than assembling.
     parts = max(1, min(jobs, size // (2 * warm) if warm else jobs))
-    split = _Split(name, size, ingest, deliver, progress, warm, chunk_size)
+    split = _Split(name, size, ingest, deliver, progress, warm, chunk_size, tables)
     return split.run(list(at) if at is not None else cuts(name, size, parts, warm))
 
 
@@ -202,11 +207,13 @@ class _Split:
         progress: Callable[[int], None] | None,
         warm: int,
         chunk_size: int,
+        tables: bool = False,
     ) -> None:
         from cuzk_diag.ingest.stream import PacedCollector
 
         self.name, self.size, self.ingest, self.deliver = name, size, ingest, deliver
         self.progress, self.warm, self.chunk_size = progress, warm, chunk_size
+        self.tables = tables
         self.bounds: list[int | None] = [0, None]
         self.children: dict[int, parallel.ChildCall] = {}  # part -> the child reading it
         self.waiting: dict[int, parallel.ChildCall] = {}  # part -> its child, started early
@@ -277,6 +284,7 @@ class _Split:
                     self.chunk_size,
                     progress=functools.partial(self.heard, i),
                     child=self.waiting.pop(i, None),
+                    tables=self.tables,
                 )
         for child in self.waiting.values():
             child.close()  # (its part begins in the first chunk: read here)
@@ -374,12 +382,17 @@ class _Split:
 
 
 def _renumbered(out: list[Any], shift: int) -> list[Any]:
-    """Records (and ``SegmentEnd``s) with their block numbers (``record``) moved by ``shift``
-    (a child's, or a child's handed-over assembler's, counted from elsewhere)."""
+    """Records, tables of records (and ``SegmentEnd``s) with their block numbers (``record``)
+    moved by ``shift`` (a child's, or a child's handed-over assembler's, counted from
+    elsewhere)."""
     if shift:
-        for rec in out:
-            if type(rec) is not SegmentEnd and rec.get("record") is not None:
-                rec["record"] += shift
+        for i, rec in enumerate(out):
+            if type(rec) is dict:
+                if rec.get("record") is not None:
+                    rec["record"] += shift
+            elif type(rec) is pa.Table:
+                at = rec.schema.get_field_index("record")
+                out[i] = rec.set_column(at, "record", pc.add(rec.column(at), shift))
     return out
 
 

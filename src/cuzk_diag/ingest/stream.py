@@ -201,16 +201,19 @@ def stream(
     progress: Progress | None = None,
     on_segment: Callable[[int], None] | None = None,
     jobs: int | None = 1,
-) -> Iterator[dict[str, Any]]:
+    tables: bool = False,
+) -> Iterator[Any]:
     """Partition records of the inputs, one by one as they complete; ``acc`` and ``info`` are
     complete once the iterator is exhausted. ``on_segment(n)`` is called once the records of
     a clock segment are out. With ``jobs`` > 1, one large log file is assembled in ``jobs``
     parts by as many processes (``split``), and other inputs that are regular files are parsed
     in a second process ahead of the assembly (``parallel``); the records are the same.
-    ``jobs=None`` lets ``parallel.auto_jobs`` choose."""
+    ``jobs=None`` lets ``parallel.auto_jobs`` choose. With ``tables``, the records another
+    process assembled may come as Arrow tables of several records (``frame.records_to_table``
+    of them, made there), in their place among the others (dicts)."""
     from cuzk_diag.ingest import parallel, split
 
-    def deliver(out: list[Any]) -> Iterator[dict[str, Any]]:
+    def deliver(out: list[Any]) -> Iterator[Any]:
         for rec in out:
             if type(rec) is SegmentEnd:
                 if on_segment is not None:
@@ -224,7 +227,9 @@ def stream(
     one_file = split.splittable(inputs) if jobs > 1 else None
     if one_file is not None:
         _by_name(inputs)
-        yield from split.stream_split(one_file, ing, deliver=deliver, jobs=jobs, progress=progress)
+        yield from split.stream_split(
+            one_file, ing, deliver=deliver, jobs=jobs, progress=progress, tables=tables
+        )
         return
     parts: Iterator[tuple[int, ParsedChunk, int, Accounting | None]]
     if jobs > 1 and parallel.can_parallel(inputs):

@@ -104,11 +104,8 @@ def classify(arr: pa.StringArray, *, full: bool, damaged: bool) -> Classified:
     counts["other"] = n - sum(counts.values())  # bench lines are moved by the parse loop
     if full:
         return Classified(arr, counts, np.arange(n), arr, None, _bools(tracing))
-    # (Each regular expression runs over the lines it can select only: a pass over every line
-    # of a chunk costs as much as the rest of the classification.)
-    relevant = _matching(arr, tracing, _RELEVANT_RE2)
-    rest = pc.invert(pc.or_(pc.or_(timing, timeline), tracing))
-    bench = _matching(arr, rest, _BENCH_HEAD_RE2)
+    relevant = pc.and_(tracing, pc.match_substring_regex(arr, _RELEVANT_RE2))
+    bench = pc.and_not(pc.match_substring_regex(arr, _BENCH_HEAD_RE2), tracing)
     selected = pc.or_(pc.or_(timing, timeline), pc.or_(relevant, bench))
     if damaged:
         selected = pc.or_(selected, pc.starts_with(arr, DAMAGED))
@@ -127,15 +124,6 @@ def classify(arr: pa.StringArray, *, full: bool, damaged: bool) -> Classified:
         _bools(clock.filter(selected)),
         _bools(tracing.filter(selected)),
     )
-
-
-def _matching(arr: pa.StringArray, among: pa.BooleanArray, pattern: str) -> pa.BooleanArray:
-    """Per line of ``arr``: whether it is one of ``among`` and matches ``pattern``."""
-    where = pc.indices_nonzero(among).to_numpy()
-    out = np.zeros(len(arr), dtype=bool)
-    if len(where):
-        out[where] = _bools(pc.match_substring_regex(arr.take(where), pattern))
-    return pa.array(out)
 
 
 def tracing_heads(arr: pa.StringArray) -> pa.BooleanArray:

@@ -107,13 +107,21 @@ class Handover:
     blob: bytes = b""
 
 
+@dataclass(frozen=True)
+class Batch:
+    """Records of a part (and ``SegmentEnd``s) in order, pickled; a child sends each as it is
+    made (``progress``), so that neither it nor its parent holds two copies of them all."""
+
+    blob: bytes
+
+
 @dataclass
 class Part:
     """What a child sends back: its state at the start of its part, what it did in the part,
     and (but for the last part) its state at the end."""
 
     start: Handover
-    batches: list[bytes]  # pickled lists of records or tables (and ``SegmentEnd``s), in order
+    batches: list[Batch]  # (those not sent as made: without ``progress``)
     acc: Accounting  # its counts in the part
     stats: SourceStats  # the cleaning counts of the part's text
     unattributed: list[Event]
@@ -121,6 +129,7 @@ class Part:
     run_info: list[Event]  # lines with run facts in the part
     touched: set[tuple[str, int | None]]  # TIMELINE keys held at the start, named in the part
     end: Handover | None = None
+    sent: int = 0  # batches sent as made (``progress``)
 
 
 def _warm_up(
@@ -183,7 +192,8 @@ def assemble_part(
 ) -> Part:
     """In a child: assemble the part of ``name`` from line start ``lo`` to ``hi`` (the end
     when None, where the assembly finishes) after a warm-up (``_warm_up``); ``progress`` is
-    given the state at ``lo`` (a ``Handover``) once warmed up, then counts the part's bytes.
+    given the state at ``lo`` (a ``Handover``) once warmed up, then counts the part's bytes
+    and takes its records, a ``Batch`` at a time (without it they are in ``Part.batches``).
     With ``tables``, the records go back as Arrow tables (``frame.records_to_table``), made
     here beside the assembly rather than by the process that takes them in."""
     from cuzk_diag.ingest.stream import PacedCollector, settle_heap
@@ -203,6 +213,14 @@ def assemble_part(
         part = Part(start, [], acc, SourceStats(name), [], [], [], set())
         pending: list[Any] = []
 
+        def send(items: list[Any]) -> None:
+            batch = Batch(_pickled(items, tables))
+            if progress is not None:
+                progress(batch)
+                part.sent += 1
+            else:
+                part.batches.append(batch)
+
         def take(events: list[Event]) -> None:
             for ev in events:
                 if ev.family is Family.TIMELINE:
@@ -212,7 +230,7 @@ def assemble_part(
                     part.run_info.append(ev)
             pending.extend(asm.feed_many(events))
             if len(pending) >= BATCH:
-                part.batches.append(_batch(pending, tables))
+                send(pending)
                 pending.clear()
 
         done = 0
@@ -228,13 +246,13 @@ def assemble_part(
             pending.extend(asm.finish())
         else:
             part.end = _handover(asm, parser, True)
-    part.batches.append(_batch(pending, tables))
+    send(pending)
     part.unattributed = asm.unattributed
     part.era_added = [(k, n) for k, n in asm.era.markers.items() if k not in markers]
     return part
 
 
-def _batch(items: list[Any], tables: bool) -> bytes:
+def _pickled(items: list[Any], tables: bool) -> bytes:
     """Records and ``SegmentEnd``s, pickled; with ``tables``, each run of records between
     ``SegmentEnd``s as one Arrow table."""
     if tables:

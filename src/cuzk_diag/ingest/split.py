@@ -40,6 +40,7 @@ from cuzk_diag.ingest.assemble.handover import StateKey, Uncomparable, state_key
 from cuzk_diag.ingest.assemble.runinfo import note_run_info
 from cuzk_diag.ingest.parse import Carry, LineParser
 from cuzk_diag.ingest.part import (
+    Batch,
     Handover,
     Part,
     Seed,
@@ -222,6 +223,7 @@ class _Split:
         self.started = False
         self.shown: list[int] = []  # bytes of each part the child's progress counted
         self.starts: dict[int, Handover] = {}  # part -> its child's state at its start, told
+        self.batches: dict[int, list[Batch]] = {}  # part -> its child's records so far
         self.told: dict[int, threading.Event] = {}
         self.collector = PacedCollector()
         self.truth = _Truth(ingest)
@@ -292,15 +294,22 @@ class _Split:
             child.close()  # (its part begins in the first chunk: read here)
         self.waiting.clear()
 
-    def heard(self, i: int, news: int | Handover) -> None:
-        """What part ``i``'s child tells: its start state once warmed up, then bytes read."""
+    def heard(self, i: int, news: int | Handover | Batch) -> None:
+        """What part ``i``'s child tells: its start state once warmed up, then bytes read and
+        its records as they are made."""
+        if isinstance(news, Batch):
+            self.batches.setdefault(i, []).append(news)
+            return
         if isinstance(news, Handover):
             self.starts[i] = news
             self.told[i].set()
             return
         self.shown[i] += news
         if self.progress is not None:
-            self.progress(news)
+            try:
+                self.progress(news)
+            except Exception:  # (a progress bar that fails must not stop the records)
+                self.progress = None
 
     def part(self, i: int) -> Part | None:
         """Part ``i`` as its child read it; None when it has none, failed, or told a start
@@ -312,11 +321,17 @@ class _Split:
             pass  # (the child tells its start state after its warm-up)
         if i in self.starts and not self.truth.takes(self.starts[i], None):
             child.close()  # (its part will not be taken: its CPU is free now)
+            self.batches.pop(i, None)
             return None
         try:
             part: Part = child.result()
         except Exception:
+            self.batches.pop(i, None)
             return None  # (an error of the input is met again when read here, and raised)
+        sent = self.batches.pop(i, [])
+        if len(sent) != part.sent:
+            return None  # (records lost on the way: read here)
+        part.batches[:0] = sent
         return part
 
     def give_up(self, stopped: int) -> None:
@@ -418,8 +433,12 @@ def _adopt(
 ) -> Iterator[dict[str, Any]]:
     """Take a child's records and counts as this process's."""
     asm = ingest.asm
-    for blob in part.batches:
-        yield from deliver(_renumbered(pickle.loads(blob), shift))
+    batches, part.batches = part.batches, []
+    batches.reverse()
+    while batches:  # (each batch freed once its records are out)
+        items = pickle.loads(batches.pop().blob)
+        yield from deliver(_renumbered(items, shift))
+        del items
     ingest.acc.add(part.acc)
     stats.add(part.stats)
     room = max(0, 1000 - len(asm.unattributed))

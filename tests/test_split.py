@@ -438,7 +438,7 @@ def test_a_child_started_early_takes_its_call_later_and_an_unused_one_is_stopped
 def test_a_part_whose_records_did_not_all_arrive_is_read_here(
     here: Callable[[bool], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A child sends its records as it makes them and counts them: a batch lost on the way
+    """A child sends its records a batch at a time and counts them: a batch lost on the way
     (the progress channel failed) leaves its part to this process, not a hole in the records."""
     here(False)
     log = _sim_log(tmp_path, 1.0, seed=9)

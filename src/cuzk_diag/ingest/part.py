@@ -109,8 +109,9 @@ class Handover:
 
 @dataclass(frozen=True)
 class Batch:
-    """Records of a part (and ``SegmentEnd``s) in order, pickled; a child sends each as it is
-    made (``progress``), so that neither it nor its parent holds two copies of them all."""
+    """Records of a part (and ``SegmentEnd``s) in order, pickled; a child sends each as a
+    message of its own (``progress``), so that its parent never holds two copies of them all
+    (as it would unpickling one message of them all)."""
 
     blob: bytes
 
@@ -129,7 +130,7 @@ class Part:
     run_info: list[Event]  # lines with run facts in the part
     touched: set[tuple[str, int | None]]  # TIMELINE keys held at the start, named in the part
     end: Handover | None = None
-    sent: int = 0  # batches sent as made (``progress``)
+    sent: int = 0  # batches sent through ``progress``
 
 
 def _warm_up(
@@ -193,7 +194,8 @@ def assemble_part(
     """In a child: assemble the part of ``name`` from line start ``lo`` to ``hi`` (the end
     when None, where the assembly finishes) after a warm-up (``_warm_up``); ``progress`` is
     given the state at ``lo`` (a ``Handover``) once warmed up, then counts the part's bytes
-    and takes its records, a ``Batch`` at a time (without it they are in ``Part.batches``).
+    and at the end takes its records, a ``Batch`` at a time (without it they are in
+    ``Part.batches``).
     With ``tables``, the records go back as Arrow tables (``frame.records_to_table``), made
     here beside the assembly rather than by the process that takes them in."""
     from cuzk_diag.ingest.stream import PacedCollector, settle_heap
@@ -214,12 +216,7 @@ def assemble_part(
         pending: list[Any] = []
 
         def send(items: list[Any]) -> None:
-            batch = Batch(_pickled(items, tables))
-            if progress is not None:
-                progress(batch)
-                part.sent += 1
-            else:
-                part.batches.append(batch)
+            part.batches.append(Batch(_pickled(items, tables)))
 
         def take(events: list[Event]) -> None:
             for ev in events:
@@ -247,6 +244,14 @@ def assemble_part(
         else:
             part.end = _handover(asm, parser, True)
     send(pending)
+    if progress is not None:
+        # Sent at the end, when the parent waits for them: a parent busy with its own part
+        # reads a pipe slowly (its reading thread waits for the interpreter lock at every
+        # read), which would hold this process up at each batch.
+        part.batches.reverse()
+        while part.batches:
+            progress(part.batches.pop())
+            part.sent += 1
     part.unattributed = asm.unattributed
     part.era_added = [(k, n) for k, n in asm.era.markers.items() if k not in markers]
     return part

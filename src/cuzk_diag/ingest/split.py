@@ -295,8 +295,8 @@ class _Split:
         self.waiting.clear()
 
     def heard(self, i: int, news: int | Handover | Batch) -> None:
-        """What part ``i``'s child tells: its start state once warmed up, then bytes read and
-        its records as they are made."""
+        """What part ``i``'s child tells: its start state once warmed up, then bytes read, and
+        at the end its records."""
         if isinstance(news, Batch):
             self.batches.setdefault(i, []).append(news)
             return

@@ -122,7 +122,7 @@ class Part:
     and (but for the last part) its state at the end."""
 
     start: Handover
-    batches: list[Batch]  # (those not sent as made: without ``progress``)
+    batches: list[Batch]  # its records, when they did not go through ``progress``
     acc: Accounting  # its counts in the part
     stats: SourceStats  # the cleaning counts of the part's text
     unattributed: list[Event]

@@ -85,6 +85,54 @@ def records_to_table(records: Iterable[dict[str, Any]]) -> pa.Table:
         return pa.Table.from_pylist([_fit(r) for r in rows], schema=PARTITION_SCHEMA)
 
 
+class RecordBatches:
+    """Records in order, taken one by one (dicts) or already as tables (``records_to_table`` of
+    them, made by another process), given back as tables of ``size`` rows: ``add`` and
+    ``add_table`` return the batches they completed, ``rest`` what is left."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._pending: list[dict[str, Any]] = []  # records taken one by one, after ``_tables``
+        self._tables: list[pa.Table] = []
+        self._held = 0  # rows in ``_tables``
+
+    @property
+    def rows(self) -> int:
+        """Records taken and not yet given back."""
+        return self._held + len(self._pending)
+
+    def add(self, record: dict[str, Any]) -> list[pa.Table]:
+        self._pending.append(record)
+        return self._batches(whole=True) if self.rows >= self.size else []
+
+    def add_table(self, table: pa.Table) -> list[pa.Table]:
+        self._tabled()
+        self._tables.append(table)
+        self._held += table.num_rows
+        return self._batches(whole=True)
+
+    def rest(self) -> list[pa.Table]:
+        return self._batches(whole=False)
+
+    def _tabled(self) -> None:
+        if self._pending:
+            self._tables.append(records_to_table(self._pending))
+            self._held += len(self._pending)
+            self._pending = []
+
+    def _batches(self, *, whole: bool) -> list[pa.Table]:
+        """The held rows in batches of ``size``; the rest too (shorter) unless ``whole``."""
+        self._tabled()
+        if not self._held:
+            return []
+        table = pa.concat_tables(self._tables)
+        n = table.num_rows - table.num_rows % self.size if whole else table.num_rows
+        out = [table.slice(lo, min(self.size, n - lo)) for lo in range(0, n, self.size)]
+        rest = table.slice(n)
+        self._tables, self._held = ([rest] if rest.num_rows else []), rest.num_rows
+        return out
+
+
 def _types_mapper(t: pa.DataType) -> Any:
     if pa.types.is_integer(t):
         return pd.Int64Dtype()

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cuzk_diag.errors import InputError
-from cuzk_diag.frame import records_to_table, releasing, table_to_frame, take_frame
+from cuzk_diag.frame import RecordBatches, releasing, table_to_frame, take_frame
 from cuzk_diag.ingest.assemble.calls import _ts_ms
 from cuzk_diag.ingest.stream import stream
 from cuzk_diag.records import PARTITION_SCHEMA, Accounting, Event, Family, RunInfo
@@ -231,25 +231,18 @@ def iter_record_batches(
     *,
     jobs: int | None = 1,
 ) -> Iterator[pa.Table]:
-    """Partition records as Arrow tables of up to BATCH rows, in completion order.
+    """Partition records as Arrow tables of BATCH rows (the last one fewer), in completion
+    order (``frame.RecordBatches``).
 
     Memory holds one batch of dicts at a time; ``info`` and ``acc`` are complete once the
     iterator is exhausted (the era of the first batches may be refined by later lines). The
-    records of a part of the log another process assembled come as the tables it made.
+    records of a part of the log another process assembled come in as the tables it made.
     """
-    pending: list[dict[str, Any]] = []
+    batches = RecordBatches(BATCH)
     for item in stream(inputs, acc, info, progress=progress, jobs=jobs, tables=True):
-        if type(item) is dict:
-            pending.append(item)
-            if len(pending) >= BATCH:
-                yield records_to_table(pending)
-                pending = []
-        else:  # a table of records another process made
-            if pending:
-                yield records_to_table(pending)
-                pending = []
-            yield item
-    yield records_to_table(pending)
+        # (a dict, or a table of records another process made)
+        yield from batches.add(item) if type(item) is dict else batches.add_table(item)
+    yield from batches.rest()
 
 
 def stream_records(

@@ -140,60 +140,34 @@ class PartitionSink(Sink):
     takes_tables = True
 
     def __init__(self, path: str, fmt: str, info: Any = None) -> None:
+        from cuzk_diag.frame import RecordBatches
         from cuzk_diag.records import PARTITION_SCHEMA
 
         self.writer = TableWriter(path, fmt, PARTITION_SCHEMA)
-        self._pending: list[dict[str, Any]] = []
-        self._tables: list[Any] = []  # records before ``_pending``, as tables, not yet written
-        self._held = 0  # their rows
+        self._batches = RecordBatches(self.BATCH)
         self._info = info  # the RunInfo being filled: each batch gets the era known so far
 
     @property
     def rows(self) -> int:
-        return self.writer.rows + self._held + len(self._pending)
+        return self.writer.rows + self._batches.rows
 
     def record(self, record: dict[str, Any], *, revised: bool = False) -> None:
-        self._pending.append(record)
-        if self._held + len(self._pending) >= self.BATCH:
-            self._write(whole=True)
+        self._write(self._batches.add(record))
 
     def records(self, table: Any) -> None:
-        self._tabled()
-        self._tables.append(table)
-        self._held += table.num_rows
-        self._write(whole=True)
+        self._write(self._batches.add_table(table))
 
-    def _tabled(self) -> None:
-        """The records taken one by one, as a table after the others."""
-        from cuzk_diag.frame import records_to_table
-
-        if self._pending:
-            self._tables.append(records_to_table(self._pending))
-            self._held += len(self._pending)
-            self._pending = []
-
-    def _write(self, *, whole: bool) -> None:
-        """Write what is held: in batches of ``BATCH`` rows, the rest too unless ``whole``."""
-        import pyarrow as pa
-
+    def _write(self, batches: list[Any]) -> None:
         from cuzk_diag.pipeline import complete_table
 
-        self._tabled()
-        if not self._held:
-            return
-        table = pa.concat_tables(self._tables)
-        n = table.num_rows - table.num_rows % self.BATCH if whole else table.num_rows
-        for lo in range(0, n, self.BATCH):
-            batch = table.slice(lo, min(self.BATCH, n - lo))
+        for batch in batches:
             self.writer.write(complete_table(batch, self._info) if self._info else batch)
-        rest = table.slice(n)
-        self._tables, self._held = ([rest] if rest.num_rows else []), rest.num_rows
 
     def finish(self, end: StreamEnd) -> None:
         from cuzk_diag.pipeline import run_metadata_of
 
         self._info = end.info
-        self._write(whole=False)
+        self._write(self._batches.rest())
         self.writer.add_metadata(run_metadata_of(end.info, end.accounting))
 
     def close(self) -> None:

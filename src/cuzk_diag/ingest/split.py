@@ -173,7 +173,7 @@ def stream_split(
     name: str,
     ingest: Any,
     *,
-    deliver: Callable[[list[Any]], Iterator[dict[str, Any]]],
+    deliver: Callable[[list[Any]], Iterator[Any]],
     jobs: int = 2,
     progress: Callable[[int], None] | None = None,
     at: Sequence[int] | None = None,
@@ -206,7 +206,7 @@ class _Split:
         name: str,
         size: int,
         ingest: Any,
-        deliver: Callable[[list[Any]], Iterator[dict[str, Any]]],
+        deliver: Callable[[list[Any]], Iterator[Any]],
         progress: Callable[[int], None] | None,
         warm: int,
         chunk_size: int,
@@ -235,7 +235,7 @@ class _Split:
         assert lo is not None
         return lo
 
-    def run(self, at: list[int]) -> Iterator[dict[str, Any]]:
+    def run(self, at: list[int]) -> Iterator[Any]:
         self.bounds = [0, *at, None]
         self.shown = [0] * len(self.bounds)
         self.told = {i: threading.Event() for i in range(len(self.bounds))}
@@ -348,7 +348,7 @@ class _Split:
         """Records numbered as the log's (see ``_Truth.offset``)."""
         return _renumbered(out, self.truth.offset)
 
-    def read(self, i: int, lo: int, hi: int | None) -> Generator[dict[str, Any], None, int | None]:
+    def read(self, i: int, lo: int, hi: int | None) -> Generator[Any, None, int | None]:
         """Assemble bytes ``[lo, hi)`` of part ``i`` here (their cleaning counts added): the
         first part parsed here, a later one (whose child's part was not taken) parsed in a child
         of its own ahead of the assembly, as several files are (``parallel``). The first part
@@ -428,9 +428,9 @@ def _adopt(
     ingest: Any,
     part: Part,
     stats: SourceStats,
-    deliver: Callable[[list[Any]], Iterator[dict[str, Any]]],
+    deliver: Callable[[list[Any]], Iterator[Any]],
     shift: int,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Any]:
     """Take a child's records and counts as this process's."""
     asm = ingest.asm
     batches, part.batches = part.batches, []

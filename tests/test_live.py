@@ -622,29 +622,51 @@ def test_quantile_sketch_accuracy() -> None:
     assert len(sk._pos) < 1000  # memory does not grow with the number of values
 
 
-def test_quantile_sketch_remembers_buckets_without_changing_them(monkeypatch) -> None:
+def test_quantile_sketch_batches_give_the_buckets_of_each_value() -> None:
+    import math
     import random
 
+    import numpy as np
+
     rnd = random.Random(2)
-    # Whole milliseconds repeat (remembered), negative and zero values, and more distinct
-    # values than the memo holds.
+    # Whole milliseconds that repeat, negative and zero values, fractions, NaN (skipped).
     values = [float(rnd.randint(-50, 3000)) for _ in range(20000)]
-    values += [rnd.uniform(-5, 5) for _ in range(6000)] + [0.0, -0.0, 1e-10]
-    remembered = QuantileSketch(0.01)
+    values += [rnd.uniform(-5, 5) for _ in range(6000)] + [0.0, -0.0, 1e-10, math.nan]
+    rnd.shuffle(values)
+    # The definition, value by value.
+    gamma = (1 + 0.01) / (1 - 0.01)
+    pos: dict[int, int] = {}
+    neg: dict[int, int] = {}
+    zero = 0
     for v in values:
-        remembered.add(v)
-    monkeypatch.setattr(QuantileSketch, "BUCKET_MEMO", 0)
-    plain = QuantileSketch(0.01)
-    for v in values:
-        plain.add(v)
-    assert len(remembered._bucket) == 4096 and not plain._bucket
-    assert (remembered._pos, remembered._neg, remembered._zero) == (
-        plain._pos,
-        plain._neg,
-        plain._zero,
-    )
+        if v != v:
+            continue
+        if -1e-9 <= v <= 1e-9:
+            zero += 1
+            continue
+        k = math.ceil(math.log(abs(v)) / math.log(gamma))
+        side = pos if v > 0 else neg
+        side[k] = side.get(k, 0) + 1
+    whole = QuantileSketch(0.01)
+    whole.add_many(np.array(values))
+    batched = QuantileSketch(0.01)
+    i = 0
+    while i < len(values):  # batches of 1 to 700 values, as live mode's inputs come
+        n = rnd.randint(1, 700)
+        batched.add_many(np.array(values[i : i + n]))
+        i += n
+    single = QuantileSketch(0.01)
+    for v in values[:3000]:
+        single.add(v)
+    finite = [v for v in values if v == v]
+    for sk in (whole, batched):
+        assert (sk._pos, sk._neg, sk._zero) == (pos, neg, zero)
+        assert sk.count == len(finite) and sk.lo == min(finite) and sk.hi == max(finite)
+        assert math.isclose(sk.total, math.fsum(finite), rel_tol=1e-9, abs_tol=1e-6)
     for q in (0.0, 0.01, 0.25, 0.5, 0.9, 0.99, 1.0):
-        assert remembered.quantile(q) == plain.quantile(q)
+        assert whole.quantile(q) == batched.quantile(q)
+    head = [v for v in values[:3000] if v == v]
+    assert single.count == len(head) and single.quantile(1.0) == max(head)
 
 
 def test_record_store_keeps_order_and_cap() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -12,6 +11,7 @@ import pyarrow.compute as pc
 
 from cuzk_diag.ingest.parse import ParsedChunk
 from cuzk_diag.ingest.parse.columnar import Group
+from cuzk_diag.jsontext import encoder
 from cuzk_diag.records import Accounting, Event, is_int64
 from cuzk_diag.sources import Source
 
@@ -138,28 +138,7 @@ def _typed(values: list[object], typ: type) -> list[object]:
     return [v if type(v) is typ else None for v in values]
 
 
-def _json_encoder() -> Callable[[object], str]:
-    """``json.JSONEncoder(ensure_ascii=False).encode``, with the C encoder it makes on every
-    call made once (half the cost a line; the same text)."""
-    enc = json.JSONEncoder(ensure_ascii=False)
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # a Python built without the _json accelerator
-        return enc.encode
-    c_encode = make(
-        None,  # no cycle check: the fields of one line hold no containers
-        enc.default,
-        json.encoder.encode_basestring,
-        None,
-        enc.key_separator,
-        enc.item_separator,
-        enc.sort_keys,
-        enc.skipkeys,
-        enc.allow_nan,
-    )
-    return lambda obj: "".join(c_encode(obj, 0))
-
-
-_dumps = _json_encoder()
+_dumps = encoder()
 
 
 def _batch(evs: list[Event]) -> pa.RecordBatch:

@@ -13,7 +13,6 @@ the final report (stored as Arrow tables, oldest dropped beyond the cap) are all
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import queue
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
+import numpy as np
 import pyarrow as pa
 
 from cuzk_diag.analysis import Analysis, analyze_run, jsonable
@@ -39,6 +39,7 @@ from cuzk_diag.follow import FollowFile
 from cuzk_diag.frame import records_to_table, table_to_frame
 from cuzk_diag.ingest.assemble import SegmentEnd
 from cuzk_diag.ingest.stream import Ingest
+from cuzk_diag.jsontext import encoder
 from cuzk_diag.pipeline import Run, finish_table, with_wall_clock_text
 from cuzk_diag.records import (
     PARTITION_COLUMNS,
@@ -67,6 +68,8 @@ SKETCH_FIELDS: tuple[str, ...] = tuple(
 QUEUE_WAIT = "gpu_queue_wait_ms"  # GPU_PICKUP - CHAN_SEND/GPU_QUEUE, as in the stage table
 _COLUMN_NAMES = tuple(name for name, _ in PARTITION_COLUMNS)
 _AS_IS = frozenset({str, int, bool})  # value types ``jsonable`` returns unchanged
+#: One event of the ``jsonl`` stream (compact; NaN refused, ``jsonable`` having made it null).
+_event_text = encoder(separators=(",", ":"), allow_nan=False)
 #: Text handed to the parser at once when a backlog is waiting (keeps replay fast).
 FEED_LIMIT = 4 << 20
 
@@ -92,7 +95,8 @@ class QuantileSketch:
     """Quantiles of a stream within a relative error (log-spaced buckets, as DDSketch).
 
     Memory is one counter per occupied bucket: about 800 for values from 1 ms to 3 hours at
-    1% accuracy, whatever the number of values.
+    1% accuracy, whatever the number of values. Values are taken a batch at a time
+    (``add_many``: the buckets of a batch by numpy, its counts merged once per bucket).
     """
 
     __slots__ = (
@@ -101,15 +105,11 @@ class QuantileSketch:
         "_pos",
         "_neg",
         "_zero",
-        "_bucket",
         "count",
         "total",
         "lo",
         "hi",
     )
-
-    #: Values whose bucket is remembered (timings repeat: whole milliseconds).
-    BUCKET_MEMO = 4096
 
     def __init__(self, relative_accuracy: float = 0.01) -> None:
         self._gamma = (1 + relative_accuracy) / (1 - relative_accuracy)
@@ -117,31 +117,32 @@ class QuantileSketch:
         self._pos: dict[int, int] = {}
         self._neg: dict[int, int] = {}
         self._zero = 0
-        self._bucket: dict[float, int] = {}  # value -> its bucket (up to BUCKET_MEMO values)
         self.count = 0
         self.total = 0.0
         self.lo = math.inf
         self.hi = -math.inf
 
     def add(self, x: float) -> None:
-        if x != x:  # NaN
+        self.add_many(np.array([x], dtype=np.float64))
+
+    def add_many(self, values: np.ndarray) -> None:
+        """Add a float64 array of values (NaNs are skipped)."""
+        v = values[~np.isnan(values)]
+        if not len(v):
             return
-        self.count += 1
-        self.total += x
-        if x < self.lo:
-            self.lo = x
-        if x > self.hi:
-            self.hi = x
-        if -1e-9 <= x <= 1e-9:
-            self._zero += 1
-            return
-        k = self._bucket.get(x)
-        if k is None:
-            k = math.ceil(math.log(abs(x)) / self._log_gamma)
-            if len(self._bucket) < self.BUCKET_MEMO:
-                self._bucket[x] = k
-        counts = self._pos if x > 0 else self._neg
-        counts[k] = counts.get(k, 0) + 1
+        self.count += len(v)
+        self.total += float(v.sum())
+        self.lo = min(self.lo, float(v.min()))
+        self.hi = max(self.hi, float(v.max()))
+        nonzero = np.abs(v) > 1e-9
+        self._zero += len(v) - int(nonzero.sum())
+        v = v[nonzero]
+        k = np.ceil(np.log(np.abs(v)) / self._log_gamma).astype(np.int64)
+        for counts, keys in ((self._pos, k[v > 0]), (self._neg, k[v < 0])):
+            if len(keys):
+                uniq, n = np.unique(keys, return_counts=True)
+                for key, c in zip(uniq.tolist(), n.tolist(), strict=True):
+                    counts[key] = counts.get(key, 0) + c
 
     def quantile(self, q: float) -> float | None:
         """The ``q`` quantile (0..1), exact at the extremes, within the accuracy elsewhere."""
@@ -254,9 +255,7 @@ class JsonLinesSink(Sink):
         if self.closed:
             return
         try:
-            self.stream.write(
-                json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
-            )
+            self.stream.write(_event_text(obj) + "\n")
         except BrokenPipeError:
             self.closed = True
 
@@ -491,6 +490,7 @@ class LiveAnalyzer:
         """Final records from the assembler, in order (their shown form made in one pass)."""
         for rec, shown in zip(records, self._shown(records), strict=True):
             self._record(rec, shown)
+        self._sketch(records)
 
     def _bound_assembler(self) -> None:
         asm = self.asm
@@ -520,7 +520,6 @@ class LiveAnalyzer:
         if rec.get("status") == "failed":
             self.partitions_failed += 1
         self.store.add(rec)
-        self._sketch(rec)
         self._progress(rec)
         key = _key(rec)
         prov = self.provisional.pop(key, None)
@@ -563,21 +562,29 @@ class LiveAnalyzer:
             if job is not None and (not self._evicted_jobs or self._evicted_jobs[-1] != job):
                 self._evicted_jobs.append(job)
 
-    def _sketch(self, rec: dict[str, Any]) -> None:
+    def _sketch(self, records: list[dict[str, Any]]) -> None:
+        """Each stage's values of a batch of records into its sketch (whole numbers and floats;
+        the queue wait where both its offsets are known)."""
+        if not records:
+            return
         sk = self.sketches
-        for name in SKETCH_FIELDS:
-            v = rec.get(name)
-            if isinstance(v, int | float) and not isinstance(v, bool):
+        columns = [(name, [r.get(name) for r in records]) for name in SKETCH_FIELDS]
+        queue_wait = [
+            p - q if isinstance(q, int) and isinstance(p, int) else None
+            for q, p in ((r.get("queue_ms"), r.get("pickup_ms")) for r in records)
+        ]
+        columns.append((QUEUE_WAIT, queue_wait))
+        for name, vals in columns:
+            nums = [
+                float(v)
+                for v in vals
+                if v is not None and isinstance(v, int | float) and not isinstance(v, bool)
+            ]
+            if nums:
                 s = sk.get(name)
                 if s is None:
                     s = sk[name] = QuantileSketch()
-                s.add(float(v))
-        q, p = rec.get("queue_ms"), rec.get("pickup_ms")
-        if isinstance(q, int) and isinstance(p, int):
-            s = sk.get(QUEUE_WAIT)
-            if s is None:
-                s = sk[QUEUE_WAIT] = QuantileSketch()
-            s.add(float(p - q))
+                s.add_many(np.array(nums, dtype=np.float64))
 
     def _progress(self, rec: dict[str, Any]) -> None:
         job = rec.get("job_id")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import IO, Any
 
@@ -12,9 +11,12 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from cuzk_diag.errors import InputError, OutputError
+from cuzk_diag.jsontext import encoder
 from cuzk_diag.sinks import Sink, StreamEnd
 
 FORMATS = ("parquet", "csv", "jsonl")
+#: A JSON Lines row (a value JSON has no form for is written as its text).
+_jsonl_row = encoder(default=str)
 _SUFFIXES = {
     ".parquet": "parquet",
     ".pq": "parquet",
@@ -99,10 +101,10 @@ class TableWriter:
             self._csv.write(batch)
         else:
             assert self._fh is not None
-            dumps = json.dumps
+            dumps = _jsonl_row
             fh = self._fh
             for row in batch.to_pylist():
-                fh.write(dumps(row, ensure_ascii=False, default=str))
+                fh.write(dumps(row))
                 fh.write("\n")
 
     def add_metadata(self, metadata: dict[bytes, bytes]) -> None:

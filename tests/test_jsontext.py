@@ -1,0 +1,55 @@
+"""``jsontext.encoder`` writes the text ``json.dumps`` writes, for each way the package uses it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cuzk_diag.jsontext import encoder
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()  # quotes, backslashes, control and non-ASCII characters
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+_objects = st.dictionaries(st.text(), _values, max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_objects)
+def test_encoders_write_what_json_dumps_writes(obj: dict[str, object]) -> None:
+    assert encoder()(obj) == json.dumps(obj, ensure_ascii=False)
+    assert encoder(separators=(",", ":"), allow_nan=False)(obj) == json.dumps(
+        obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+    )
+    assert encoder(default=str)(obj) == json.dumps(obj, ensure_ascii=False, default=str)
+
+
+def test_encoders_refuse_and_convert_as_json_dumps_does() -> None:
+    strict = encoder(separators=(",", ":"), allow_nan=False)
+    for bad in ({"x": math.nan}, {"x": [math.inf]}):
+        with pytest.raises(ValueError):
+            strict(bad)
+        with pytest.raises(ValueError):
+            json.dumps(bad, allow_nan=False)
+    assert encoder()({"x": math.nan}) == json.dumps({"x": math.nan}) == '{"x": NaN}'
+    when = {"t": dt.datetime(2026, 3, 13, 1, 2, 3, tzinfo=dt.UTC), "s": {1, 2} - {1, 2}}
+    assert encoder(default=str)(when) == json.dumps(when, ensure_ascii=False, default=str)
+    with pytest.raises(TypeError):
+        encoder()(when)
+    # The encoder keeps no state between objects: a failed one leaves the next right.
+    assert (
+        strict({"a": 'é\n"', "b": [1, 2.5, None, True]}) == '{"a":"é\\n\\"","b":[1,2.5,null,true]}'
+    )

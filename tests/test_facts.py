@@ -147,6 +147,76 @@ def test_gpu_of_rows_is_the_per_row_rule_on_random_frames() -> None:
             assert list(gpu_of_rows(run.partitions, info, gw)) == want, (info, gw)
 
 
+def _stage_table_by_pandas(partitions: pd.DataFrame) -> pd.DataFrame:
+    """The stage table as pandas' own reductions give it (the figures stage_table matches)."""
+    from cuzk_diag.facts import stage_series
+
+    rows = []
+    for name, s in stage_series(partitions):
+        s = s.dropna()
+        if s.empty:
+            continue
+        rows.append(
+            {
+                "field": name,
+                "n": int(len(s)),
+                "median": float(s.median()),
+                "p95": float(s.quantile(0.95)),
+                "mean": float(s.mean()),
+                "min": float(s.min()),
+                "max": float(s.max()),
+            }
+        )
+    return pd.DataFrame(rows, columns=["field", "n", "median", "p95", "mean", "min", "max"])
+
+
+def test_stage_table_is_what_pandas_reductions_give_on_random_frames() -> None:
+    rng = np.random.default_rng(11)
+    fields = ["gpu_total_ms", "ntt_msm_h_ms", "batch_add_ms", "tail_msm_ms", "prep_msm_ms"]
+    for trial in range(150):
+        n = int(rng.integers(1, 60))
+        rows = []
+        for i in range(n):
+            extra: dict[str, Any] = {}
+            for k in fields:
+                if rng.random() < 0.8:
+                    # small, large and repeated values; a fraction of calls without the line
+                    scale = 10 ** int(rng.integers(0, 9))
+                    extra[k] = int(rng.integers(0, 1000)) * scale // 1000
+            if rng.random() < 0.7:
+                extra["queue_ms"] = int(rng.integers(0, 10**6))
+                extra["pickup_ms"] = extra["queue_ms"] + int(rng.integers(0, 5000))
+            rows.append(_row(i, **extra))
+        df = make_run(rows).partitions
+        if trial % 5 == 0:  # a float column too
+            df["gpu_total_ms"] = df["gpu_total_ms"].astype("Float64") / 7
+        got, want = stage_table(df), _stage_table_by_pandas(df)
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+    for run in ALL_RUNS.values():
+        df = run().partitions
+        pd.testing.assert_frame_equal(stage_table(df), _stage_table_by_pandas(df), check_exact=True)
+
+
+def test_median_is_what_pandas_gives() -> None:
+    from cuzk_diag.facts import median
+
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        n = int(rng.integers(0, 40))
+        vals = rng.integers(-(10**9), 10**9, n) // 10 ** int(rng.integers(0, 9))
+        nulls = rng.random(n) < 0.3
+        ints = pd.array([None if z else int(v) for v, z in zip(vals, nulls, strict=True)], "Int64")
+        for s in (
+            pd.Series(ints),
+            pd.Series(ints).astype("Float64") / 3,
+            pd.Series(ints).astype("float64") / 7,
+            pd.Series(vals.astype("int64")),
+        ):
+            d = s.dropna()
+            want = float(d.median()) if len(d) else None
+            assert median(s) == want, (trial, list(s))
+
+
 def test_two_gpus_have_separate_utilisation() -> None:
     run = ALL_RUNS["two_gpu"]()
     f = compute_facts(run.partitions, run.info)

@@ -217,6 +217,75 @@ def test_median_is_what_pandas_gives() -> None:
             assert median(s) == want, (trial, list(s))
 
 
+def _gaps_one_by_one(df: pd.DataFrame, gpu: pd.Series) -> list[Any]:
+    """Idle gaps as objects, walked call by call: what ``IdleGaps`` holds as columns."""
+    from cuzk_diag.facts import IdleGap, num
+
+    start, end = num(df, "start_ms"), num(df, "end_ms")
+    ok = start.notna() & end.notna() & (end >= start)
+    jobs = [None if pd.isna(j) else str(j) for j in df.get("job_id", [None] * len(df))]
+    out = []
+    for g in sorted(set(gpu[ok])):
+        rows = sorted(
+            (float(start[i]), i) for i in range(len(df)) if ok.iloc[i] and gpu.iloc[i] == g
+        )
+        first = rows[0][1]
+        cur_e, cur_job = float(end.iloc[first]), jobs[first]
+        for s, i in rows[1:]:
+            e, job = float(end.iloc[i]), jobs[i]
+            if s > cur_e:
+                out.append(IdleGap(int(g), cur_e, s, s - cur_e, cur_job, job))
+                cur_e, cur_job = e, job
+            elif e >= cur_e:
+                cur_e, cur_job = e, job
+    return out
+
+
+def test_idle_gaps_as_columns_are_the_gaps_walked_one_by_one() -> None:
+    from cuzk_diag.facts import GAP_BUCKETS
+
+    rng = np.random.default_rng(3)
+    for trial in range(80):
+        n = int(rng.integers(1, 50))
+        rows = []
+        for i in range(n):
+            s = int(rng.integers(0, 20000))
+            row: dict[str, Any] = {
+                "worker": int(rng.integers(0, 4)),
+                "gpu": int(rng.integers(0, 2)),
+            }
+            if rng.random() < 0.9:
+                row["start_ms"] = s
+                row["end_ms"] = s + int(rng.integers(0, 3000))  # equal ends too
+            if rng.random() < 0.8:
+                row["job_id"] = f"job{int(rng.integers(0, 6))}"
+            rows.append(_row(i, **row))
+        run = make_run(rows)
+        f = compute_facts(run.partitions, RunInfo(gw=2))
+        want = _gaps_one_by_one(run.partitions, gpu_of_rows(run.partitions, RunInfo(gw=2), 2))
+        assert list(f.idle_gaps) == want, trial
+        d = [g.duration_ms for g in want]
+        lo, hi = GAP_BUCKETS
+        summary = f.gap_summary()
+        assert summary["count"] == len(want)
+        total = sum(d)
+        assert summary["total_ms"] == total and type(summary["total_ms"]) is type(total)
+        assert summary["largest_ms"] == max(d, default=None)
+        assert summary["between_proofs"] == sum(g.between_proofs for g in want)
+        assert summary["buckets"] == {
+            f"lt_{lo:.0f}": sum(x < lo for x in d),
+            f"{lo:.0f}_{hi:.0f}": sum(lo <= x <= hi for x in d),
+            f"gt_{hi:.0f}": sum(x > hi for x in d),
+        }
+        assert summary["largest"] == [
+            g.to_dict() for g in sorted(want, key=lambda g: -g.duration_ms)[:5]
+        ]
+        for u in f.per_gpu:
+            mine = [g for g in want if g.gpu == u.gpu]
+            assert list(u.gaps) == mine
+            assert u.to_dict()["idle_ms"] == sum(g.duration_ms for g in mine)
+
+
 def test_two_gpus_have_separate_utilisation() -> None:
     run = ALL_RUNS["two_gpu"]()
     f = compute_facts(run.partitions, run.info)

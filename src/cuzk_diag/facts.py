@@ -8,7 +8,7 @@ Everything here is computed from the partition frame (``records.PARTITION_SCHEMA
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -480,6 +480,75 @@ class IdleGap:
 
 
 @dataclass(frozen=True, slots=True)
+class IdleGaps:
+    """Idle gaps as columns, in the order found (GPU by GPU, each in time order).
+
+    A long log has about one gap a call: as ``IdleGap`` objects they took 72,000 objects and
+    16 MiB on a 250 MB log. ``IdleGap`` is the view of one (``gaps[i]``, iteration, ``largest``).
+    """
+
+    gpu: np.ndarray  # int64
+    start_ms: np.ndarray  # float64: the GPU_END before the gap
+    end_ms: np.ndarray  # float64: the GPU_START after it
+    before: np.ndarray  # int64: the job before the gap, an index into ``names``
+    after: np.ndarray  # int64: the job after it
+    names: Sequence[str | None]  # job ids (``job_codes``); the last entry None, index -1
+
+    @classmethod
+    def empty(cls) -> IdleGaps:
+        f, i = np.empty(0, dtype=np.float64), np.empty(0, dtype=np.int64)
+        return cls(i, f, f, i, i, [None])
+
+    @classmethod
+    def concat(cls, parts: Sequence[IdleGaps]) -> IdleGaps:
+        """The gaps of several GPUs of one frame (their ``names`` are the same list)."""
+        if not parts:
+            return cls.empty()
+        return cls(
+            *(np.concatenate([getattr(p, k) for p in parts]) for k in _GAP_COLUMNS),
+            parts[0].names,
+        )
+
+    def __len__(self) -> int:
+        return len(self.gpu)
+
+    def __getitem__(self, i: int) -> IdleGap:
+        names = self.names
+        return IdleGap(
+            int(self.gpu[i]),
+            float(self.start_ms[i]),
+            float(self.end_ms[i]),
+            float(self.end_ms[i] - self.start_ms[i]),
+            names[int(self.before[i])],
+            names[int(self.after[i])],
+        )
+
+    def __iter__(self) -> Iterator[IdleGap]:
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def duration_ms(self) -> np.ndarray:
+        return self.end_ms - self.start_ms
+
+    @property
+    def between_proofs(self) -> np.ndarray:
+        """Per gap: do the calls on either side belong to different proofs?"""
+        return self.before != self.after
+
+    def total_ms(self) -> float:
+        """Σ durations, added in order (0 without gaps)."""
+        return sum(self.duration_ms.tolist())
+
+    def largest(self, n: int) -> list[IdleGap]:
+        """The ``n`` longest, longest first (in the order found among equals)."""
+        order = np.argsort(-self.duration_ms, kind="stable")[:n]
+        return [self[int(i)] for i in order]
+
+
+_GAP_COLUMNS = ("gpu", "start_ms", "end_ms", "before", "after")
+
+
+@dataclass(frozen=True, slots=True)
 class GpuUsage:
     """Utilisation of one GPU over its first-start..last-end span, in three views.
 
@@ -497,7 +566,7 @@ class GpuUsage:
     held_ms: float  # Σ mutex_held_ms (else gpu_total_ms) of the calls in the span
     kernel_ms: float  # Σ kernel stages of the calls in the span
     barrier_ms: float  # Σ barrier wait (measured or estimated) of the calls in the span
-    gaps: tuple[IdleGap, ...]
+    gaps: IdleGaps
 
     @property
     def util(self) -> float | None:
@@ -525,7 +594,7 @@ class GpuUsage:
             "held_util": self.held_util,
             "kernel_util": self.kernel_util,
             "idle_gaps": len(self.gaps),
-            "idle_ms": sum(g.duration_ms for g in self.gaps),
+            "idle_ms": self.gaps.total_ms(),
         }
 
 
@@ -579,16 +648,30 @@ def gpu_usage(df: pd.DataFrame, gpu: pd.Series, barrier: pd.Series | None = None
         ends = end[sel].to_numpy()[order]
         job_ids = codes[sel.to_numpy()][order].tolist()
         busy = 0.0
-        gaps: list[IdleGap] = []
+        gap_s: list[float] = []
+        gap_e: list[float] = []
+        gap_before: list[int] = []
+        gap_after: list[int] = []
         cur_s, cur_e, cur_job = float(starts[0]), float(ends[0]), job_ids[0]
         for s, e, job in zip(starts[1:].tolist(), ends[1:].tolist(), job_ids[1:], strict=True):
             if s > cur_e:
                 busy += cur_e - cur_s
-                gaps.append(IdleGap(int(g), cur_e, s, s - cur_e, names[cur_job], names[job]))
+                gap_s.append(cur_e)
+                gap_e.append(s)
+                gap_before.append(cur_job)
+                gap_after.append(job)
                 cur_s, cur_e, cur_job = s, e, job
             elif e >= cur_e:
                 cur_e, cur_job = e, job
         busy += cur_e - cur_s
+        gaps = IdleGaps(
+            np.full(len(gap_s), int(g), dtype=np.int64),
+            np.array(gap_s, dtype=np.float64),
+            np.array(gap_e, dtype=np.float64),
+            np.array(gap_before, dtype=np.int64),
+            np.array(gap_after, dtype=np.int64),
+            names,
+        )
         out.append(
             GpuUsage(
                 gpu=int(g),
@@ -599,7 +682,7 @@ def gpu_usage(df: pd.DataFrame, gpu: pd.Series, barrier: pd.Series | None = None
                 held_ms=float(held[sel].sum()),
                 kernel_ms=float(kernel[sel].sum()),
                 barrier_ms=float(wait[sel].sum()),
-                gaps=tuple(gaps),
+                gaps=gaps,
             )
         )
     return out
@@ -755,7 +838,7 @@ class RunFacts:
     barrier_share: float | None = None  # Σ barrier wait / Σ lock held (calls in the span)
     barrier_method: str | None = None  # measured | estimated | upper_bound
     per_gpu: list[GpuUsage] = field(default_factory=list)
-    idle_gaps: list[IdleGap] = field(default_factory=list)
+    idle_gaps: IdleGaps = field(default_factory=IdleGaps.empty)
     lock_wait_method: str = "none"
     lock_wait_ms: float | None = None  # median lock wait, measured or inferred
     lock_wait_ms_low: float | None = None  # medians of the per-call bounds (= median unless
@@ -772,19 +855,20 @@ class RunFacts:
     def gap_summary(self) -> dict[str, Any]:
         gaps = self.idle_gaps
         lo, hi = GAP_BUCKETS
-        between = [g for g in gaps if g.between_proofs]
+        d = gaps.duration_ms
+        between = d[gaps.between_proofs]
         return {
             "count": len(gaps),
-            "total_ms": sum(g.duration_ms for g in gaps),
-            "largest_ms": max((g.duration_ms for g in gaps), default=None),
+            "total_ms": gaps.total_ms(),
+            "largest_ms": float(d.max()) if len(d) else None,
             "between_proofs": len(between),
-            "between_proofs_ms": sum(g.duration_ms for g in between),
+            "between_proofs_ms": sum(between.tolist()),
             "buckets": {
-                f"lt_{lo:.0f}": sum(g.duration_ms < lo for g in gaps),
-                f"{lo:.0f}_{hi:.0f}": sum(lo <= g.duration_ms <= hi for g in gaps),
-                f"gt_{hi:.0f}": sum(g.duration_ms > hi for g in gaps),
+                f"lt_{lo:.0f}": int(np.count_nonzero(d < lo)),
+                f"{lo:.0f}_{hi:.0f}": int(np.count_nonzero((lo <= d) & (d <= hi))),
+                f"gt_{hi:.0f}": int(np.count_nonzero(d > hi)),
             },
-            "largest": [g.to_dict() for g in sorted(gaps, key=lambda g: -g.duration_ms)[:5]],
+            "largest": [g.to_dict() for g in gaps.largest(5)],
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -990,7 +1074,7 @@ def compute_facts(partitions: pd.DataFrame, info: RunInfo) -> RunFacts:
                 f.barrier_method = barrier_method
         f.held_source = lock_held_time(df)[1] if f.held_util is not None else None
         f.kernel_source = kernel_time(df)[1] if f.kernel_util is not None else None
-        f.idle_gaps = [g for u in f.per_gpu for g in u.gaps]
+        f.idle_gaps = IdleGaps.concat([u.gaps for u in f.per_gpu])
     f.waterfall = waterfall(df, lock)
     f.wall_clock_start, f.wall_clock_end, f.wall_clock_calls = _wall_clock(df)
     return f

@@ -307,7 +307,7 @@ def analysis_page(a: Analysis) -> str:
                         common.pct(u.util),
                         common.pct(u.kernel_util),
                         f"{len(u.gaps):,}",
-                        common.secs(sum(g.duration_ms for g in u.gaps)),
+                        common.secs(u.gaps.total_ms()),
                     ]
                     for u in a.facts.per_gpu
                 ],

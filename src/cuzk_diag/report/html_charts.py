@@ -776,10 +776,9 @@ def over_time(a: Analysis, prep: Prepared) -> tuple[dict[str, Any] | None, list[
     notes: list[str] = []
     charts: list[dict[str, Any]] = []
     x = _x_time("s")
-    gaps: list[IdleGap] = sorted(a.facts.idle_gaps, key=lambda g: -g.duration_ms)
-    if len(gaps) > MAX_GAPS:
-        notes.append(f"Idle gaps: the {MAX_GAPS} longest of {len(gaps):,} are marked.")
-        gaps = gaps[:MAX_GAPS]
+    gaps: list[IdleGap] = a.facts.idle_gaps.largest(MAX_GAPS)
+    if len(a.facts.idle_gaps) > MAX_GAPS:
+        notes.append(f"Idle gaps: the {MAX_GAPS} longest of {len(a.facts.idle_gaps):,} are marked.")
     views = [v for v, _ in plotdata.UTIL_VIEWS]
     if not util.empty:
         width = float((util["t1_ms"] - util["t0_ms"]).iloc[0])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
+
 from cuzk_diag.facts import GAP_BUCKETS
 from cuzk_diag.records import Finding, Severity
 from cuzk_diag.rules.base import Option, Rule, RuleContext, ms, pct, register
@@ -115,7 +117,7 @@ class GpuIdle(Rule):
             Severity.WARNING if low else Severity.INFO,
             msg,
             {
-                "affected": sum(g.duration_ms >= GAP_BUCKETS[0] for g in f.idle_gaps),
+                "affected": int(np.count_nonzero(f.idle_gaps.duration_ms >= GAP_BUCKETS[0])),
                 "total": calls,
                 "gpu_util": f.gpu_util,
                 "held_util": f.held_util,

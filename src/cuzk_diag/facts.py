@@ -54,8 +54,10 @@ def num_array(df: pd.DataFrame, col: str) -> np.ndarray:
     s = df[col]
     if pd.api.types.is_integer_dtype(s.dtype) or pd.api.types.is_float_dtype(s.dtype):
         # (The frame's numeric columns: the same values as ``to_numeric``, a third of the cost.)
-        return s.to_numpy(dtype="float64", na_value=np.nan)
-    return pd.to_numeric(s, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+        out: np.ndarray = s.to_numpy(dtype="float64", na_value=np.nan)
+        return out
+    out = pd.to_numeric(s, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    return out
 
 
 def text(df: pd.DataFrame, col: str) -> pd.Series:
@@ -504,8 +506,16 @@ class IdleGaps:
         """The gaps of several GPUs of one frame (their ``names`` are the same list)."""
         if not parts:
             return cls.empty()
+
+        def joined(k: str) -> np.ndarray:
+            return np.concatenate([getattr(p, k) for p in parts])
+
         return cls(
-            *(np.concatenate([getattr(p, k) for p in parts]) for k in _GAP_COLUMNS),
+            joined("gpu"),
+            joined("start_ms"),
+            joined("end_ms"),
+            joined("before"),
+            joined("after"),
             parts[0].names,
         )
 
@@ -528,24 +538,24 @@ class IdleGaps:
 
     @property
     def duration_ms(self) -> np.ndarray:
-        return self.end_ms - self.start_ms
+        d: np.ndarray = self.end_ms - self.start_ms
+        return d
 
     @property
     def between_proofs(self) -> np.ndarray:
         """Per gap: do the calls on either side belong to different proofs?"""
-        return self.before != self.after
+        differ: np.ndarray = self.before != self.after
+        return differ
 
     def total_ms(self) -> float:
         """Σ durations, added in order (0 without gaps)."""
-        return sum(self.duration_ms.tolist())
+        total: float = sum(self.duration_ms.tolist())
+        return total
 
     def largest(self, n: int) -> list[IdleGap]:
         """The ``n`` longest, longest first (in the order found among equals)."""
         order = np.argsort(-self.duration_ms, kind="stable")[:n]
         return [self[int(i)] for i in order]
-
-
-_GAP_COLUMNS = ("gpu", "start_ms", "end_ms", "before", "after")
 
 
 @dataclass(frozen=True, slots=True)

@@ -397,3 +397,64 @@ def test_an_integer_beyond_int64_in_live_mode_and_check(huge_log: Path) -> None:
     assert code == 0 and json.loads(out)["schema_version"] == 1, err
     code, out, err = invoke("check", str(huge_log))
     assert code in (0, 1) and "internal error" not in err, err
+
+
+# -- numbers Python cannot read as int or float -------------------------------------------------
+
+DIGITS = "9" * 5000  # beyond the digits Python converts to an int (sys.get_int_max_str_digits)
+PROVE_TIME = "9" * 400  # a duration beyond a float
+
+
+@pytest.fixture(scope="module")
+def overflow_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """The main-era log with a tracing value of 5,000 digits, one in superscript digits (which
+    ``str.isdigit`` takes but ``int`` does not), and a GPU prove time of 400 digits; with the
+    line number of the last."""
+    lines = (ROOT / "fixtures" / "sim" / "era-main.log").read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if " prove_start_ms=" in ln)
+    line = lines[at]
+    head, _, _ = line.partition(" prove_start_ms=")
+    ts = line.split(" ", 1)[0]
+    lines[at + 1 : at + 1] = [
+        f"{head} prove_start_ms={DIGITS}",
+        f"{head} prove_start_ms=\u00b2",
+        f"{ts}  INFO gpu_prove{{circuit_id=porep-32g partition=Some(0)}}: "
+        f"bellperson::groth16::prover::supraseal: GPU prove time: {PROVE_TIME}s",
+    ]
+    path = tmp_path_factory.mktemp("overflow") / "overflow.log"
+    path.write_text("\n".join(lines) + "\n")
+    return path, at + 4
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_numbers_python_cannot_read_are_text_or_counted_not_a_crash(
+    overflow_log: tuple[Path, int], jobs: str
+) -> None:
+    path, prove_line = overflow_log
+    for fmt in ("console", "json"):
+        code, out, err = invoke("analyze", str(path), "--format", fmt, "--jobs", jobs)
+        assert code == 0 and out, err
+        assert "internal error" not in err and "Warning" not in err, err
+    acc = json.loads(out)["accounting"]
+    assert acc["malformed"] == 1 and acc["malformed_examples"] == [prove_line], acc
+    assert acc["lines_total"] == sum(acc["by_family"].values())
+
+
+def test_numbers_python_cannot_read_in_live_mode_and_the_line_table(
+    overflow_log: tuple[Path, int], tmp_path: Path
+) -> None:
+    import pyarrow.parquet as pq
+
+    path, prove_line = overflow_log
+    code, out, err = invoke("analyze", "-", "--format", "json", input=path.read_bytes())
+    assert code == 0 and json.loads(out)["accounting"]["malformed"] == 1, err
+    lines = tmp_path / "lines.parquet"
+    code, _, err = invoke("export", "--lines", str(path), "-o", str(lines))
+    assert code == 0, err
+    rows = pq.read_table(lines).to_pylist()
+    texts = [r["fields"] or "" for r in rows]
+    assert sum(f'"prove_start_ms": "{DIGITS}"' in f for f in texts) == 1
+    assert sum('"prove_start_ms": "\u00b2"' in f for f in texts) == 1
+    (prove,) = [r for r in rows if r["line"] == prove_line]
+    assert prove["event"] == "gpu_prove_time" and prove["malformed"] is True
+    assert json.loads(prove["fields"])["gpu_prove_time_ms"] is None

@@ -207,6 +207,8 @@ class LineParser:
                 put[r] = Event(no, source, Family.BLANK, "blank", {})
                 continue
             ev = parse_tracing(ln, no, source, full) if c.isdigit() else None
+            if ev is not None and ev.malformed:
+                acc.note_malformed(no)
             if ev is None:
                 ev = misc(ln, no)
                 if ev.family is Family.BENCH:

@@ -406,48 +406,56 @@ PROVE_TIME = "9" * 400  # a duration beyond a float
 
 
 @pytest.fixture(scope="module")
-def overflow_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
-    """The main-era log with a tracing value of 5,000 digits, one in superscript digits (which
-    ``str.isdigit`` takes but ``int`` does not), and a GPU prove time of 400 digits; with the
-    line number of the last."""
+def overflow_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int]]:
+    """The main-era log with numbers no int or float holds: a tracing value of 5,000 digits and
+    one in superscript digits (which ``str.isdigit`` takes but ``int`` does not), a GPU prove
+    time of 400 digits, a TIMELINE offset of 5,000 digits and one in superscript digits, a
+    CUZK_TIMING GPU ordinal and a cuzk-bench proof number of 5,000 digits; with the line
+    numbers of the lines counted as malformed (the bench line is no bench line: other)."""
     lines = (ROOT / "fixtures" / "sim" / "era-main.log").read_text().splitlines()
     at = next(i for i, ln in enumerate(lines) if " prove_start_ms=" in ln)
     line = lines[at]
     head, _, _ = line.partition(" prove_start_ms=")
     ts = line.split(" ", 1)[0]
-    lines[at + 1 : at + 1] = [
+    added = [
         f"{head} prove_start_ms={DIGITS}",
         f"{head} prove_start_ms=\u00b2",
         f"{ts}  INFO gpu_prove{{circuit_id=porep-32g partition=Some(0)}}: "
         f"bellperson::groth16::prover::supraseal: GPU prove time: {PROVE_TIME}s",
+        f"TIMELINE,{DIGITS},SYNTH_START,overflow-job,partition=0",
+        "TIMELINE,\u00b2,SYNTH_START,overflow-job,partition=0",
+        f"CUZK_TIMING: set pool release threshold to MAX on gpu {DIGITS}",
+        f"[{DIGITS}/10] OK \u2014 5.0s (prove=1 ms, queue=2 ms)",
     ]
+    lines[at + 1 : at + 1] = added
     path = tmp_path_factory.mktemp("overflow") / "overflow.log"
     path.write_text("\n".join(lines) + "\n")
-    return path, at + 4
+    return path, [at + 1 + i for i in (3, 4, 5, 6)]
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_numbers_python_cannot_read_are_text_or_counted_not_a_crash(
-    overflow_log: tuple[Path, int], jobs: str
+    overflow_log: tuple[Path, list[int]], jobs: str
 ) -> None:
-    path, prove_line = overflow_log
+    path, malformed = overflow_log
     for fmt in ("console", "json"):
         code, out, err = invoke("analyze", str(path), "--format", fmt, "--jobs", jobs)
         assert code == 0 and out, err
         assert "internal error" not in err and "Warning" not in err, err
     acc = json.loads(out)["accounting"]
-    assert acc["malformed"] == 1 and acc["malformed_examples"] == [prove_line], acc
+    assert acc["malformed"] == 4 and acc["malformed_examples"] == malformed, acc
     assert acc["lines_total"] == sum(acc["by_family"].values())
 
 
 def test_numbers_python_cannot_read_in_live_mode_and_the_line_table(
-    overflow_log: tuple[Path, int], tmp_path: Path
+    overflow_log: tuple[Path, list[int]], tmp_path: Path
 ) -> None:
     import pyarrow.parquet as pq
 
-    path, prove_line = overflow_log
+    path, malformed = overflow_log
+    prove_line = malformed[0]
     code, out, err = invoke("analyze", "-", "--format", "json", input=path.read_bytes())
-    assert code == 0 and json.loads(out)["accounting"]["malformed"] == 1, err
+    assert code == 0 and json.loads(out)["accounting"]["malformed"] == 4, err
     lines = tmp_path / "lines.parquet"
     code, _, err = invoke("export", "--lines", str(path), "-o", str(lines))
     assert code == 0, err
@@ -458,3 +466,4 @@ def test_numbers_python_cannot_read_in_live_mode_and_the_line_table(
     (prove,) = [r for r in rows if r["line"] == prove_line]
     assert prove["event"] == "gpu_prove_time" and prove["malformed"] is True
     assert json.loads(prove["fields"])["gpu_prove_time_ms"] is None
+    assert sorted(r["line"] for r in rows if r["malformed"]) == malformed

@@ -24,14 +24,18 @@ def parse_timeline(ln: str, no: int, source: int, acc: Accounting) -> Event | No
     if len(parts) != 5:
         return None
     _, off, event, job, detail = parts
-    if not off.isdigit() or event not in TIMELINE_EVENTS:
+    if not (off.isascii() and off.isdigit()) or event not in TIMELINE_EVENTS:
         return None
     if "CUZK_" in detail or "CUZK_" in job or "TIMELINE," in detail:
         return None
     if ("Z " in job or "Z " in detail) and _INTRUDER_RE.search(ln, 9) is not None:
         return None  # a tracing line was written into it
-    fields: dict[str, Value] = {"offset_ms": int(off), "job_id": job}
     malformed = False
+    try:
+        offset: int | None = int(off)
+    except ValueError:  # more digits than Python reads as a number
+        offset, malformed = None, True
+    fields: dict[str, Value] = {"offset_ms": offset, "job_id": job}
     if detail:
         for kv in detail.split(","):
             k, sep, v = kv.partition("=")

@@ -81,8 +81,9 @@ _CANONICAL: dict[tuple[str, ...], str] = {
 _new = tuple.__new__
 _TIMING = Family.TIMING
 
-_POOL_RE = re.compile(r"set pool release threshold to MAX on gpu (-?\d+)\s*$")
-_DA_CACHE_RE = re.compile(r"d_a_cache allocated (\d+) MiB on gpu (-?\d+)\s*$")
+# (Numbers of up to 18 digits, which ``int`` reads: a longer one leaves the line malformed.)
+_POOL_RE = re.compile(r"set pool release threshold to MAX on gpu (-?[0-9]{1,18})\s*$")
+_DA_CACHE_RE = re.compile(r"d_a_cache allocated ([0-9]{1,18}) MiB on gpu (-?[0-9]{1,18})\s*$")
 
 NTT_H_KEYS = (
     "d_b_alloc",

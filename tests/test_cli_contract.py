@@ -411,7 +411,9 @@ def overflow_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[i
     one in superscript digits (which ``str.isdigit`` takes but ``int`` does not), a GPU prove
     time of 400 digits, a TIMELINE offset of 5,000 digits and one in superscript digits, a
     CUZK_TIMING GPU ordinal and a cuzk-bench proof number of 5,000 digits; with the line
-    numbers of the lines counted as malformed (the bench line is no bench line: other)."""
+    numbers of the lines counted as malformed (the bench lines are no bench lines: other). Also
+    a bench wall time that is no number and a call on a negative worker id (no GPU of the
+    list ``gpus=[0, 1]``)."""
     lines = (ROOT / "fixtures" / "sim" / "era-main.log").read_text().splitlines()
     at = next(i for i, ln in enumerate(lines) if " prove_start_ms=" in ln)
     line = lines[at]
@@ -426,6 +428,8 @@ def overflow_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[i
         "TIMELINE,\u00b2,SYNTH_START,overflow-job,partition=0",
         f"CUZK_TIMING: set pool release threshold to MAX on gpu {DIGITS}",
         f"[{DIGITS}/10] OK \u2014 5.0s (prove=1 ms, queue=2 ms)",
+        "  [2/2] COMPLETED \u2014 56.1.5s (prove=11235 ms, queue=11602 ms)",  # not a number
+        "TIMELINE,42605,GPU_START,overflow-job,worker=-9223372036854775809,partition=0",
     ]
     lines[at + 1 : at + 1] = added
     path = tmp_path_factory.mktemp("overflow") / "overflow.log"

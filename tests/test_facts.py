@@ -125,7 +125,7 @@ def _gpu_of_row(gpu: Any, worker: Any, info: RunInfo, gw: int | None) -> int:
         return info.worker_gpu[worker]
     if gw:
         i = worker // gw
-        return info.gpus[i] if i < len(info.gpus) else i
+        return info.gpus[i] if 0 <= i < len(info.gpus) else i
     return 0
 
 
@@ -133,7 +133,8 @@ def test_gpu_of_rows_is_the_per_row_rule_on_random_frames() -> None:
     rng = np.random.default_rng(7)
     for trial in range(120):
         gpu = [None if v < 0 else int(v) for v in rng.integers(-2, 4, 40)]
-        worker = [None if v < 0 else int(v) for v in rng.integers(-1, 10, 40)]
+        # (-1: no worker; below: a negative worker id, which a damaged line can hold)
+        worker = [None if v == -1 else int(v) for v in rng.integers(-4, 10, 40)]
         run = make_run(
             [_row(i, worker=w, gpu=g) for i, (w, g) in enumerate(zip(worker, gpu, strict=True))]
         )

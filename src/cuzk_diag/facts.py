@@ -619,7 +619,7 @@ def gpu_of_rows(df: pd.DataFrame, info: RunInfo, gw: int | None) -> pd.Series:
         idx = (worker // gw).to_numpy()
         if info.gpus:
             ordinals = pd.to_numeric(pd.Series(info.gpus), errors="coerce").to_numpy("float64")
-            listed = ~np.isnan(idx) & (idx < len(ordinals))
+            listed = ~np.isnan(idx) & (idx >= 0) & (idx < len(ordinals))
             at = ordinals[np.where(listed, idx, 0).astype(np.int64)]
             idx = np.where(listed, at, idx)
         gpu = gpu.fillna(pd.Series(idx, index=gpu.index))

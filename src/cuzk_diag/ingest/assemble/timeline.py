@@ -70,7 +70,7 @@ class EngineEvents(State):
             return info.worker_gpu[worker]
         if info.gw and info.gpus:
             idx = worker // info.gw
-            if idx < len(info.gpus):
+            if 0 <= idx < len(info.gpus):  # (a negative worker id is no index of the list)
                 return info.gpus[idx]
         if info.gw and info.n_gpus:
             return worker // info.gw

@@ -9,7 +9,7 @@ from cuzk_diag.records import Accounting, Event, Family
 from cuzk_diag.sources import DAMAGED
 
 _BENCH_PROOF_RE = re.compile(
-    r"\s*\[([0-9]{1,18})/([0-9]{1,18})\] ([A-Z]+) \u2014 ([0-9.]+)s "
+    r"\s*\[([0-9]{1,18})/([0-9]{1,18})\] ([A-Z]+) \u2014 ([0-9]++(?:\.[0-9]++)?)s "
     r"\(prove=([0-9]{1,18}) ms, queue=([0-9]{1,18}) ms\)\s*$"
 )
 _BENCH_STAT_RE = re.compile(r"avg=([0-9.]++)s min=([0-9.]++)s max=([0-9.]++)s")

@@ -321,9 +321,16 @@ def _wall_clock_columns(
     out = {}
     for name, offset in (("start_ts", "start_ms"), ("end_ts", "end_ms")):
         ts = epoch + column(offset)
-        col = pa.array(np.nan_to_num(ts).astype("int64"), pa.int64(), mask=np.isnan(ts))
+        # Null where there is none, or beyond the years 1-9999 (an offset of a damaged line).
+        null = ~((ts >= _WALL_CLOCK_MIN_MS) & (ts <= _WALL_CLOCK_MAX_MS))
+        col = pa.array(np.where(null, 0, ts).astype("int64"), pa.int64(), mask=null)
         out[name] = col.cast(_WALL_CLOCK)
     return out
+
+
+#: The wall clock a record can show: 0001-01-01 to 9999-12-31 (ms since the epoch).
+_WALL_CLOCK_MIN_MS = -62_135_596_800_000
+_WALL_CLOCK_MAX_MS = 253_402_300_799_999
 
 
 def with_wall_clock(table: pa.Table, info: RunInfo) -> pa.Table:

@@ -484,3 +484,21 @@ def test_numbers_python_cannot_read_in_live_mode_and_the_line_table(
     assert prove["event"] == "gpu_prove_time" and prove["malformed"] is True
     assert json.loads(prove["fields"])["gpu_prove_time_ms"] is None
     assert sorted(r["line"] for r in rows if r["malformed"]) == malformed
+
+
+def test_gpu_lists_and_widths_of_digits_int_cannot_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``gpus=[...]`` list keeps the ordinals ``int`` reads; ``COLUMNS`` that is no width is
+    ignored (both ended a command with a ValueError when written in other digits)."""
+    from cuzk_diag.ingest.assemble.runinfo import note_run_info
+    from cuzk_diag.records import Event, Family, RunInfo
+    from cuzk_diag.report.console import FILE_WIDTH, console_width
+
+    info = RunInfo()
+    gpus = f"[0, \u00b2, {DIGITS}, \u0663, 1]"
+    note_run_info(info, Event(1, 0, Family.TRACING, "gpu_workers_init", {"gpus": gpus}))
+    assert info.gpus == [0, 1]
+    for cols in ("\u00b2", DIGITS, "0", "-3", "12a"):
+        monkeypatch.setenv("COLUMNS", cols)
+        assert console_width(False) == FILE_WIDTH
+    monkeypatch.setenv("COLUMNS", "123")
+    assert console_width(False) == 123

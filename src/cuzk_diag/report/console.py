@@ -36,7 +36,7 @@ FILE_WIDTH = 100  # width when the stream is not a terminal
 def console_width(is_tty: bool) -> int | None:
     """``COLUMNS`` when set; else the terminal's width, or ``FILE_WIDTH`` off a terminal."""
     cols = os.environ.get("COLUMNS", "").strip()
-    if cols.isdigit() and int(cols) > 0:
+    if cols.isascii() and cols.isdigit() and 0 < len(cols) <= 6 and int(cols) > 0:
         return int(cols)
     return None if is_tty else FILE_WIDTH
 

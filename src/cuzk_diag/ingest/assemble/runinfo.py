@@ -82,7 +82,9 @@ def note_run_info(info: RunInfo, ev: Event) -> None:
     elif kind == "gpu_workers_init":
         gpus = f.get("gpus")
         if isinstance(gpus, str):
-            info.gpus = [int(x) for x in gpus.strip("[]").replace(",", " ").split() if x.isdigit()]
+            ordinals = gpus.strip("[]").replace(",", " ").split()
+            # (ASCII digits, as many as an int64 holds: what int() reads as a GPU ordinal)
+            info.gpus = [int(x) for x in ordinals if x.isascii() and x.isdigit() and len(x) <= 18]
         elif isinstance(gpus, int):
             info.gpus = [gpus]
     elif kind == "gpu_worker_started":

@@ -576,9 +576,7 @@ class LiveAnalyzer:
         columns.append((QUEUE_WAIT, queue_wait))
         for name, vals in columns:
             nums = [
-                float(v)
-                for v in vals
-                if v is not None and isinstance(v, int | float) and not isinstance(v, bool)
+                float(v) for v in vals if isinstance(v, int | float) and not isinstance(v, bool)
             ]
             if nums:
                 s = sk.get(name)

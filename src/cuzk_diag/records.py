@@ -175,6 +175,19 @@ class Accounting:
         }
 
 
+def ascii_int(text: str, *, signed: bool = False) -> int | None:
+    """``int(text)`` for a run of ASCII digits (after a ``-`` when ``signed``) that Python reads
+    as a number; None for anything else: other text, other scripts' digits (which
+    ``str.isdigit`` takes), more digits than ``int`` converts (``sys.get_int_max_str_digits``)."""
+    digits = text[1:] if signed and text[:1] == "-" else text
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
 def is_int64(v: object) -> bool:
     """An ``int`` (not a bool) that an int64 column holds (a log value may have 25 digits)."""
     return isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < 1 << 63

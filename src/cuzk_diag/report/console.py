@@ -15,7 +15,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from rich.table import Table
 from rich.text import Text
 
-from cuzk_diag.records import Severity
+from cuzk_diag.records import Severity, ascii_int
 from cuzk_diag.report import common
 from cuzk_diag.sanitize import neutralise
 
@@ -36,8 +36,9 @@ FILE_WIDTH = 100  # width when the stream is not a terminal
 def console_width(is_tty: bool) -> int | None:
     """``COLUMNS`` when set; else the terminal's width, or ``FILE_WIDTH`` off a terminal."""
     cols = os.environ.get("COLUMNS", "").strip()
-    if cols.isascii() and cols.isdigit() and 0 < len(cols) <= 6 and int(cols) > 0:
-        return int(cols)
+    width = ascii_int(cols) if len(cols) <= 6 else None
+    if width:  # (not 0)
+        return width
     return None if is_tty else FILE_WIDTH
 
 

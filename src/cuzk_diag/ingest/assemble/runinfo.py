@@ -9,7 +9,7 @@ stretch of log assembled elsewhere can be had by passing its lines with run fact
 from __future__ import annotations
 
 from cuzk_diag.ingest.assemble.calls import _ts_ms
-from cuzk_diag.records import Event, Family, RunInfo, Value
+from cuzk_diag.records import Event, Family, RunInfo, Value, ascii_int
 
 #: Startup lines whose integer fields are run settings: tracing kind -> (field, RunInfo name).
 _INT_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -83,8 +83,8 @@ def note_run_info(info: RunInfo, ev: Event) -> None:
         gpus = f.get("gpus")
         if isinstance(gpus, str):
             ordinals = gpus.strip("[]").replace(",", " ").split()
-            # (ASCII digits, as many as an int64 holds: what int() reads as a GPU ordinal)
-            info.gpus = [int(x) for x in ordinals if x.isascii() and x.isdigit() and len(x) <= 18]
+            # (the entries int reads, of at most 18 digits: an int64 holds them)
+            info.gpus = [n for x in ordinals if len(x) <= 18 and (n := ascii_int(x)) is not None]
         elif isinstance(gpus, int):
             info.gpus = [gpus]
     elif kind == "gpu_worker_started":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from cuzk_diag.records import Accounting, Event, Family, Value
+from cuzk_diag.records import Accounting, Event, Family, Value, ascii_int
 
 TIMELINE_PREFIX = "TIMELINE,"
 
@@ -30,11 +30,8 @@ def parse_timeline(ln: str, no: int, source: int, acc: Accounting) -> Event | No
         return None
     if ("Z " in job or "Z " in detail) and _INTRUDER_RE.search(ln, 9) is not None:
         return None  # a tracing line was written into it
-    malformed = False
-    try:
-        offset: int | None = int(off)
-    except ValueError:  # more digits than Python reads as a number
-        offset, malformed = None, True
+    offset = ascii_int(off)
+    malformed = offset is None  # (more digits than Python reads as a number)
     fields: dict[str, Value] = {"offset_ms": offset, "job_id": job}
     if detail:
         for kv in detail.split(","):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from cuzk_diag.records import Event, Family, Value
+from cuzk_diag.records import Event, Family, Value, ascii_int
 
 _TRACING_RE = re.compile(
     r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) +"
@@ -68,28 +68,18 @@ def _scalar(v: str) -> Value:
         return None
     if len(v) >= 2 and v[0] == '"' and v[-1] == '"':
         return v[1:-1]
-    if v.isascii() and (v.isdigit() or (v[:1] == "-" and v[1:].isdigit())):
-        # (ASCII digits only: ``str.isdigit`` takes superscripts and other scripts' digits.)
-        try:
-            return int(v)
-        except ValueError:  # more digits than Python reads as a number: kept as the text
-            return v
-    return v
+    n = ascii_int(v, signed=True)
+    return v if n is None else n  # (a number int cannot read is kept as the text)
 
 
 def parse_duration_ms(text: str) -> float | None:
     """Rust `Duration` Debug (`5.318412345s`, `718.2ms`, `12µs`) -> milliseconds; None without
-    one, or for a number too large for a float (see ``duration_unreadable``)."""
+    one, or for a number too large for a float."""
     m = _DURATION_RE.search(text)
     if m is None:
         return None
     ms = float(m.group(1)) * _DURATION_MS[m.group(2)]
     return ms if math.isfinite(ms) else None
-
-
-def duration_unreadable(text: str) -> bool:
-    """Does ``text`` hold a duration that ``parse_duration_ms`` cannot read as a number?"""
-    return _DURATION_RE.search(text) is not None and parse_duration_ms(text) is None
 
 
 def _put_fields(fields: dict[str, Value], text: str) -> None:
@@ -161,8 +151,8 @@ def parse_tracing(ln: str, no: int, source: int, full: bool) -> Event | None:
         k, _, v = piece.partition("=")
         fields[k] = _scalar(v.rstrip())
     if kind == "gpu_prove_time":
-        fields["gpu_prove_time_ms"] = parse_duration_ms(first)
-        if fields["gpu_prove_time_ms"] is None and duration_unreadable(first):
+        ms = fields["gpu_prove_time_ms"] = parse_duration_ms(first)
+        if ms is None and _DURATION_RE.search(first) is not None:
             # A duration of more digits than a float holds: the line is counted as malformed.
             return Event(no, source, Family.TRACING, kind, fields, True)
     return Event(no, source, Family.TRACING, kind, fields)

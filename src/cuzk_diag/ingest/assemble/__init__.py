@@ -54,6 +54,8 @@ from cuzk_diag.records import (
 
 __all__ = ["Assembler", "Block", "Call", "SegmentEnd", "TOL_MS"]
 
+_TIMING, _BENCH = Family.TIMING, Family.BENCH  # (see records.Family)
+
 
 @dataclass(frozen=True)
 class SegmentEnd:
@@ -151,7 +153,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                         self._clock_reading(t - self.epoch_ms)
                 if ev.kind != "clock":
                     self._tracing(ev)
-            elif fam is Family.BENCH:
+            elif fam is _BENCH:
                 note_run_info(self.info, ev)
             elif ev.malformed and ev.kind == "damaged":
                 # A line damaged beyond reading (NUL bytes): whatever it was, the placements it
@@ -249,7 +251,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         joint: list[tuple[int, Event]] = []
         anchors: list[tuple[int, float, float]] = []
         for idx, ev in enumerate(pending):
-            if ev.kind in _JOINT_KINDS and ev.family is Family.TIMING:
+            if ev.kind in _JOINT_KINDS and ev.family is _TIMING:
                 joint.append((idx, ev))
                 continue
             if joint and ev.kind in ("epilogue", "async_dealloc", "split_vectors"):

@@ -12,6 +12,8 @@ from cuzk_diag.records import (
     Value,
 )
 
+_EXACT, _NONE = Attribution.EXACT, Attribution.NONE  # (see records.Family)
+
 
 def _t0(c: Call) -> float:
     """A call's TIMELINE start (callers only predict for calls that have one)."""
@@ -92,8 +94,8 @@ class Call:
         self.closed_out = False  # its thread printed its last main-path line (GPU_END, failure)
         self.status = "incomplete"
         self.lines: list[int] = []
-        self.attr_ids = Attribution.EXACT if job_id is not None else Attribution.NONE
-        self.attr_cpu = Attribution.NONE
+        self.attr_ids = _EXACT if job_id is not None else _NONE
+        self.attr_cpu = _NONE
         self.cpu_weak = False
         self.tl: dict[str, Value] | None = None
         self.extra: dict[str, Value] = {}

@@ -21,6 +21,8 @@ from cuzk_diag.records import (
     Event,
 )
 
+_NONE, _INFERRED = Attribution.NONE, Attribution.INFERRED  # (see records.Family)
+
 
 class CpuSide(State):
     """Part of ``Assembler`` (see the package text)."""
@@ -197,8 +199,8 @@ class CpuSide(State):
             if k in _DROP:
                 continue
             call.fields[ren.get(k, k)] = v
-        if call.attr_cpu is Attribution.NONE:
-            call.attr_cpu = Attribution.INFERRED
+        if call.attr_cpu is _NONE:
+            call.attr_cpu = _INFERRED
         if kind == "async_dealloc":
             self._maybe_emit(call)
 

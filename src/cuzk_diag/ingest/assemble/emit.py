@@ -20,6 +20,13 @@ from cuzk_diag.records import (
     Value,
 )
 
+# The labels as records hold them (text), and the member a call starts with (see records.Family).
+_EXACT_TEXT, _INFERRED_TEXT, _AMBIGUOUS_TEXT, _NONE_TEXT = (
+    str(a)
+    for a in (Attribution.EXACT, Attribution.INFERRED, Attribution.AMBIGUOUS, Attribution.NONE)
+)
+_NONE = Attribution.NONE
+
 
 class Emission(State):
     """Part of ``Assembler`` (see the package text)."""
@@ -79,12 +86,12 @@ class Emission(State):
             rec[k] = tl.get(k)
         extra: dict[str, Value] = {}
         for src in (call.fields, blk.fields if blk is not None else {}):
-            for k, v in src.items():
-                if k.startswith("_"):
-                    continue
-                if k in _RECORD_COLUMNS:
-                    rec[k] = v
-                else:
+            # The record's columns as they are (most of the values); the rest, but for the
+            # assembly's own ``_`` keys, into ``extra``. (No column name starts with ``_``.)
+            rec.update(src)
+            for k in src.keys() - _RECORD_COLUMNS:
+                v = rec.pop(k)
+                if not k.startswith("_"):
                     extra[k] = v
         if blk is not None:
             extra.update(blk.extra)
@@ -103,21 +110,21 @@ class Emission(State):
             rec["status"] = call.status if call.ended else "incomplete"
         rec["attr_ids"] = str(call.attr_ids)
         if blk is None:
-            rec["attr_gpu"] = str(Attribution.NONE)
+            rec["attr_gpu"] = _NONE_TEXT
         elif blk.doubt or blk.gaps:
-            rec["attr_gpu"] = str(Attribution.AMBIGUOUS)
+            rec["attr_gpu"] = _AMBIGUOUS_TEXT
         elif blk.confirmed or call.job_id is None:
-            rec["attr_gpu"] = str(Attribution.EXACT)
+            rec["attr_gpu"] = _EXACT_TEXT
         else:
-            rec["attr_gpu"] = str(Attribution.INFERRED)
-        if call.attr_cpu is Attribution.NONE:
-            rec["attr_cpu"] = str(Attribution.NONE)
+            rec["attr_gpu"] = _INFERRED_TEXT
+        if call.attr_cpu is _NONE:
+            rec["attr_cpu"] = _NONE_TEXT
         else:
             # A call that ended well without one of the CPU-side lines every version prints:
             # another call took it, so its placements around there are a guess.
             short = call.status == "ok" and not _CPU_EVERY <= call.kinds
             weak = call.cpu_weak or short
-            rec["attr_cpu"] = str(Attribution.AMBIGUOUS if weak else Attribution.INFERRED)
+            rec["attr_cpu"] = _AMBIGUOUS_TEXT if weak else _INFERRED_TEXT
         lines = call.lines + (blk.lines if blk is not None else [])
         rec["first_line"] = min(lines) if lines else None
         rec["last_line"] = max(lines) if lines else None
@@ -188,8 +195,8 @@ class Emission(State):
         for k in ("synth_start_ms", "synth_end_ms", "queue_ms", "pickup_ms", "synth_ms"):
             rec[k] = tl.get(k)
         rec["proof_kind"] = tl.get("proof_kind")
-        rec["attr_ids"] = str(Attribution.EXACT)
-        rec["attr_gpu"] = str(Attribution.AMBIGUOUS)
+        rec["attr_ids"] = _EXACT_TEXT
+        rec["attr_gpu"] = _AMBIGUOUS_TEXT
         rec["status"] = "incomplete"
 
     def _only_gpu(self) -> int | None:

@@ -24,12 +24,14 @@ from cuzk_diag.records import (
     Family,
 )
 
+_TIMING = Family.TIMING  # (see records.Family)
+
 
 class GpuRegion(State):
     """Part of ``Assembler`` (see the package text)."""
 
     def _cpp(self, ev: Event, lo: float | None, hi: float | None) -> None:
-        kind = ev.kind if ev.family is Family.TIMING else "ntt_h"
+        kind = ev.kind if ev.family is _TIMING else "ntt_h"
         if kind in _STAGE:
             self._gpu_line(ev, kind, lo, hi)
         elif kind in _CPU_KINDS:
@@ -136,9 +138,10 @@ class GpuRegion(State):
                 if b.closes_with(kind, tid):
                     closing[order] = b.seq
                 b.view(snap)
-        # Each block keeps (a copy of) the last hypothesis state it showed.
+        # Each block shows the last hypothesis state it showed (a view: the next change to it
+        # is a placement here, which restores first, or the commit).
         for seq, snap in viewed.items():
-            open_blocks[seq].restore(snap)
+            open_blocks[seq].view(snap)
         if not new:
             # No hypothesis can take the line: settle on the best and let it open a block
             # (a line that cannot start one was lost from its block: unattributed).
@@ -174,9 +177,11 @@ class GpuRegion(State):
             for seq, snap in alt.items():
                 if seq in snaps and snap[2] != snaps[seq][2]:
                     contested.add(seq)
+        # The hypotheses are dropped here: the best one's states become the blocks' own, with
+        # no copy (nothing else holds them once the beam is gone).
         for b in self.blocks:
             if b.seq in snaps:
-                b.restore(snaps[b.seq])
+                b.view(snaps[b.seq])
                 if b.seq in contested:
                     b.doubt = True
         self.beam = None

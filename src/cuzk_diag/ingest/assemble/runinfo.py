@@ -11,6 +11,8 @@ from __future__ import annotations
 from cuzk_diag.ingest.assemble.calls import _ts_ms
 from cuzk_diag.records import Event, Family, RunInfo, Value, ascii_int
 
+_BENCH, _TRACING = Family.BENCH, Family.TRACING  # (see records.Family)
+
 #: Startup lines whose integer fields are run settings: tracing kind -> (field, RunInfo name).
 _INT_SETTINGS: dict[str, tuple[tuple[str, str], ...]] = {
     "gpu_workers_init": (
@@ -54,12 +56,12 @@ def timeline_key(f: dict[str, Value]) -> tuple[str, int | None]:
 
 def has_run_info(ev: Event) -> bool:
     """Does ``note_run_info`` take anything from this event?"""
-    return ev.family is Family.BENCH or (ev.family is Family.TRACING and ev.kind in _KINDS)
+    return ev.family is _BENCH or (ev.family is _TRACING and ev.kind in _KINDS)
 
 
 def note_run_info(info: RunInfo, ev: Event) -> None:
     """Add what a tracing or cuzk-bench line says about the run to ``info``."""
-    if ev.family is Family.BENCH:
+    if ev.family is _BENCH:
         _bench(info, ev)
         return
     kind = ev.kind

@@ -26,6 +26,8 @@ from cuzk_diag.ingest.parse.tracing import TRACING_KINDS, parse_duration_ms, par
 from cuzk_diag.records import Accounting, Event, Family
 from cuzk_diag.sources import DAMAGED, MAX_LINE, Source
 
+_BENCH = Family.BENCH  # (see records.Family)
+
 __all__ = [
     "Carry",
     "ERAS",
@@ -211,7 +213,7 @@ class LineParser:
                 acc.note_malformed(no)
             if ev is None:
                 ev = misc(ln, no)
-                if ev.family is Family.BENCH:
+                if ev.family is _BENCH:
                     counts["bench"] += 1
                     counts["other"] -= 1
             put[r] = ev

@@ -14,6 +14,8 @@ ERA_LABELS = {
     "unknown": "unknown (no era-specific lines)",
 }
 
+_TIMING, _NTT_H, _TIMELINE = Family.TIMING, Family.NTT_H, Family.TIMELINE  # (see records.Family)
+
 
 class EraDetector:
     """Collects era markers from events and names the code era (and TIMELINE era)."""
@@ -36,13 +38,13 @@ class EraDetector:
 
     def observe(self, ev: Event) -> None:
         fam = ev.family
-        if fam is Family.TIMING:
+        if fam is _TIMING:
             key = self._MARKERS.get(ev.kind)
             if key is not None and key not in self.markers:
                 self.markers[key] = ev.line
-        elif fam is Family.NTT_H:
+        elif fam is _NTT_H:
             self.markers.setdefault("ntt_h", ev.line)
-        elif fam is Family.TIMELINE:
+        elif fam is _TIMELINE:
             k = ev.kind
             if k == "GPU_QUEUE":
                 self.markers.setdefault("gpu_queue", ev.line)

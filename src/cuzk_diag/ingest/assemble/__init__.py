@@ -114,9 +114,9 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
             Family.TRACING,
         )
         out: list[Any] = []
+        kinds_seen, era = self._kinds_seen, self.era
         for ev in events:
             fam = ev.family
-            segment = self.segment
             if fam is timing or fam is ntt_h:
                 kind = ev.kind
                 if ev.malformed:
@@ -127,10 +127,10 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                     # open call.
                     self._doubt(kind if fam is timing else "ntt_h")
                     continue
-                if kind not in self._kinds_seen:
+                if kind not in kinds_seen:
                     # Era markers are first occurrences of line kinds.
-                    self._kinds_seen.add(kind)
-                    self.era.observe(ev)
+                    kinds_seen.add(kind)
+                    era.observe(ev)
                 if kind == "timing_unknown":
                     self._note_unattributed(ev)
                     continue
@@ -139,20 +139,26 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                 if len(pending) > 256:
                     self._drain(None)
             elif fam is timeline:
-                self.era.observe(ev)
+                era.observe(ev)
                 if ev.kind != "torn":
                     off = ev.fields.get("offset_ms")
                     if isinstance(off, int):
                         self._clock_reading(float(off))
                     self._timeline(ev)
             elif fam is tracing:
-                if self.epoch_ms is not None:
+                epoch = self.epoch_ms
+                if epoch is not None:
                     ts = ev.fields.get("ts")
                     t = _ts_ms(ts) if isinstance(ts, str) else None
                     if t is not None:
-                        self._clock_reading(t - self.epoch_ms)
+                        self._clock_reading(t - epoch)
                 if ev.kind != "clock":
+                    # (The one kind of line that ends a clock segment: the engine's start.)
+                    segment = self.segment
                     self._tracing(ev)
+                    if self.segment != segment:
+                        out.extend(self._take_out())
+                        out.append(SegmentEnd(self.segment))
             elif fam is _BENCH:
                 note_run_info(self.info, ev)
             elif ev.malformed and ev.kind == "damaged":
@@ -161,9 +167,6 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                 self._doubt("ntt_h")
                 for c in self.calls:
                     c.cpu_weak = True
-            if self.segment != segment:
-                out.extend(self._take_out())
-                out.append(SegmentEnd(self.segment))
         out.extend(self._take_out())
         return out
 
@@ -172,7 +175,8 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         placed, and the clock moves on (never back)."""
         if self.pending:
             self._drain(t)
-        self.clock = max(self.clock or 0.0, t)
+        clock = self.clock or 0.0
+        self.clock = t if t > clock else clock  # (max(clock, t), without the call)
 
     def _doubt(self, kind: str) -> None:
         """A line of ``kind`` is lost: placements it could have changed are ambiguous."""

@@ -89,7 +89,7 @@ class Emission(State):
             # The record's columns as they are (most of the values); the rest, but for the
             # assembly's own ``_`` keys, into ``extra``. (No column name starts with ``_``.)
             rec.update(src)
-            for k in src.keys() - _RECORD_COLUMNS:
+            for k in [k for k in src if k not in _RECORD_COLUMNS]:
                 v = rec.pop(k)
                 if not k.startswith("_"):
                     extra[k] = v

@@ -12,6 +12,7 @@ take every form; both give the same event for a line in the exact form.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -67,7 +68,7 @@ class Group:
                 _new(Event, (no, source, fam, k, f, False))
                 for no, f in zip(lines, fields, strict=True)
             ]
-        kinds = self.kind.to_pylist()
+        kinds = _interned(self.kind)
         return [
             _new(Event, (no, source, fam, k, f, False))
             for no, k, f in zip(lines, kinds, fields, strict=True)
@@ -126,6 +127,18 @@ def parse_fixed(
     return fixed_events(extract_fixed(sel, index, lineno, clock, tracing), len(sel), source)
 
 
+def _interned(col: pa.Array) -> list[Value]:
+    """The values of a text column of few distinct values (event kinds), each distinct value
+    one interned string: the assembly compares kinds with its own literals and looks them up in
+    its tables, which an identical string makes a pointer comparison."""
+    enc = pc.dictionary_encode(col)
+    if enc.null_count:
+        return list(col.to_pylist())
+    names = np.array([sys.intern(k) for k in enc.dictionary.to_pylist()], dtype=object)
+    out: list[Value] = names[enc.indices.to_numpy()].tolist()
+    return out
+
+
 def _rows(mask: pa.Array) -> np.ndarray:
     rows: np.ndarray = pc.indices_nonzero(mask).to_numpy()
     return rows
@@ -177,7 +190,7 @@ def _timing(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
     enc = pc.dictionary_encode(shape)
     codes = enc.indices.to_numpy(zero_copy_only=False)
     for code, text in enumerate(enc.dictionary.to_pylist()):
-        keys = tuple(k for k in text.split(" ") if k)
+        keys = tuple(sys.intern(k) for k in text.split(" ") if k)  # (see _interned)
         kind = _CANONICAL.get(keys)
         if kind is None or len(set(keys)) != len(keys):
             continue  # not a format string's key sequence: the per-line parser's
@@ -247,14 +260,14 @@ def _detail_plan(shape: str) -> tuple[str, list[tuple[str, str]]] | None:
     pieces: list[str] = []
     for i, p in enumerate(shape.split(",")):
         if p == "monolithic":
-            keys.append((p, "one"))
+            keys.append(("monolithic", "one"))
             pieces.append(p)
             continue
         k, eq, rest = p.partition("=")
         if not eq or rest or k not in _TIMELINE_DETAIL_KEYS:
             return None
         how = "text" if k == "kind" else "int"
-        keys.append((k, how))
+        keys.append((sys.intern(k), how))  # (see _interned)
         pieces.append(f"{k}=(?P<v{i}>{'[^,]*' if how == 'text' else _INT})")
     if len({k for k, _ in keys}) != len(keys):
         return None

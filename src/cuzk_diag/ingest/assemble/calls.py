@@ -12,7 +12,8 @@ from cuzk_diag.records import (
     Value,
 )
 
-_EXACT, _NONE = Attribution.EXACT, Attribution.NONE  # (see records.Family)
+# (see records.Family)
+_EXACT, _INFERRED, _NONE = Attribution.EXACT, Attribution.INFERRED, Attribution.NONE
 
 
 def _t0(c: Call) -> float:

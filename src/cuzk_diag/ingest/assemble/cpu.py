@@ -10,6 +10,8 @@ from cuzk_diag.ingest.assemble.blocks import (
     TOL_MS,
 )
 from cuzk_diag.ingest.assemble.calls import (
+    _INFERRED,
+    _NONE,
     Call,
     _call_done,
     _int0,
@@ -17,11 +19,8 @@ from cuzk_diag.ingest.assemble.calls import (
 )
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
-    Attribution,
     Event,
 )
-
-_NONE, _INFERRED = Attribution.NONE, Attribution.INFERRED  # (see records.Family)
 
 
 class CpuSide(State):

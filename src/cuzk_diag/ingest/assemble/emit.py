@@ -12,6 +12,7 @@ from cuzk_diag.ingest.assemble.blocks import (
     Block,
 )
 from cuzk_diag.ingest.assemble.calls import (
+    _NONE,
     Call,
 )
 from cuzk_diag.ingest.assemble.state import State
@@ -20,12 +21,11 @@ from cuzk_diag.records import (
     Value,
 )
 
-# The labels as records hold them (text), and the member a call starts with (see records.Family).
+# The labels as records hold them (text) (see records.Family).
 _EXACT_TEXT, _INFERRED_TEXT, _AMBIGUOUS_TEXT, _NONE_TEXT = (
     str(a)
     for a in (Attribution.EXACT, Attribution.INFERRED, Attribution.AMBIGUOUS, Attribution.NONE)
 )
-_NONE = Attribution.NONE
 
 
 class Emission(State):
@@ -89,7 +89,7 @@ class Emission(State):
             # The record's columns as they are (most of the values); the rest, but for the
             # assembly's own ``_`` keys, into ``extra``. (No column name starts with ``_``.)
             rec.update(src)
-            for k in [k for k in src if k not in _RECORD_COLUMNS]:
+            for k in [key for key in src if key not in _RECORD_COLUMNS]:
                 v = rec.pop(k)
                 if not k.startswith("_"):
                     extra[k] = v

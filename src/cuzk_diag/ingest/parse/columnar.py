@@ -134,7 +134,7 @@ def _interned(col: pa.Array) -> list[Value]:
     its tables, which an identical string makes a pointer comparison."""
     enc = pc.dictionary_encode(col)
     if enc.null_count:
-        return list(col.to_pylist())
+        return col.to_pylist()  # type: ignore[no-any-return]
     names = np.array([sys.intern(k) for k in enc.dictionary.to_pylist()], dtype=object)
     out: list[Value] = names[enc.indices.to_numpy()].tolist()
     return out

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -326,3 +327,44 @@ def test_a_suspended_record_stream_leaves_the_collector_on() -> None:
     assert first["job_id"] and gc.isenabled()
     rest = list(records)
     assert rest and gc.isenabled()
+
+
+def test_columns_without_a_value_share_one_array_and_one_series() -> None:
+    """A column with no value in the whole table (the fields of other code versions) costs
+    one shared array per type and length, in the Arrow table and in the frame; the frame is
+    the plain conversion's, value for value and dtype for dtype, and a write to one such column
+    of the frame does not show in the others (copy-on-write)."""
+    import numpy as np
+
+    from cuzk_diag.frame import _types_mapper, records_to_table, take_frame
+    from cuzk_diag.pipeline import finish_table
+
+    table = load_run([str(SIM / "phase12-2gpu-gw2.log")]).table
+    assert table is not None
+    n = table.num_rows
+    empty = [f.name for f in table.schema if table.column(f.name).null_count == n]
+    ints = [c for c in empty if table.schema.field(c).type == pa.int64()]
+    assert len(ints) >= 2, empty
+
+    def addresses(name: str, t: pa.Table = table) -> list[int]:
+        return [b.address for ch in t.column(name).chunks for b in ch.buffers() if b]
+
+    assert all(addresses(c) == addresses(ints[0]) for c in ints)
+    plain = table.to_pandas(types_mapper=_types_mapper)
+    for frame in (table_to_frame(table), take_frame([table])):
+        pd.testing.assert_frame_equal(frame, plain, check_exact=True)
+        assert list(frame.dtypes) == list(plain.dtypes)
+        a, b = frame[ints[0]].array, frame[ints[1]].array
+        assert np.shares_memory(a._data, b._data)
+        frame.loc[frame.index[0], ints[0]] = 7
+        assert frame[ints[0]].iloc[0] == 7
+        assert frame[ints[1]].isna().all() and plain[ints[1]].isna().all()
+
+    # Batches of records: one array per type and length for all of them, and after the sort.
+    recs = [{"record": r, "worker": w} for r, w in [(3, 0), (1, 1), (2, 2), (0, 3)]]
+    one, two = records_to_table(recs[:2]), records_to_table(recs[2:])
+    assert addresses("gpu", one) == addresses("gpu", two) == addresses("partition", one)
+    done = finish_table([one, two], None)
+    assert done.column("record").to_pylist() == [0, 1, 2, 3]
+    assert addresses("gpu", done) == addresses("partition", done)
+    assert done.column("gpu").null_count == 4

@@ -73,16 +73,50 @@ def _fit(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def records_to_table(records: Iterable[dict[str, Any]]) -> pa.Table:
-    """Build the partition table; every column of ``PARTITION_SCHEMA``, in order.
+    """Build the partition table; every column of ``PARTITION_SCHEMA``, in order (the columns
+    without a value shared, ``share_nulls``).
 
     Records whose values are of their columns' types go in as they are; when one holds a value
     Arrow cannot take (an integer beyond int64, say, from a line with 25 digits), every record
     of the batch goes through ``_fit``."""
     rows = [_coerce(r) for r in records]
     try:
-        return pa.Table.from_pylist(rows, schema=PARTITION_SCHEMA)
+        table = pa.Table.from_pylist(rows, schema=PARTITION_SCHEMA)
     except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
-        return pa.Table.from_pylist([_fit(r) for r in rows], schema=PARTITION_SCHEMA)
+        table = pa.Table.from_pylist([_fit(r) for r in rows], schema=PARTITION_SCHEMA)
+    return share_nulls(table)
+
+
+#: All-null arrays by (type, length), made once: see ``share_nulls``.
+_NULLS: dict[tuple[pa.DataType, int], pa.Array] = {}
+_NULLS_HELD = 64  # lengths vary little (batches of a fixed size, the last ones shorter)
+
+
+def null_array(typ: pa.DataType, n: int) -> pa.Array:
+    """An array of ``n`` nulls of type ``typ``, the same one for every caller (Arrow arrays
+    are immutable, so columns can share it)."""
+    key = (typ, n)
+    arr = _NULLS.get(key)
+    if arr is None:
+        if len(_NULLS) >= _NULLS_HELD:
+            _NULLS.clear()
+        arr = _NULLS[key] = pa.nulls(n, typ)
+    return arr
+
+
+def share_nulls(table: pa.Table) -> pa.Table:
+    """``table`` with each column that holds no value (the fields of other code versions, a
+    third of the columns of a typical log) replaced by the one shared all-null array of its
+    type and length (``null_array``): a column of nulls otherwise takes as much memory as one
+    of values (8 bytes a row for an integer)."""
+    n = table.num_rows
+    columns = table.columns
+    empty = [i for i, col in enumerate(columns) if n and col.null_count == n]
+    if not empty:
+        return table
+    for i in empty:
+        columns[i] = null_array(columns[i].type, n)
+    return pa.Table.from_arrays(columns, schema=table.schema)
 
 
 class RecordBatches:
@@ -107,7 +141,7 @@ class RecordBatches:
 
     def add_table(self, table: pa.Table) -> list[pa.Table]:
         self._tabled()
-        self._tables.append(table)
+        self._tables.append(share_nulls(table))  # (unpickled, its null columns are its own)
         self._held += table.num_rows
         return self._batches(whole=True)
 
@@ -144,8 +178,41 @@ def _types_mapper(t: pa.DataType) -> Any:
 
 
 def table_to_frame(table: pa.Table) -> pd.DataFrame:
-    """pandas view with nullable dtypes (Int64, Float64, string) so missing stays missing."""
-    return table.to_pandas(types_mapper=_types_mapper)
+    """pandas view with nullable dtypes (Int64, Float64, string) so missing stays missing.
+
+    The columns without a value share one series per type (``_NullSeries``)."""
+    n = table.num_rows
+    empty = {i for i, col in enumerate(table.columns) if n and col.null_count == n}
+    if not empty:
+        return table.to_pandas(types_mapper=_types_mapper)
+    names = table.column_names
+    rest = table.drop_columns([names[i] for i in empty]).to_pandas(types_mapper=_types_mapper)
+    nulls = _NullSeries(n)
+    return pd.DataFrame(
+        {
+            name: nulls.of(table.schema.field(i).type) if i in empty else rest[name]
+            for i, name in enumerate(names)
+        },
+        copy=False,
+    )
+
+
+class _NullSeries:
+    """One all-null series of ``n`` rows per Arrow type, for every frame column of that type
+    without a value: as the Arrow columns share one array (``share_nulls``), so the frame's
+    share its memory. Copy-on-write (pandas 3 has no other mode) keeps a write to one such
+    column from showing in the others."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._made: dict[pa.DataType, pd.Series] = {}
+
+    def of(self, typ: pa.DataType) -> pd.Series:
+        s = self._made.get(typ)
+        if s is None:
+            one = pa.table({"_": null_array(typ, self.n)})
+            s = self._made[typ] = one.to_pandas(types_mapper=_types_mapper)["_"]
+        return s
 
 
 #: Columns dealt with between two hand-backs of Arrow's freed memory (``releasing``).
@@ -178,8 +245,13 @@ def take_frame(tables: list[pa.Table]) -> pd.DataFrame:
     schema, columns = table.schema, table.columns
     del table
     out: dict[str, pd.Series] = {}
+    nulls = _NullSeries(len(columns[0]) if columns else 0)
     for i in releasing(len(columns)):
         field = schema.field(i)
+        if nulls.n and columns[i].null_count == nulls.n:
+            columns[i] = None
+            out[field.name] = nulls.of(field.type)
+            continue
         one = pa.Table.from_arrays([columns[i]], schema=pa.schema([field]))
         columns[i] = None
         out[field.name] = one.to_pandas(types_mapper=_types_mapper, self_destruct=True)[field.name]

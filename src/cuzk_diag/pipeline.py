@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cuzk_diag.errors import InputError
-from cuzk_diag.frame import RecordBatches, releasing, table_to_frame, take_frame
+from cuzk_diag.frame import RecordBatches, null_array, releasing, table_to_frame, take_frame
 from cuzk_diag.ingest.assemble.calls import _ts_ms
 from cuzk_diag.ingest.stream import stream
 from cuzk_diag.records import PARTITION_SCHEMA, Accounting, Event, Family, RunInfo
@@ -392,8 +392,10 @@ def finish_table(tables: list[pa.Table], info: RunInfo | None) -> pa.Table:
     schema, columns = table.schema, table.columns
     del table
     # (The record batches' freed pages are no use to the sorted columns: ``releasing``.)
+    n = len(order)
     for i in releasing(len(columns)):
-        columns[i] = columns[i].take(order)
+        col = columns[i]
+        columns[i] = null_array(col.type, n) if col.null_count == n else col.take(order)
     return pa.Table.from_arrays(columns, schema=schema)
 
 

@@ -368,3 +368,30 @@ def test_columns_without_a_value_share_one_array_and_one_series() -> None:
     assert done.column("record").to_pylist() == [0, 1, 2, 3]
     assert addresses("gpu", done) == addresses("partition", done)
     assert done.column("gpu").null_count == 4
+
+
+def test_a_table_sent_to_another_process_leaves_its_empty_columns_behind() -> None:
+    """A child's records travel as ``PackedTable``s: without the columns that hold no value,
+    which unpack as shared null arrays; the table comes back equal, schema and all."""
+    import pickle
+
+    from cuzk_diag.frame import PackedTable, share_nulls
+    from cuzk_diag.ingest.part import _pickled, unpickled
+
+    table = load_run([str(SIM / "phase12-2gpu-gw2.log")]).table
+    assert table is not None
+    n = table.num_rows
+    empty = [f.name for f in table.schema if table.column(f.name).null_count == n]
+    assert len(empty) >= 5
+    packed = PackedTable.of(table)
+    assert packed.table.num_columns == table.num_columns - len(empty)
+    back = pickle.loads(pickle.dumps(packed)).unpack()
+    assert back.equals(table) and back.schema == table.schema
+    assert len(pickle.dumps(packed)) < len(pickle.dumps(share_nulls(table))) - 8 * n
+
+    from cuzk_diag.ingest.assemble import SegmentEnd
+
+    recs = table.to_pylist()
+    items = unpickled(_pickled([*recs[:5], SegmentEnd(1), *recs[5:]], tables=True))
+    assert [type(it) for it in items] == [pa.Table, SegmentEnd, pa.Table]
+    assert pa.concat_tables([items[0], items[2]]).equals(table)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -104,16 +105,22 @@ def null_array(typ: pa.DataType, n: int) -> pa.Array:
     return arr
 
 
+def empty_columns(table: pa.Table) -> list[int]:
+    """Positions of the columns of ``table`` that hold no value (none when it has no rows)."""
+    n = table.num_rows
+    return [i for i, col in enumerate(table.columns) if col.null_count == n] if n else []
+
+
 def share_nulls(table: pa.Table) -> pa.Table:
     """``table`` with each column that holds no value (the fields of other code versions, a
     third of the columns of a typical log) replaced by the one shared all-null array of its
     type and length (``null_array``): a column of nulls otherwise takes as much memory as one
     of values (8 bytes a row for an integer)."""
     n = table.num_rows
-    columns = table.columns
-    empty = [i for i, col in enumerate(columns) if n and col.null_count == n]
+    empty = empty_columns(table)
     if not empty:
         return table
+    columns = table.columns
     for i in empty:
         columns[i] = null_array(columns[i].type, n)
     return pa.Table.from_arrays(columns, schema=table.schema)
@@ -182,7 +189,7 @@ def table_to_frame(table: pa.Table) -> pd.DataFrame:
 
     The columns without a value share one series per type (``_NullSeries``)."""
     n = table.num_rows
-    empty = {i for i, col in enumerate(table.columns) if n and col.null_count == n}
+    empty = set(empty_columns(table))
     if not empty:
         return table.to_pandas(types_mapper=_types_mapper)
     names = table.column_names
@@ -195,6 +202,33 @@ def table_to_frame(table: pa.Table) -> pd.DataFrame:
         },
         copy=False,
     )
+
+
+@dataclass(frozen=True)
+class PackedTable:
+    """A partition table as sent to another process: without its columns that hold no value
+    (pickled, each would take 8 bytes a row again, as if it were not shared); ``unpack``
+    restores them as shared arrays (``null_array``)."""
+
+    table: pa.Table  # the columns with a value
+    schema: pa.Schema  # the table's whole schema
+    rows: int
+
+    @classmethod
+    def of(cls, table: pa.Table) -> PackedTable:
+        names = table.column_names
+        empty = [names[i] for i in empty_columns(table)]
+        return cls(table.drop_columns(empty), table.schema, table.num_rows)
+
+    def unpack(self) -> pa.Table:
+        have = set(self.table.column_names)
+        return pa.Table.from_arrays(
+            [
+                self.table.column(f.name) if f.name in have else null_array(f.type, self.rows)
+                for f in self.schema
+            ],
+            schema=self.schema,
+        )
 
 
 class _NullSeries:

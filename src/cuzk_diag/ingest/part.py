@@ -259,24 +259,32 @@ def assemble_part(
 
 def _pickled(items: list[Any], tables: bool) -> bytes:
     """Records and ``SegmentEnd``s, pickled; with ``tables``, each run of records between
-    ``SegmentEnd``s as one Arrow table."""
+    ``SegmentEnd``s as one Arrow table (a ``frame.PackedTable``: ``unpickled`` unpacks it)."""
     if tables:
-        from cuzk_diag.frame import records_to_table
+        from cuzk_diag.frame import PackedTable, records_to_table
 
         out: list[Any] = []
         run: list[dict[str, Any]] = []
         for item in items:
             if type(item) is SegmentEnd:
                 if run:
-                    out.append(records_to_table(run))
+                    out.append(PackedTable.of(records_to_table(run)))
                     run = []
                 out.append(item)
             else:
                 run.append(item)
         if run:
-            out.append(records_to_table(run))
+            out.append(PackedTable.of(records_to_table(run)))
         items = out
     return pickle.dumps(items, pickle.HIGHEST_PROTOCOL)
+
+
+def unpickled(blob: bytes) -> list[Any]:
+    """The records and ``SegmentEnd``s of a ``_pickled`` blob; tables unpacked."""
+    from cuzk_diag.frame import PackedTable
+
+    items: list[Any] = pickle.loads(blob)
+    return [it.unpack() if type(it) is PackedTable else it for it in items]
 
 
 def open_since(asm: Assembler, seq: int, block_seq: int) -> bool:

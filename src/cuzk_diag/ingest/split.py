@@ -48,6 +48,7 @@ from cuzk_diag.ingest.part import (
     count_lines,
     line_start,
     open_since,
+    unpickled,
 )
 from cuzk_diag.sources import CHUNK_SIZE, Source, SourceStats
 
@@ -436,7 +437,7 @@ def _adopt(
     batches, part.batches = part.batches, []
     batches.reverse()
     while batches:  # (each batch freed once its records are out)
-        items = pickle.loads(batches.pop().blob)
+        items = unpickled(batches.pop().blob)
         yield from deliver(_renumbered(items, shift))
         del items
     ingest.acc.add(part.acc)

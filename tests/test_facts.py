@@ -727,3 +727,40 @@ def test_job_codes_name_each_row_s_job_with_one_string_per_job() -> None:
     assert all(type(n) is str for n in names[:-1])
     codes, names = job_codes(pd.DataFrame({"worker": [1, 2]}))
     assert [names[c] for c in codes] == [None, None]
+
+
+def _busy_and_gaps_walked(starts: list[float], ends: list[float], jobs: list[int]) -> Any:
+    """``facts.busy_and_gaps`` call by call: the loop it replaces."""
+    busy = 0.0
+    gaps: list[tuple[float, float, int, int]] = []
+    cur_s, cur_e, cur_job = starts[0], ends[0], jobs[0]
+    for s, e, job in zip(starts[1:], ends[1:], jobs[1:], strict=True):
+        if s > cur_e:
+            busy += cur_e - cur_s
+            gaps.append((cur_e, s, cur_job, job))
+            cur_s, cur_e, cur_job = s, e, job
+        elif e >= cur_e:
+            cur_e, cur_job = e, job
+    busy += cur_e - cur_s
+    return busy, gaps
+
+
+def test_busy_time_and_gaps_by_running_maxima_are_the_walk_call_by_call() -> None:
+    """Same busy float (bit for bit) and the same gaps, jobs included, as walking the calls:
+    nested calls, equal starts and ends, touching calls, fractional and huge offsets."""
+    from cuzk_diag.facts import busy_and_gaps
+
+    rng = np.random.default_rng(11)
+    for trial in range(400):
+        n = int(rng.integers(1, 60))
+        scale = [1.0, 0.1, 1e6][trial % 3]
+        starts = np.sort(rng.integers(0, 4000, n).astype(np.float64) * scale)
+        lengths = rng.choice([0.0, 1.0, 50.0, 3000.0], n) * rng.random(n).round(1) * scale
+        ends = starts + lengths
+        jobs = rng.integers(-1, 5, n).astype(np.int64)
+        busy, s, e, before, after = busy_and_gaps(starts, ends, jobs)
+        want_busy, want = _busy_and_gaps_walked(starts.tolist(), ends.tolist(), jobs.tolist())
+        assert busy == want_busy and type(busy) is float, trial
+        got = list(zip(s.tolist(), e.tolist(), before.tolist(), after.tolist(), strict=True))
+        assert got == want, trial
+        assert s.dtype == e.dtype == np.float64 and before.dtype == after.dtype == np.int64

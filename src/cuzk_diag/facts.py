@@ -635,6 +635,29 @@ def job_codes(df: pd.DataFrame) -> tuple[np.ndarray, list[str | None]]:
     return codes, [*(str(u) for u in uniques), None]
 
 
+def busy_and_gaps(
+    starts: np.ndarray, ends: np.ndarray, jobs: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The union of one GPU's calls ``starts[i]..ends[i]`` (float ms, sorted by start, no end
+    before its start), walked in start order: (busy ms, and per idle gap its start, its end,
+    the job of the call the GPU was busy with before it and the job of the call after it).
+
+    The call "before" a gap is the latest-ending one so far (a tie goes to the later call).
+    Computed with running maxima, no step per call; the busy time is the sum of the merged
+    intervals taken left to right (``np.add.accumulate``), as a loop over them adds it.
+    """
+    n = len(starts)
+    reach = np.maximum.accumulate(ends)  # the latest end so far
+    at = np.flatnonzero(starts[1:] > reach[:-1]) + 1  # calls that start after an idle gap
+    takes = np.ones(n, dtype=bool)  # a call the GPU is busy with last when it starts
+    takes[1:] = ends[1:] >= reach[:-1]
+    last = np.maximum.accumulate(np.where(takes, np.arange(n), 0))
+    first = np.concatenate(([0], at))  # each merged interval's first call ...
+    final = np.concatenate((at - 1, [n - 1]))  # ... and the call before the next one
+    busy = float(np.add.accumulate(reach[final] - starts[first])[-1])
+    return busy, reach[at - 1], starts[at], jobs[last[at - 1]], jobs[at]
+
+
 def gpu_usage(df: pd.DataFrame, gpu: pd.Series, barrier: pd.Series | None = None) -> list[GpuUsage]:
     """Utilisation per GPU from TIMELINE GPU_START/GPU_END (calls lacking either are skipped).
 
@@ -655,31 +678,10 @@ def gpu_usage(df: pd.DataFrame, gpu: pd.Series, barrier: pd.Series | None = None
         order = np.argsort(start[sel].to_numpy(), kind="stable")
         starts = start[sel].to_numpy()[order]
         ends = end[sel].to_numpy()[order]
-        job_ids = codes[sel.to_numpy()][order].tolist()
-        busy = 0.0
-        gap_s: list[float] = []
-        gap_e: list[float] = []
-        gap_before: list[int] = []
-        gap_after: list[int] = []
-        cur_s, cur_e, cur_job = float(starts[0]), float(ends[0]), job_ids[0]
-        for s, e, job in zip(starts[1:].tolist(), ends[1:].tolist(), job_ids[1:], strict=True):
-            if s > cur_e:
-                busy += cur_e - cur_s
-                gap_s.append(cur_e)
-                gap_e.append(s)
-                gap_before.append(cur_job)
-                gap_after.append(job)
-                cur_s, cur_e, cur_job = s, e, job
-            elif e >= cur_e:
-                cur_e, cur_job = e, job
-        busy += cur_e - cur_s
+        job_ids = codes[sel.to_numpy()][order].astype(np.int64)
+        busy, gap_s, gap_e, gap_before, gap_after = busy_and_gaps(starts, ends, job_ids)
         gaps = IdleGaps(
-            np.full(len(gap_s), int(g), dtype=np.int64),
-            np.array(gap_s, dtype=np.float64),
-            np.array(gap_e, dtype=np.float64),
-            np.array(gap_before, dtype=np.int64),
-            np.array(gap_after, dtype=np.int64),
-            names,
+            np.full(len(gap_s), int(g), dtype=np.int64), gap_s, gap_e, gap_before, gap_after, names
         )
         out.append(
             GpuUsage(

@@ -13,11 +13,13 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cuzk_diag import cli as cli_mod
 from cuzk_diag.analysis import analyze
 from cuzk_diag.report import render
-from cuzk_diag.sanitize import ZWSP, md_code, md_text, neutralise
+from cuzk_diag.sanitize import ZWSP, md_code, md_text, neutralise, neutralise_value
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENT = ROOT / "fixtures" / "sim" / "incident.log"
@@ -248,3 +250,67 @@ def test_export_summary_on_stderr(hostile_log, tmp_path):
     )
     assert "unknown keys" in res.stderr and "owned7" in res.stderr
     assert_inert(res.stderr)
+
+
+def _neutralised_copy(value: object) -> object:
+    """What ``neutralise_value`` gives, built as a full copy."""
+    if isinstance(value, str):
+        return neutralise(value)
+    if isinstance(value, dict):
+        return {_neutralised_copy(k): _neutralised_copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_neutralised_copy(v) for v in value]
+    return value
+
+
+_TEXT = st.text(alphabet=st.sampled_from(list("ab:#[ \x07\u202e")), max_size=6)
+_JSONISH = st.recursive(
+    st.none() | st.integers() | st.floats(allow_nan=False) | _TEXT,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(_TEXT, inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSONISH)
+def test_neutralised_values_copy_only_what_changes(value: object) -> None:
+    """``neutralise_value`` equals the neutralised full copy, key order included, leaves its
+    input as it was, and gives back every dict and list in which nothing changed itself."""
+    import copy
+
+    before = copy.deepcopy(value)
+    got = neutralise_value(value)
+    want = _neutralised_copy(value)
+    assert got == want and json.dumps(got) == json.dumps(want)
+    assert value == before  # (untouched)
+    if json.dumps(want) == json.dumps(value) and not _has_tuple(value):
+        assert got is value
+
+
+def _has_tuple(value: object) -> bool:
+    if isinstance(value, tuple):
+        return True
+    if isinstance(value, dict):
+        return any(_has_tuple(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_tuple(v) for v in value)
+    return False
+
+
+def test_a_clean_report_document_is_not_copied_where_it_is_clean() -> None:
+    """The run facts of a report (clean job ids) stay the objects they are; a job whose id
+    carries a workflow command is copied, with its path, and only that."""
+    jobs = {f"job-{i}": {"gpu_ms": i, "lines": [i, i + 1]} for i in range(1000)}
+    doc = {"info": {"jobs": jobs, "era": "main"}, "findings": []}
+    assert neutralise_value(doc) is doc
+    jobs["::error::x"] = {"gpu_ms": 1}
+    got = neutralise_value(doc)
+    assert got is not doc and got["info"] is not doc["info"]
+    assert got["findings"] is doc["findings"]
+    assert got["info"]["jobs"]["job-7"] is jobs["job-7"]
+    assert list(got["info"]["jobs"])[-1] == f":{ZWSP}:error:{ZWSP}:x"
+    assert "::error::x" in jobs  # the input is left as it was

@@ -18,6 +18,7 @@ and links. Two layers keep reports safe:
 from __future__ import annotations
 
 import re
+from itertools import islice
 from typing import Any
 
 #: Zero-width space: breaks ``::`` and ``##[`` without changing how the text reads.
@@ -52,13 +53,25 @@ def neutralise(text: str) -> str:
 
 
 def neutralise_value(value: Any) -> Any:
-    """:func:`neutralise` every string in a JSON-like value (dict keys included)."""
+    """:func:`neutralise` every string in a JSON-like value (dict keys included); tuples become
+    lists. A dict or list in which nothing changes is given back as it is, not copied: the JSON
+    report of a long log holds the run facts of tens of thousands of jobs, nearly always clean.
+    """
     if isinstance(value, str):
         return neutralise(value)
     if isinstance(value, dict):
-        return {neutralise_value(k): neutralise_value(v) for k, v in value.items()}
+        new: dict[Any, Any] | None = None
+        for i, (k, v) in enumerate(value.items()):
+            k2, v2 = neutralise_value(k), neutralise_value(v)
+            if new is None and (k2 is not k or v2 is not v):
+                new = dict(islice(value.items(), i))  # the items before the first change
+            if new is not None:
+                new[k2] = v2
+        return value if new is None else new
     if isinstance(value, list | tuple):
-        return [neutralise_value(v) for v in value]
+        out = [neutralise_value(v) for v in value]
+        same = type(value) is list and all(a is b for a, b in zip(out, value, strict=True))
+        return value if same else out
     return value
 
 

@@ -128,7 +128,8 @@ def share_nulls(table: pa.Table) -> pa.Table:
 
 class RecordBatches:
     """Records in order, taken one by one (dicts) or already as tables (``records_to_table`` of
-    them, made by another process), given back as tables of ``size`` rows: ``add`` and
+    them, made by another process: their empty columns shared, as ``PackedTable.unpack`` gives
+    them), given back as tables of ``size`` rows: ``add`` and
     ``add_table`` return the batches they completed, ``rest`` what is left."""
 
     def __init__(self, size: int) -> None:
@@ -148,7 +149,7 @@ class RecordBatches:
 
     def add_table(self, table: pa.Table) -> list[pa.Table]:
         self._tabled()
-        self._tables.append(share_nulls(table))  # (one made elsewhere may hold its own nulls)
+        self._tables.append(table)
         self._held += table.num_rows
         return self._batches(whole=True)
 
@@ -276,13 +277,13 @@ def take_frame(tables: list[pa.Table]) -> pd.DataFrame:
     frame together.)"""
     (table,) = tables
     tables.clear()
-    schema, columns = table.schema, table.columns
+    schema, columns, empty = table.schema, table.columns, set(empty_columns(table))
+    nulls = _NullSeries(table.num_rows)
     del table
     out: dict[str, pd.Series] = {}
-    nulls = _NullSeries(len(columns[0]) if columns else 0)
     for i in releasing(len(columns)):
         field = schema.field(i)
-        if nulls.n and columns[i].null_count == nulls.n:
+        if i in empty:
             columns[i] = None
             out[field.name] = nulls.of(field.type)
             continue

@@ -14,7 +14,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from cuzk_diag.errors import InputError
-from cuzk_diag.frame import RecordBatches, null_array, releasing, table_to_frame, take_frame
+from cuzk_diag.frame import (
+    RecordBatches,
+    empty_columns,
+    null_array,
+    releasing,
+    table_to_frame,
+    take_frame,
+)
 from cuzk_diag.ingest.assemble.calls import _ts_ms
 from cuzk_diag.ingest.stream import stream
 from cuzk_diag.records import PARTITION_SCHEMA, Accounting, Event, Family, RunInfo
@@ -389,13 +396,12 @@ def finish_table(tables: list[pa.Table], info: RunInfo | None) -> pa.Table:
     order = pc.sort_indices(table.column("record"))
     if pc.all(pc.equal(order, pa.array(np.arange(len(order))))).as_py():
         return table
-    schema, columns = table.schema, table.columns
+    schema, columns, empty = table.schema, table.columns, set(empty_columns(table))
     del table
     # (The record batches' freed pages are no use to the sorted columns: ``releasing``.)
-    n = len(order)
     for i in releasing(len(columns)):
         col = columns[i]
-        columns[i] = null_array(col.type, n) if col.null_count == n else col.take(order)
+        columns[i] = null_array(col.type, len(order)) if i in empty else col.take(order)
     return pa.Table.from_arrays(columns, schema=schema)
 
 

@@ -138,21 +138,32 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                 pending.append(ev)
                 if len(pending) > 256:
                     self._drain(None)
-            elif fam is _TIMELINE:
-                era.observe(ev)
-                if ev.kind != "torn":
+            elif fam is _TIMELINE or fam is _TRACING:
+                # A timestamped line: first a clock reading (at ``t`` on the TIMELINE clock),
+                # which places the C++ lines waiting for it and moves the clock on (never back).
+                t: float | None = None
+                if fam is _TIMELINE:
+                    era.observe(ev)
+                    if ev.kind == "torn":
+                        continue
                     off = ev.fields.get("offset_ms")
                     if isinstance(off, int):
-                        self._clock_reading(float(off))
+                        t = float(off)
+                else:
+                    epoch = self.epoch_ms
+                    if epoch is not None:
+                        ts = ev.fields.get("ts")
+                        ms = _ts_ms(ts) if isinstance(ts, str) else None
+                        if ms is not None:
+                            t = ms - epoch
+                if t is not None:
+                    if self.pending:
+                        self._drain(t)
+                    clock = self.clock or 0.0
+                    self.clock = t if t > clock else clock  # (max(clock, t), without the call)
+                if fam is _TIMELINE:
                     self._timeline(ev)
-            elif fam is _TRACING:
-                epoch = self.epoch_ms
-                if epoch is not None:
-                    ts = ev.fields.get("ts")
-                    t = _ts_ms(ts) if isinstance(ts, str) else None
-                    if t is not None:
-                        self._clock_reading(t - epoch)
-                if ev.kind != "clock":
+                elif ev.kind != "clock":
                     # (The one kind of line that ends a clock segment: the engine's start.)
                     segment = self.segment
                     self._tracing(ev)
@@ -169,14 +180,6 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                     c.cpu_weak = True
         out.extend(self._take_out())
         return out
-
-    def _clock_reading(self, t: float) -> None:
-        """A timestamped line at ``t`` on the TIMELINE clock: the C++ lines waiting for it are
-        placed, and the clock moves on (never back)."""
-        if self.pending:
-            self._drain(t)
-        clock = self.clock or 0.0
-        self.clock = t if t > clock else clock  # (max(clock, t), without the call)
 
     def _doubt(self, kind: str) -> None:
         """A line of ``kind`` is lost: placements it could have changed are ambiguous."""
@@ -255,17 +258,25 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         joint: list[tuple[int, Event]] = []
         anchors: list[tuple[int, float, float]] = []
         for idx, ev in enumerate(pending):
-            if ev.kind in _JOINT_KINDS and ev.family is _TIMING:
+            kind = ev.kind  # ("ntt_h" for the NTT_H family)
+            if kind in _JOINT_KINDS:
                 joint.append((idx, ev))
                 continue
-            if joint and ev.kind in ("epilogue", "async_dealloc", "split_vectors"):
+            if joint and kind in ("epilogue", "async_dealloc", "split_vectors"):
                 # These depend on the prep lines before them (T7 after T3, T8 after T7).
                 self._solve_prep_lines(joint, anchors, lo, hi)
                 joint = []
-            self._anchor = None
-            self._cpp(ev, lo, hi)
-            if self._anchor is not None:
-                anchors.append((idx, *self._anchor))
+            if kind in _STAGE:
+                self._anchor = None
+                self._gpu_line(ev, kind, lo, hi)
+                if self._anchor is not None:
+                    anchors.append((idx, *self._anchor))
+            elif kind in _CPU_KINDS:
+                self._cpu_line(ev, kind, lo, hi)
+            elif kind == "epilogue":
+                self._t7(ev, lo, hi)
+            else:
+                self._note_unattributed(ev)
         if joint:
             self._solve_prep_lines(joint, anchors, lo, hi)
 

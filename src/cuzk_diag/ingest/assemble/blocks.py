@@ -48,6 +48,7 @@ _RENAME = {
     "pool_threshold": {"gpu": "pool_threshold_gpu"},
     "d_a_cache": {"gpu": "d_a_cache_gpu"},
 }
+_NO_RENAME: dict[str, str] = {}  # (never written)
 _DROP = frozenset({"gpu_tid", "_words"})
 _RECORD_COLUMNS = frozenset(name for name, _ in PARTITION_COLUMNS)
 
@@ -75,6 +76,18 @@ TOL_MS = 6  # clock truncation (gettimeofday +-1 ms, each value truncated) plus 
 def _iv(d: dict[str, Value], k: str) -> int | None:
     v = d.get(k)
     return v if type(v) is int else None
+
+
+def _ivf(d: dict[str, Value], k: str) -> int | None:
+    """``_iv`` that takes a bool too (``relation_cost``'s reading of a value)."""
+    v = d.get(k)
+    return v if isinstance(v, int) else None
+
+
+#: Kinds of line whose placement ``Block.relation_cost`` weighs (it is 0 for the others).
+_RELATED = frozenset(
+    {"pool_threshold", "d_a_cache", "ntt_h", "ntt_msm_h", "tail_msm", "mutex_held"}
+)
 
 
 class Block:
@@ -222,12 +235,22 @@ class Block:
         self, off: tuple[float, float] | None, lo: float | None, hi: float | None
     ) -> tuple[float, float, float]:
         """``lock_cost`` for an offset already computed."""
+        old_lo, old_hi = self.lock_lo, self.lock_hi
         if off is None or (lo is None and hi is None):
-            return 0.0, self.lock_lo, self.lock_hi
-        new_lo = self.lock_lo if lo is None else max(self.lock_lo, lo - off[1] - TOL_MS)
-        new_hi = self.lock_hi if hi is None else min(self.lock_hi, hi - off[0] + TOL_MS)
-        cost = max(0.0, new_lo - new_hi)
-        return cost, new_lo, new_hi
+            return 0.0, old_lo, old_hi
+        # (max and min of two, written out: the first of equal values, as the builtins)
+        new_lo = old_lo
+        if lo is not None:
+            t = lo - off[1] - TOL_MS
+            if t > old_lo:
+                new_lo = t
+        new_hi = old_hi
+        if hi is not None:
+            t = hi - off[0] + TOL_MS
+            if t < old_hi:
+                new_hi = t
+        miss = new_lo - new_hi
+        return (miss if miss > 0.0 else 0.0), new_lo, new_hi
 
     def snapshot(self) -> tuple[Any, ...]:
         """The block's placement state (``_STATE_FIELDS``), copied."""
@@ -311,7 +334,8 @@ class Block:
         return max(1, sum(1 for k in self.missing_stages(ntt_era) if self.stage < _STAGE[k] < st))
 
     def closes_with(self, kind: str, tid: int) -> bool:
-        """Would this line (already applied) end the block? T19 on main, else the last T6."""
+        """Would this line (already applied) end the block? T19 on main, else the last T6.
+        (Only these two kinds can: callers test the kind first.)"""
         if kind == "mutex_held":
             return True
         if kind == "tail_msm" and not self.has_t17:
@@ -322,42 +346,40 @@ class Block:
 
     def relation_cost(self, kind: str) -> float:
         """How far the block's values miss the arithmetic relations of reference 1.5 (ms)."""
+        iv = _ivf
         f = self.fields
-
-        def iv(k: str) -> int | None:
-            v = f.get(k)
-            return v if isinstance(v, int) else None
-
         cost = 0.0
+        if kind not in _RELATED:
+            return cost
         if kind in ("pool_threshold", "d_a_cache"):
             g = f.get("d_a_cache_gpu" if kind == "d_a_cache" else "pool_threshold_gpu")
             call = self.call
             if isinstance(g, int) and call is not None and call.gpu is not None and call.gpu != g:
                 cost += 1000.0
         if kind == "ntt_h" and "d_a_cache" in self.seen:
-            d_b = iv("d_b_alloc_ms")
+            d_b = iv(f, "d_b_alloc_ms")
             if d_b is not None and d_b < 50:
                 cost += 500.0
         if kind == "ntt_msm_h":
-            ntt, total = iv("ntt_msm_h_ms"), iv("ntt_h_total_ms")
+            ntt, total = iv(f, "ntt_msm_h_ms"), iv(f, "ntt_h_total_ms")
             if ntt is not None and total is not None and "ntt_h" in self.seen:
                 # T4 spans the NTT_H block plus the d_a lookup (large only on a GPU's first call).
                 slack = 10000.0 if "d_a_cache" in self.seen else 30.0
                 d = ntt - total
                 cost += max(0.0, -2 - d) + max(0.0, d - slack)
         elif kind == "tail_msm":
-            total = iv("gpu_total_ms")
-            parts = [iv("ntt_msm_h_ms"), iv("batch_add_ms"), iv("tail_msm_ms")]
-            if total is not None and all(p is not None for p in parts):
+            total = iv(f, "gpu_total_ms")
+            parts = [iv(f, "ntt_msm_h_ms"), iv(f, "batch_add_ms"), iv(f, "tail_msm_ms")]
+            if total is not None and None not in parts:
                 rest = total - sum(parts)  # type: ignore[arg-type]
-                bw = iv("barrier_wait_ms")
+                bw = iv(f, "barrier_wait_ms")
                 if bw is not None:
                     cost += max(0.0, abs(rest - bw) - 4)
                 else:
                     cost += max(0.0, -rest - 3)
         elif kind == "mutex_held":
-            held, tot = iv("mutex_held_ms"), iv("total_start_fn_ms")
-            gt, pre, wait = iv("gpu_total_ms"), iv("pre_lock_cpu_ms"), iv("mutex_wait_ms")
+            held, tot = iv(f, "mutex_held_ms"), iv(f, "total_start_fn_ms")
+            gt, pre, wait = iv(f, "gpu_total_ms"), iv(f, "pre_lock_cpu_ms"), iv(f, "mutex_wait_ms")
             if held is not None and gt is not None:
                 cost += max(0.0, gt - held - 1)
             if None not in (held, tot, pre, wait):
@@ -369,7 +391,7 @@ def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
     """Add a GPU-region line to a block's state (no side effects beyond the block)."""
     blk.lines.append(ev.line)
     f = ev.fields
-    ren = _RENAME.get(kind, {})
+    ren = _RENAME.get(kind, _NO_RENAME)
     if kind == "ntt_h":
         for k, v in f.items():
             if isinstance(v, int):
@@ -378,10 +400,12 @@ def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
     elif tid == 0 and not blk.per_tid:
         # The usual single-GPU-thread call: thread 0's values are the block's.
         fields = blk.fields
-        if not ren:
+        if ren is _NO_RENAME:
             fields.update(f)  # (in the line's key order, as the loop below)
-            for k in _DROP:
-                fields.pop(k, None)
+            if "gpu_tid" in fields:  # (the keys of _DROP)
+                del fields["gpu_tid"]
+            if "_words" in fields:
+                del fields["_words"]
         else:
             for k, v in f.items():
                 if k not in _DROP:
@@ -405,7 +429,9 @@ def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
         blk.tids.add(tid)
     if not tid:
         blk.seen.add(kind)
-        blk.stage = max(blk.stage, _STAGE[kind])
+        stage = _STAGE[kind]
+        if stage > blk.stage:
+            blk.stage = stage
     blk.tid_seen.add((kind, tid))
     if kind == "mutex_wait":
         blk.has_t17 = True

@@ -7,7 +7,6 @@ from typing import Any
 
 from cuzk_diag.ingest.assemble.blocks import (
     _ANON_MISS,
-    _CPU_KINDS,
     _STAGE,
     STARTS_BLOCK,
     TOL_MS,
@@ -29,17 +28,6 @@ _TIMING = Family.TIMING  # (see records.Family)
 
 class GpuRegion(State):
     """Part of ``Assembler`` (see the package text)."""
-
-    def _cpp(self, ev: Event, lo: float | None, hi: float | None) -> None:
-        kind = ev.kind if ev.family is _TIMING else "ntt_h"
-        if kind in _STAGE:
-            self._gpu_line(ev, kind, lo, hi)
-        elif kind in _CPU_KINDS:
-            self._cpu_line(ev, kind, lo, hi)
-        elif kind == "epilogue":
-            self._t7(ev, lo, hi)
-        else:
-            self._note_unattributed(ev)
 
     def _note_unattributed(self, ev: Event) -> None:
         self.acc.note_unattributed(ev.line)
@@ -135,7 +123,7 @@ class GpuRegion(State):
                 snaps2 = dict(snaps)
                 snaps2[b.seq] = b.take()
                 new.append((cost + c, order, snaps2))
-                if b.closes_with(kind, tid):
+                if (kind == "mutex_held" or kind == "tail_msm") and b.closes_with(kind, tid):
                     closing[order] = b.seq
                 b.view(snap)
         # Each block shows the last hypothesis state it showed (a view: the next change to it
@@ -245,7 +233,7 @@ class GpuRegion(State):
             g = ev.fields.get("gpu")
             if isinstance(g, int):
                 self.gpus_seen.add(g)
-        if blk.closes_with(kind, tid):
+        elif (kind == "mutex_held" or kind == "tail_msm") and blk.closes_with(kind, tid):
             self._close_block(blk)
 
     def _close_block(self, blk: Block) -> None:

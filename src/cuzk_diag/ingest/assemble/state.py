@@ -66,7 +66,6 @@ class State:
     _call_without_start: Callable[..., Call | None]
     _find_call: Callable[..., Call | None]
     _tracing: Callable[..., None]
-    _cpp: Callable[..., None]
     _note_unattributed: Callable[..., None]
     _gpu_line: Callable[..., None]
     _extend_beam: Callable[..., bool]

@@ -143,7 +143,7 @@ def test_a_shape_with_a_value_of_spaces_stays_with_the_per_line_parser() -> None
 def test_long_lines_and_many_fields_stay_with_the_per_line_parser(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # A pattern's cost grows with its line: such shapes are not made into one.
+    # A plan's cost grows with its line: such shapes are not made into one.
     many = " ".join(f"k{i}={i}" for i in range(shapes.MAX_FIELDS + 5))
     long = "x" * shapes.MAX_LINE
     lines = [f"{TS.format(1, i)}  INFO cuzk_core::engine: many fields {many}" for i in range(10)]
@@ -156,3 +156,47 @@ def test_long_lines_and_many_fields_stay_with_the_per_line_parser(
         events.append(LineParser(full=True).feed(text))
     assert len(events[1]) == 20 and events[0] == events[1]
     assert len(events[1][0].fields) == shapes.MAX_FIELDS + 5 + 4
+
+
+def test_a_cut_finds_its_piece_among_the_words_of_any_line_of_the_shape() -> None:
+    line = '2026-03-13T15:14:01.000001Z  INFO w{id=7 job=ab}: t: m x=Some(12) y="é-q" z=1'
+    pieces = ["2026-03-13T15:14:01.000001Z", "w{id=7 job=ab}", "=7", "Some(12)", '"é-q"', "=1"]
+    starts = [line.rindex(p) + p.startswith("=") for p in pieces]
+    ends = [line.rindex(p) + len(p) for p in pieces]
+    cuts = [shapes.Cut.of(line, a, b) for a, b in zip(starts, ends, strict=True)]
+    assert [(c.first, c.last) for c in cuts] == [(0, 0), (3, 4), (3, 3), (7, 7), (8, 8), (9, 9)]
+    # The same shape printed with other values: every cut takes the other line's piece.
+    other = '2026-03-13T15:14:02.5Z  INFO w{id=123 job=c}: t: m x=Some(-4) y="" z=77'
+    words = pa.compute.split_pattern(pa.array([line, other]), " ")
+    taken = [c.take(words).to_pylist() for c in cuts]
+    assert taken == [
+        ["2026-03-13T15:14:01.000001Z", "2026-03-13T15:14:02.5Z"],
+        ["w{id=7 job=ab}", "w{id=123 job=c}"],
+        ["7", "123"],
+        ["Some(12)", "Some(-4)"],
+        ['"é-q"', '""'],
+        ["1", "77"],
+    ]
+
+
+def test_lines_of_a_shape_with_their_words_shifted_stay_with_the_per_line_parser(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One shape (the text but its values): a value with a space shifts the words after it,
+    # and the values that then stand at the plan's places are of their class.
+    line = "{ts}  INFO cuzk_core::engine: slot job_id={job} free={a} used={b}"
+    values = [('"x"', "1", "2")] * 10 + [('"x y"', "1", "2"), ('"x y z"', "3", "4")]
+    text = "".join(
+        line.format(ts=TS.format(1, i), job=j, a=a, b=b) + "\n"
+        for i, (j, a, b) in enumerate(values)
+    )
+    events = []
+    for on in (False, True):
+        monkeypatch.setattr(shapes, "ENABLED", on)
+        events.append(LineParser(full=True).feed(text))
+    assert events[0] == events[1]
+    assert [ev.fields["job_id"] for ev in events[1][-2:]] == ["x y", "x y z"]
+    sel = pa.array(text.splitlines(), pa.string())
+    heads = tracing_heads(sel).to_numpy(zero_copy_only=False)
+    (group,) = extract_fixed(sel, np.arange(len(sel)), 1, None, heads, full=True)
+    assert group.rows.tolist() == list(range(10))

@@ -69,6 +69,22 @@ _STATE_FIELDS = (
 )
 _STATE = operator.attrgetter(*_STATE_FIELDS)
 
+#: ``Block.lock_offset`` of the lines printed a fixed time after the lock.
+_FIXED_OFFSET = {
+    "mutex_wait": (0.0, 2.0),
+    "pool_threshold": (0.0, 30.0),  # printed as the GPU thread starts, before the d_a allocation
+    "prestage_vram": (0.0, 300.0),  # after a device-wide synchronize and pool trim
+    "prestage_setup": (0.0, 300.0),
+    "d_a_cache": (0.0, 5000.0),
+}
+#: ``Block.lock_offset`` of the lines printed their own value after the lock: (its key, the
+#: print latency).
+_OWN_OFFSET = {
+    "ntt_msm_h": ("ntt_msm_h_ms", 2.0),
+    "tail_msm": ("gpu_total_ms", 2.0),
+    "mutex_held": ("mutex_held_ms", 2.0),
+}
+
 _ANON_MISS = 1000.0  # cost of leaving a block with a call formed from C++ lines alone
 TOL_MS = 6  # clock truncation (gettimeofday +-1 ms, each value truncated) plus print latency
 
@@ -186,26 +202,22 @@ class Block:
 
     def lock_offset(self, kind: str, f: dict[str, Value]) -> tuple[float, float] | None:
         """How long after the lock a line of ``kind`` prints, from its values and the block's."""
-        b = self.fields
+        fixed = _FIXED_OFFSET.get(kind)
+        if fixed is not None:
+            return fixed
+        own = _OWN_OFFSET.get(kind)
+        if own is not None:  # the line's own value (and a print latency)
+            v = f.get(own[0])
+            return (float(v), v + own[1]) if type(v) is int else None
         iv = _iv
-        if kind == "mutex_wait":
-            return (0.0, 2.0)
-        if kind == "pool_threshold":
-            return (0.0, 30.0)  # printed as the GPU thread starts, before the d_a allocation
-        if kind in ("prestage_vram", "prestage_setup"):
-            return (0.0, 300.0)  # after a device-wide synchronize and pool trim
-        if kind == "d_a_cache":
-            return (0.0, 5000.0)
         if kind == "ntt_h":
             total = iv(f, "ntt_h_total_ms")
             if total is None:
                 return None
             slack = 5000.0 if "d_a_cache" in self.seen else 60.0
             return (float(total), total + slack)
+        b = self.fields
         ntt = iv(b, "ntt_msm_h_ms")
-        if kind == "ntt_msm_h":
-            v = iv(f, "ntt_msm_h_ms")
-            return None if v is None else (float(v), v + 2.0)
         if kind == "barrier_wait":
             v = iv(f, "barrier_wait_ms")
             return None if v is None or ntt is None else (float(ntt + v), ntt + v + 3.0)
@@ -217,12 +229,6 @@ class Block:
             if bw is not None:
                 return (float(ntt + bw + v), ntt + bw + v + 4.0)
             return (float(ntt + v), 1e12)
-        if kind == "tail_msm":
-            v = iv(f, "gpu_total_ms")
-            return None if v is None else (float(v), v + 2.0)
-        if kind == "mutex_held":
-            v = iv(f, "mutex_held_ms")
-            return None if v is None else (float(v), v + 2.0)
         return None
 
     def lock_cost(

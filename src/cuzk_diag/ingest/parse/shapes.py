@@ -5,16 +5,20 @@ text with other values: ``<ts>  INFO gpu_worker{worker_id=2 gpu=1 ...}: cuzk_cor
 partition GPU prove complete job_id=... partition=7 gpu_ms=3021``. Lines are grouped by their
 shape (the text with the timestamp and every field value taken out); for each frequent shape
 one line is read by the per-line parser (``tracing.parse_tracing``) and cut into literal text
-and values, which gives one RE2 pattern for the shape: the literal text as it is, each value
-captured by a class the per-line parser reads in one way only (whole numbers, ``Some(n)``,
+and values, which gives the shape's plan: where each value stands, counted in the line's
+space-separated words (which word, how many characters in, how many before the word ends),
+and its class, which the per-line parser reads in one way only (whole numbers, ``Some(n)``,
 quoted text, plain text with no space, brace, quote or non-ASCII character). The lines of the
-shape that match it become a column ``Group``; the others, and every line of a rare or unusual
-shape, stay with the per-line parser.
+shape are split at their spaces (one kernel); a line with as many words whose values are each
+of their class (an RE2 test on each value's column, without captures) becomes a row of the
+shape's column ``Group``; the others, and every line of a rare or unusual shape, stay with the
+per-line parser.
 
-A line that matches a shape's pattern has that shape's literal text at the same places, and
-no value holds a space, so the per-line parser splits it at the same places into the same
-keys, spans, target and message: both give the same event (held to it by
-``tests/test_shapes.py`` over every fixture, and by the line-table digests).
+Lines of one shape have the same literal text in the same order. A value of its class holds
+no space, so such a line has its words, and its values within them, at the plan's places:
+the per-line parser splits it at the same places into the same keys, spans, target and
+message, and both give the same event (held to it by ``tests/test_shapes.py`` over every
+fixture and over values of every odd form, and by the line-table digests).
 """
 
 from __future__ import annotations
@@ -39,8 +43,8 @@ _WHOLE = frozenset({"WARN", "ERROR"})
 #: The most frequent shapes of a chunk get a pattern; a shape needs this many lines.
 MAX_SHAPES = 48
 MIN_LINES = 8
-#: Longer lines, or lines of more fields, stay with the per-line parser: a pattern's cost (to
-#: make, to compile, to run with its captures) grows with them, a line's should not.
+#: Longer lines, or lines of more fields, stay with the per-line parser: a plan's cost (to make,
+#: to run a kernel per field) grows with them, a line's should not.
 MAX_LINE = 1024
 MAX_FIELDS = 40
 
@@ -52,19 +56,16 @@ _INT_RE = re.compile(_INT)
 _TEXT = r"[!#-z|~]*"  # printable ASCII but space, quote and braces
 #: Plain text the per-line parser would not keep as it is (a number, None, Some(...)).
 _NOT_TEXT_RE2 = r"^(?:-?[0-9]+|None|Some\(.*\))$"
-_RE2_SPECIAL = frozenset("\\.^$|?*+()[]{}")
 
-#: How a value reads: its pattern (a named group ``{g}``) and whether its column is numeric.
+#: How a value of each class reads: the RE2 its printed text matches whole, how many of its
+#: characters before and after the value itself (``Some(``, quotes), and whether its column is
+#: numeric.
 _CLASSES = {
-    "int": ("(?P<{g}>" + _INT + ")", True),
-    "some": (r"Some\((?P<{g}>" + _INT + r")\)", True),
-    "quoted": ('"(?P<{g}>' + _TEXT + ')"', False),
-    "text": ("(?P<{g}>" + _TEXT + ")", False),
+    "int": ("^" + _INT + "$", 0, 0, True),
+    "some": (r"^Some\(" + _INT + r"\)$", 5, 1, True),
+    "quoted": ('^"' + _TEXT + '"$', 1, 1, False),
+    "text": ("^" + _TEXT + "$", 0, 0, False),
 }
-
-
-def _escape(text: str) -> str:
-    return "".join("\\" + c if c in _RE2_SPECIAL else c for c in text)
 
 
 def _value_class(raw: str, value: Value) -> str | None:
@@ -91,15 +92,47 @@ _MESSAGE_GAPS = ("", " ", ": ")
 _HEADER_FIELDS = ("ts", "level", "target", "spans", "message")
 
 
+class Cut(NamedTuple):
+    """Where a piece of a line stands among its words (split at each space): from ``a``
+    characters into word ``first`` to ``b`` characters before the end of word ``last``."""
+
+    first: int
+    last: int
+    a: int
+    b: int
+
+    @classmethod
+    def of(cls, line: str, start: int, end: int) -> Cut:
+        """The cut of ``line[start:end]``."""
+        word_end = line.find(" ", end)
+        return cls(
+            line.count(" ", 0, start),
+            line.count(" ", 0, end),
+            start - (line.rfind(" ", 0, start) + 1),
+            (len(line) if word_end < 0 else word_end) - end,
+        )
+
+    def take(self, words: pa.ListArray) -> pa.StringArray:
+        """The piece of each line whose ``words`` are given."""
+        first, last, a, b = self
+        if first == last:
+            col = pc.list_element(words, first)
+        else:
+            col = pc.binary_join(pc.list_slice(words, first, last + 1), " ")
+        if a or b:
+            col = pc.utf8_slice_codeunits(col, a, -b if b else None)
+        return col
+
+
 class Plan(NamedTuple):
     """How the lines of one shape are read column-wise."""
 
-    pattern: str  # RE2, anchored at both ends
+    words: int  # how many words (split at each space) a line of the shape has
     kind: str
     level: str
     names: list[str]  # the event's fields, in the per-line parser's order
-    #: per name: ``("group", name)`` (timestamp, spans), ``("value", (group, class))`` or
-    #: ``("const", text)``
+    #: per name: ``("cut", Cut)`` (timestamp, spans), ``("value", (Cut, class))`` (the value's
+    #: printed text) or ``("const", text)``
     how: list[tuple[str, object]]
 
 
@@ -156,8 +189,7 @@ def shape_plan(line: str) -> Plan | None:
     last = {k: found for found, k in marks}
     if set(last) != set(keys):
         return None
-    parts = [f"(?P<ts>{TRACING_TS_RE2})"]
-    groups: dict[str, tuple[str, str]] = {}
+    values: dict[str, tuple[Cut, str]] = {}
     pos = len(ts)
     for found, k in marks:
         start = found + len(k) + 2
@@ -166,41 +198,33 @@ def shape_plan(line: str) -> Plan | None:
         end = start
         while end < len(line) and line[end] not in " {}":
             end += 1
-        literal = line[pos:start]
-        if pos <= spans_at < start:  # the spans start in this stretch of text
-            cut = spans_at - pos
-            parts.append(_escape(literal[:cut]) + "(?P<spans>" + _escape(literal[cut:]))
-        else:
-            parts.append(_escape(literal))
-        raw = line[start:end]
         if found == last[k]:
+            raw = line[start:end]
             value = fields[k]
             cls = _value_class(raw, value) if _scalar(raw) == value else None
             if cls is None:
                 return None
-            group = f"v{len(groups)}"
-            groups[k] = (group, cls)
-            parts.append(_CLASSES[cls][0].replace("{g}", group))
-        else:
-            parts.append("[^ {}]*")  # (overwritten by the key's last value)
+            values[k] = (Cut.of(line, start, end), cls)
+        # (an earlier value of a key printed twice is overwritten: any text of no space)
         pos = end
         if spans_end > pos and line[pos:spans_end] == "}":  # the spans end after this value
-            parts.append(r"\})")
             pos = spans_end
-            spans_at = spans_end = -1
+            spans_end = -2  # (closed)
     if spans_end >= 0:
         return None  # spans without a field of their own: left to the per-line parser
-    parts.append(_escape(line[pos:]))
+    cuts = {"ts": Cut.of(line, 0, len(ts))}
+    if isinstance(spans, str):
+        cuts["spans"] = Cut.of(line, spans_at, spans_at + len(spans))
     how: list[tuple[str, object]] = []
     for k in fields:
         if k in ("ts", "spans"):
-            how.append(("group", k))
+            how.append(("cut", cuts[k]))
         elif k in _HEADER_FIELDS:
             how.append(("const", fields[k]))
         else:
-            how.append(("value", groups[k]))
+            how.append(("value", values[k]))
     names = [sys.intern(k) for k in fields]  # (see columnar._interned)
-    return Plan("^" + "".join(parts) + "$", ev.kind, level, names, how)
+    return Plan(line.count(" ") + 1, ev.kind, level, names, how)
 
 
 def tracing_groups(
@@ -236,33 +260,53 @@ def tracing_groups(
 
 
 def _group(texts: pa.StringArray, rows: np.ndarray, nos: np.ndarray, plan: Plan) -> Group | None:
-    """The lines of one shape that match its pattern, as a column group."""
+    """The lines of one shape whose words and values are where its plan says, as a column
+    group."""
     how = plan.how
-    try:
-        m = pc.extract_regex(texts, plan.pattern)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None  # a pattern RE2 will not take: the per-line parser reads these lines
-    ok = m.is_valid()
+    words = pc.split_pattern(texts, " ")
+    fit = pc.equal(pc.list_value_length(words), plan.words)
+    if not pc.all(fit).as_py():
+        if not pc.any(fit).as_py():
+            return None
+        words = words.filter(fit)
+        rows = rows[fit.to_numpy(zero_copy_only=False)]
+    ok: pa.BooleanArray | None = None
+    raw: list[pa.Array | None] = []
     for way, what in how:
-        if way == "value" and isinstance(what, tuple) and what[1] == "text":
-            plain = pc.invert(pc.match_substring_regex(m.field(what[0]), _NOT_TEXT_RE2))
-            ok = pc.and_(ok, pc.fill_null(plain, False))
-    if not pc.any(ok).as_py():
-        return None
-    if not pc.all(ok).as_py():
-        m = m.filter(ok)
+        if way == "const":
+            raw.append(None)
+            continue
+        if way == "cut":
+            assert isinstance(what, Cut)
+            raw.append(what.take(words))
+            continue
+        assert isinstance(what, tuple)
+        cut, cls = what
+        col = cut.take(words)
+        good = pc.match_substring_regex(col, _CLASSES[cls][0])
+        if cls == "text":
+            good = pc.and_not(good, pc.match_substring_regex(col, _NOT_TEXT_RE2))
+        ok = good if ok is None else pc.and_(ok, good)
+        raw.append(col)
+    every = ok is None or pc.all(ok).as_py()
+    if ok is not None and not every:
+        if not pc.any(ok).as_py():
+            return None
         rows = rows[ok.to_numpy(zero_copy_only=False)]
     n = len(rows)
     cols: list[pa.Array | int] = []
-    for way, what in how:
-        if way == "const":
+    for (way, what), col in zip(how, raw, strict=True):
+        if col is None:
             cols.append(pa.array([what] * n, pa.string()))
-        elif way == "group":
-            assert isinstance(what, str)
-            cols.append(m.field(what))
-        else:
+            continue
+        if not every:
+            col = col.filter(ok)
+        if way == "value":
             assert isinstance(what, tuple)
-            group, cls = what
-            col = m.field(group)
-            cols.append(pc.cast(col, pa.int64()) if _CLASSES[cls][1] else col)
+            _, before, after, numeric = _CLASSES[what[1]]
+            if before or after:
+                col = pc.utf8_slice_codeunits(col, before, -after)
+            if numeric:
+                col = pc.cast(col, pa.int64())
+        cols.append(col)
     return Group(rows, nos[rows], Family.TRACING, plan.kind, plan.names, cols)

@@ -88,19 +88,28 @@ def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
     lines = g.lines if keep is None else g.lines[keep]
     kind = g.kind if isinstance(g.kind, str) or mask is None else g.kind.filter(mask)
     n = len(lines)
-    pieces: list[Any] = []
+    pieces: list[Any] = []  # texts (the same in every row) and columns, in turn
+
+    def put(piece: Any) -> None:
+        if isinstance(piece, str) and pieces and isinstance(pieces[-1], str):
+            pieces[-1] += piece
+        else:
+            pieces.append(piece)
+
     escaped = None
     for i, (name, col) in enumerate(zip(g.names, cols, strict=True)):
-        pieces.append(("{" if i == 0 else ", ") + _dumps(name) + ": ")
-        if isinstance(col, int):
-            pieces.append(_dumps(col))
+        put(("{" if i == 0 else ", ") + _dumps(name) + ": ")
+        if not isinstance(col, pa.Array):
+            put(_dumps(col))
         elif pa.types.is_integer(col.type):
-            pieces.append(pc.cast(col, pa.string()))
+            put(pc.cast(col, pa.string()))
         else:
-            pieces.append(pc.binary_join_element_wise('"', col, '"', ""))
+            put('"')
+            put(col)
+            put('"')
             hit = pc.match_substring_regex(col, _JSON_ESCAPED_RE2)
             escaped = hit if escaped is None else pc.or_(escaped, hit)
-    pieces.append("}")
+    put("}")
     text = pc.binary_join_element_wise(*pieces, "")  # (every group has a column of values)
     if escaped is not None and pc.any(escaped).as_py():
         rows = pc.indices_nonzero(escaped)
@@ -115,6 +124,8 @@ def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
             col = cols[g.names.index(name)]
             if isinstance(col, pa.Array) and col.type == typ:
                 return col
+            if isinstance(col, str) and typ == pa.string():
+                return pa.repeat(pa.scalar(col, typ), n)
         return pa.nulls(n, typ)
 
     return pa.table(

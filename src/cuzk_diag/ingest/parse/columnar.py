@@ -48,14 +48,14 @@ _MAX_SHAPES = 32
 class Group:
     """Lines of one fixed form, as columns: which selected rows they are, their line numbers,
     their kind (one for all, or a column), and their fields (a name and a column each; an int
-    for a value every row has)."""
+    or a text for a value every row has)."""
 
     rows: np.ndarray
     lines: np.ndarray
     family: Family
     kind: str | pa.Array
     names: list[str]
-    cols: list[pa.Array | int]
+    cols: list[pa.Array | Value]
 
     def events(self, source: int) -> list[Event]:
         n = len(self.rows)
@@ -203,7 +203,7 @@ def _timing(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
             continue  # not a format string's key sequence: the per-line parser's
         pick = codes == code
         part = m.filter(pa.array(pick))
-        cols: list[pa.Array | int] = [_int64(part.field(f"v{i + 1}")) for i in range(len(keys))]
+        cols: list[pa.Array | Value] = [_int64(part.field(f"v{i + 1}")) for i in range(len(keys))]
         r = rows[pick]
         groups.append(Group(r, nos[r], Family.TIMING, kind, list(keys), cols))
 
@@ -214,7 +214,7 @@ def _ntt_h(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
         return
     rows, m = found
     names = [_NTT_H_COLUMN[k] for k in NTT_H_KEYS]
-    cols: list[pa.Array | int] = [_int64(m.field(k)) for k in NTT_H_KEYS]
+    cols: list[pa.Array | Value] = [_int64(m.field(k)) for k in NTT_H_KEYS]
     groups.append(Group(rows, nos[rows], Family.NTT_H, "ntt_h", names, cols))
 
 
@@ -243,7 +243,7 @@ def _timeline(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None
             pick[pick] = good
             part = part.filter(pa.array(good))
             vals = vals.filter(pa.array(good))
-        cols: list[pa.Array | int] = [_int64(part.field("off")), part.field("job")]
+        cols: list[pa.Array | Value] = [_int64(part.field("off")), part.field("job")]
         for i, (_, how) in enumerate(keys):
             if how == "one":
                 cols.append(1)

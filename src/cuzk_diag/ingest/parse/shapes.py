@@ -293,11 +293,11 @@ def _group(texts: pa.StringArray, rows: np.ndarray, nos: np.ndarray, plan: Plan)
         if not pc.any(ok).as_py():
             return None
         rows = rows[ok.to_numpy(zero_copy_only=False)]
-    n = len(rows)
-    cols: list[pa.Array | int] = []
+    cols: list[pa.Array | Value] = []
     for (way, what), col in zip(how, raw, strict=True):
         if col is None:
-            cols.append(pa.array([what] * n, pa.string()))
+            assert isinstance(what, str)
+            cols.append(what)
             continue
         if not every:
             col = col.filter(ok)

@@ -393,11 +393,26 @@ class Block:
         return cost
 
 
+def _copy_fields(into: dict[str, Value], f: dict[str, Value], kind: str) -> None:
+    """A line's fields into a block's or a call's, renamed (``_RENAME``) and without the
+    parser's own keys (``_DROP``, which no block or call holds)."""
+    ren = _RENAME.get(kind)
+    if ren is None:
+        into.update(f)  # (in the line's key order, as the loop below)
+        if "gpu_tid" in into:  # (the keys of _DROP)
+            del into["gpu_tid"]
+        if "_words" in into:
+            del into["_words"]
+    else:
+        for k, v in f.items():
+            if k not in _DROP:
+                into[ren.get(k, k)] = v
+
+
 def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
     """Add a GPU-region line to a block's state (no side effects beyond the block)."""
     blk.lines.append(ev.line)
     f = ev.fields
-    ren = _RENAME.get(kind, _NO_RENAME)
     if kind == "ntt_h":
         for k, v in f.items():
             if isinstance(v, int):
@@ -405,19 +420,10 @@ def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
                 blk.fields[k] = v + old if isinstance(old, int) else v
     elif tid == 0 and not blk.per_tid:
         # The usual single-GPU-thread call: thread 0's values are the block's.
-        fields = blk.fields
-        if ren is _NO_RENAME:
-            fields.update(f)  # (in the line's key order, as the loop below)
-            if "gpu_tid" in fields:  # (the keys of _DROP)
-                del fields["gpu_tid"]
-            if "_words" in fields:
-                del fields["_words"]
-        else:
-            for k, v in f.items():
-                if k not in _DROP:
-                    fields[ren.get(k, k)] = v
+        _copy_fields(blk.fields, f, kind)
     else:
         # Per GPU thread; a multi-GPU call reports each stage's longest thread.
+        ren = _RENAME.get(kind, _NO_RENAME)
         if not blk.per_tid:
             blk.per_tid[0] = {k: v for k, v in blk.fields.items() if k in _TID_FIELDS}
         per = blk.per_tid.setdefault(tid, {})

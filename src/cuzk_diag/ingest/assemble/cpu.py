@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cuzk_diag.ingest.assemble.blocks import (
-    _DROP,
-    _RENAME,
     TOL_MS,
+    _copy_fields,
 )
 from cuzk_diag.ingest.assemble.calls import (
     _INFERRED,
@@ -193,11 +192,7 @@ class CpuSide(State):
         call.kinds.add(kind)
         call.lines.append(ev.line)
         call.klines[kind] = ev.line
-        ren = _RENAME.get(kind, {})
-        for k, v in ev.fields.items():
-            if k in _DROP:
-                continue
-            call.fields[ren.get(k, k)] = v
+        _copy_fields(call.fields, ev.fields, kind)
         if call.attr_cpu is _NONE:
             call.attr_cpu = _INFERRED
         if kind == "async_dealloc":

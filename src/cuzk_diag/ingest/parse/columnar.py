@@ -29,10 +29,12 @@ from cuzk_diag.records import Event, Family, Value
 _new = tuple.__new__
 _INT = r"-?[0-9]{1,18}"  # the values a cast to int64 takes exactly as int() does
 
-_TIMING_RE2 = (
-    rf"^CUZK_TIMING: (?P<k1>[a-z_][a-z0-9_]*)=(?P<v1>{_INT})"
-    rf"(?: (?P<k2>[a-z_][a-z0-9_]*)=(?P<v2>{_INT}))?(?: (?P<k3>[a-z_][a-z0-9_]*)=(?P<v3>{_INT}))?$"
-)
+#: The ``CUZK_TIMING:`` line of each format string with its values taken out (what
+#: ``_timing`` groups lines by), with the event kind and the keys.
+_TIMING_SHAPES = {
+    "CUZK_TIMING: " + " ".join(f"{k}=" for k in keys): (kind, keys)
+    for keys, kind in _CANONICAL.items()
+}
 _NTT_H_RE2 = "^CUZK_NTT_H: " + " ".join(f"{k}=(?P<{k}>{_INT})ms" for k in NTT_H_KEYS) + "$"
 _TIMELINE_RE2 = (
     rf"^TIMELINE,(?P<off>[0-9]{{1,18}}),(?P<event>{'|'.join(sorted(TIMELINE_EVENTS))}),"
@@ -188,23 +190,40 @@ def _extract(
 
 
 def _timing(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
-    """Integer ``CUZK_TIMING:`` lines with the key sequence of their format string."""
-    found = _extract(sel, "CUZK_TIMING: ", _TIMING_RE2)
-    if found is None:
+    """Integer ``CUZK_TIMING:`` lines in the exact form of their format string: grouped by
+    their text with the values taken out, each value read from its word."""
+    rows = _rows(pc.starts_with(sel, "CUZK_TIMING: "))
+    if not len(rows):
         return
-    rows, m = found
-    shape = pc.binary_join_element_wise(m.field("k1"), m.field("k2"), m.field("k3"), " ")
-    enc = pc.dictionary_encode(shape)
-    codes = enc.indices.to_numpy(zero_copy_only=False)
-    for code, text in enumerate(enc.dictionary.to_pylist()):
-        keys = tuple(sys.intern(k) for k in text.split(" ") if k)  # (see _interned)
-        kind = _CANONICAL.get(keys)
-        if kind is None or len(set(keys)) != len(keys):
-            continue  # not a format string's key sequence: the per-line parser's
+    lines = sel.take(rows)
+    shape = pc.dictionary_encode(pc.replace_substring_regex(lines, "=-?[0-9]+", "="))
+    codes = shape.indices.to_numpy(zero_copy_only=False)
+    for code, text in enumerate(shape.dictionary.to_pylist()):
+        plan = _TIMING_SHAPES.get(text)
+        if plan is None:
+            continue  # not a format string's text: the per-line parser's
+        kind, keys = plan
         pick = codes == code
-        part = m.filter(pa.array(pick))
-        cols: list[pa.Array | Value] = [_int64(part.field(f"v{i + 1}")) for i in range(len(keys))]
+        words = pc.split_pattern(lines.filter(pa.array(pick)), " ")
+        values = [
+            pc.utf8_slice_codeunits(pc.list_element(words, i + 1), len(k) + 1)
+            for i, k in enumerate(keys)
+        ]
+        # A value is a run of digits after an optional minus (the text with the values taken
+        # out would show anything else), or nothing (a ``=`` the line ends with or a space
+        # follows); it needs 1 to 18 digits (what a cast to int64 takes exactly as int() does).
+        ok = None
+        for v in values:
+            digits = pc.subtract(pc.utf8_length(v), pc.cast(pc.starts_with(v, "-"), pa.int32()))
+            fits = pc.and_(pc.greater(digits, 0), pc.less_equal(digits, 18))
+            ok = fits if ok is None else pc.and_(ok, fits)
+        if ok is not None and not pc.all(ok).as_py():
+            pick[pick] = ok.to_numpy(zero_copy_only=False)
+            values = [v.filter(ok) for v in values]
+        if not pick.any():
+            continue
         r = rows[pick]
+        cols: list[pa.Array | Value] = [_int64(v) for v in values]
         groups.append(Group(r, nos[r], Family.TIMING, kind, list(keys), cols))
 
 

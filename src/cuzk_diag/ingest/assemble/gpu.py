@@ -125,7 +125,8 @@ class GpuRegion(State):
                 new.append((cost + c, order, snaps2))
                 if (kind == "mutex_held" or kind == "tail_msm") and b.closes_with(kind, tid):
                     closing[order] = b.seq
-                b.view(snap)
+                # (b now shows the new hypothesis' state: no other placement of this one reads
+                # it, and the next hypothesis shows its own state of b before reading it.)
         # Each block shows the last hypothesis state it showed (a view: the next change to it
         # is a placement here, which restores first, or the commit).
         for seq, snap in viewed.items():

@@ -28,19 +28,6 @@ _EXACT_TEXT, _INFERRED_TEXT, _AMBIGUOUS_TEXT, _NONE_TEXT = (
 )
 
 
-#: A record's columns from its call's TIMELINE lines, in their order in the record.
-_TL_COLUMNS = (
-    "synth_start_ms",
-    "synth_end_ms",
-    "queue_ms",
-    "pickup_ms",
-    "start_ms",
-    "end_ms",
-    "synth_ms",
-    "gpu_ms",
-)
-
-
 class Emission(State):
     """Part of ``Assembler`` (see the package text)."""
 
@@ -76,25 +63,33 @@ class Emission(State):
         if call in self.calls:
             self.calls.remove(call)
         blk = call.block
+        rec: dict[str, Any] = {}
         tl = call.tl or {}
-        rec: dict[str, Any] = {
-            "record": blk.seq if blk is not None else None,
-            "source": call.source,
-            "job_id": call.job_id,
-            "partition": call.partition,
-            "worker": call.worker,
-            "gpu": call.gpu if call.gpu is not None else self._only_gpu(),
-            "proof_kind": tl.get("proof_kind"),
-            "era": self.era.era,
-        }
-        rec.update(zip(_TL_COLUMNS, map(tl.get, _TL_COLUMNS), strict=True))
+        rec["record"] = blk.seq if blk is not None else None
+        rec["source"] = call.source
+        rec["job_id"] = call.job_id
+        rec["partition"] = call.partition
+        rec["worker"] = call.worker
+        rec["gpu"] = call.gpu if call.gpu is not None else self._only_gpu()
+        rec["proof_kind"] = tl.get("proof_kind")
+        rec["era"] = self.era.era
+        for k in (
+            "synth_start_ms",
+            "synth_end_ms",
+            "queue_ms",
+            "pickup_ms",
+            "start_ms",
+            "end_ms",
+            "synth_ms",
+            "gpu_ms",
+        ):
+            rec[k] = tl.get(k)
         extra: dict[str, Value] = {}
         for src in (call.fields, blk.fields if blk is not None else {}):
             # The record's columns as they are (most of the values); the rest, but for the
-            # assembly's own ``_`` keys, into ``extra`` (written with its keys sorted). (No
-            # column name starts with ``_``.)
+            # assembly's own ``_`` keys, into ``extra``. (No column name starts with ``_``.)
             rec.update(src)
-            for k in src.keys() - _RECORD_COLUMNS:
+            for k in [key for key in src if key not in _RECORD_COLUMNS]:
                 v = rec.pop(k)
                 if not k.startswith("_"):
                     extra[k] = v

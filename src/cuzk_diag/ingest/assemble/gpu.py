@@ -20,10 +20,7 @@ from cuzk_diag.ingest.assemble.calls import (
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
     Event,
-    Family,
 )
-
-_TIMING = Family.TIMING  # (see records.Family)
 
 
 class GpuRegion(State):

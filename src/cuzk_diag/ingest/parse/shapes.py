@@ -40,7 +40,7 @@ from cuzk_diag.records import Family, Value
 ENABLED = True
 #: Levels whose lines of no known message the per-line parser reads whole without ``full``.
 _WHOLE = frozenset({"WARN", "ERROR"})
-#: The most frequent shapes of a chunk get a pattern; a shape needs this many lines.
+#: The most frequent shapes of a chunk get a plan; a shape needs this many lines.
 MAX_SHAPES = 48
 MIN_LINES = 8
 #: Longer lines, or lines of more fields, stay with the per-line parser: a plan's cost (to make,

@@ -35,6 +35,7 @@ _TIMING_SHAPES = {
     "CUZK_TIMING: " + " ".join(f"{k}=" for k in keys): (kind, keys)
     for keys, kind in _CANONICAL.items()
 }
+_ODD_TIMING_RE2 = r"=-?(?:[0-9]{19}| |$)"
 _NTT_H_RE2 = "^CUZK_NTT_H: " + " ".join(f"{k}=(?P<{k}>{_INT})ms" for k in NTT_H_KEYS) + "$"
 _TIMELINE_RE2 = (
     rf"^TIMELINE,(?P<off>[0-9]{{1,18}}),(?P<event>{'|'.join(sorted(TIMELINE_EVENTS))}),"
@@ -196,6 +197,11 @@ def _timing(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
     if not len(rows):
         return
     lines = sel.take(rows)
+    # A value is then a run of digits after an optional minus (the text with the values taken
+    # out would show anything else) or nothing (a ``=`` before a space or the line's end): a
+    # line with an empty value, or one of more than 18 digits (what a cast to int64 takes
+    # exactly as int() does), is the per-line parser's.
+    odd = pc.match_substring_regex(lines, _ODD_TIMING_RE2).to_numpy(zero_copy_only=False)
     shape = pc.dictionary_encode(pc.replace_substring_regex(lines, "=-?[0-9]+", "="))
     codes = shape.indices.to_numpy(zero_copy_only=False)
     for code, text in enumerate(shape.dictionary.to_pylist()):
@@ -203,27 +209,15 @@ def _timing(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
         if plan is None:
             continue  # not a format string's text: the per-line parser's
         kind, keys = plan
-        pick = codes == code
-        words = pc.split_pattern(lines.filter(pa.array(pick)), " ")
-        values = [
-            pc.utf8_slice_codeunits(pc.list_element(words, i + 1), len(k) + 1)
-            for i, k in enumerate(keys)
-        ]
-        # A value is a run of digits after an optional minus (the text with the values taken
-        # out would show anything else), or nothing (a ``=`` the line ends with or a space
-        # follows); it needs 1 to 18 digits (what a cast to int64 takes exactly as int() does).
-        ok = None
-        for v in values:
-            digits = pc.subtract(pc.utf8_length(v), pc.cast(pc.starts_with(v, "-"), pa.int32()))
-            fits = pc.and_(pc.greater(digits, 0), pc.less_equal(digits, 18))
-            ok = fits if ok is None else pc.and_(ok, fits)
-        if ok is not None and not pc.all(ok).as_py():
-            pick[pick] = ok.to_numpy(zero_copy_only=False)
-            values = [v.filter(ok) for v in values]
+        pick = (codes == code) & ~odd
         if not pick.any():
             continue
+        words = pc.split_pattern(lines.filter(pa.array(pick)), " ")
+        cols: list[pa.Array | Value] = [
+            _int64(pc.utf8_slice_codeunits(pc.list_element(words, i + 1), len(k) + 1))
+            for i, k in enumerate(keys)
+        ]
         r = rows[pick]
-        cols: list[pa.Array | Value] = [_int64(v) for v in values]
         groups.append(Group(r, nos[r], Family.TIMING, kind, list(keys), cols))
 
 

@@ -1,3 +1,4 @@
+# cython: annotation_typing=True
 """GPU-region blocks: the lines printed while a GPU's mutex is held, in their stage order."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# cython: annotation_typing=True
 """CPU-side lines (T1, T2, T3, T8, T9): the open call that fits the clock best."""
 
 from __future__ import annotations

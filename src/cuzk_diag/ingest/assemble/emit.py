@@ -1,3 +1,4 @@
+# cython: annotation_typing=True
 """Records out: a call becomes a record once its lines are in (or the input ends)."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# cython: annotation_typing=True
 """GPU-region lines: the open block each goes to, the beam over placements when blocks of
 several GPUs are open at once, and when each GPU was free."""
 

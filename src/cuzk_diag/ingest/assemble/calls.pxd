@@ -1,0 +1,25 @@
+# The compiled build's C declaration of ``Call`` (calls.py), as blocks.pxd declares ``Block``.
+
+cdef class Call:
+    cdef public object job_id
+    cdef public object partition
+    cdef public object worker
+    cdef public object gpu
+    cdef public object start
+    cdef public object seq
+    cdef public dict fields
+    cdef public set kinds
+    cdef public object block
+    cdef public object ended
+    cdef public object closed_out
+    cdef public object status
+    cdef public list lines
+    cdef public object attr_ids
+    cdef public object attr_cpu
+    cdef public object cpu_weak
+    cdef public object tl
+    cdef public dict extra
+    cdef public object segment
+    cdef public object source
+    cdef public object emitted
+    cdef public dict klines

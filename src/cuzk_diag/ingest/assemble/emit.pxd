@@ -1,0 +1,3 @@
+# The compiled build's view of emit.py: the extension types of blocks.pxd and calls.pxd.
+from cuzk_diag.ingest.assemble.blocks cimport Block
+from cuzk_diag.ingest.assemble.calls cimport Call

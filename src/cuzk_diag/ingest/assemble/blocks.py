@@ -1,4 +1,5 @@
 # cython: annotation_typing=True
+# (Compiled, ``Block`` is the extension type of blocks.pxd, and annotations are C types here.)
 """GPU-region blocks: the lines printed while a GPU's mutex is held, in their stage order."""
 
 from __future__ import annotations

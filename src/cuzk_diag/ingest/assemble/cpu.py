@@ -1,4 +1,6 @@
 # cython: annotation_typing=True
+# (Compiled, ``Block`` and ``Call`` are the extension types of their .pxd files, and annotations
+# are C types here.)
 """CPU-side lines (T1, T2, T3, T8, T9): the open call that fits the clock best."""
 
 from __future__ import annotations

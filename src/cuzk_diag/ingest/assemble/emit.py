@@ -1,4 +1,6 @@
 # cython: annotation_typing=True
+# (Compiled, ``Block`` and ``Call`` are the extension types of their .pxd files, and annotations
+# are C types here.)
 """Records out: a call becomes a record once its lines are in (or the input ends)."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
 # cython: annotation_typing=True
+# (Compiled, ``Block`` and ``Call`` are the extension types of their .pxd files, and annotations
+# are C types here.)
 """GPU-region lines: the open block each goes to, the beam over placements when blocks of
 several GPUs are open at once, and when each GPU was free."""
 

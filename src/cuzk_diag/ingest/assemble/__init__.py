@@ -1,3 +1,6 @@
+# cython: annotation_typing=True
+# (Compiled, ``Block``, ``Call`` and ``State`` are the extension types of their .pxd files, and
+# annotations are C types here.)
 """Events -> one record per GPU call, attributing the C++ prover's id-less lines.
 
 The C++ lines carry no job, partition, worker, GPU or timestamp (reference section 1.6). The
@@ -42,6 +45,7 @@ from cuzk_diag.ingest.assemble.emit import Emission
 from cuzk_diag.ingest.assemble.gpu import GpuRegion
 from cuzk_diag.ingest.assemble.identity import Identity
 from cuzk_diag.ingest.assemble.runinfo import note_run_info
+from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.ingest.assemble.timeline import EngineEvents
 from cuzk_diag.ingest.parse.era import EraDetector
 from cuzk_diag.records import (
@@ -110,7 +114,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         """The records one event completed."""
         return [r for r in self.feed_many((ev,)) if type(r) is not SegmentEnd]
 
-    def feed_many(self, events: Iterable[Event]) -> list[Any]:
+    def feed_many(self: State, events: Iterable[Event]) -> list[Any]:
         """Take events in order; returns the records they completed, with a ``SegmentEnd``
         after the last record of each clock segment that ended (the engine restarted)."""
         out: list[Any] = []
@@ -181,7 +185,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         out.extend(self._take_out())
         return out
 
-    def _doubt(self, kind: str) -> None:
+    def _doubt(self: State, kind: str) -> None:
         """A line of ``kind`` is lost: placements it could have changed are ambiguous."""
         if kind in _STAGE:
             for b in self.blocks:
@@ -191,7 +195,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                 if kind not in c.kinds:
                     c.cpu_weak = True
 
-    def _take_out(self) -> list[dict[str, Any]]:
+    def _take_out(self: State) -> list[dict[str, Any]]:
         if self.out:
             out, self.out = self.out, []
             return out
@@ -247,7 +251,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         out, self.out = self.out, []
         return out
 
-    def _drain(self, hi: float | None) -> None:
+    def _drain(self: State, hi: float | None) -> None:
         """Place the C++ lines read since the last clock reading; ``hi`` is the new reading."""
         if not self.pending:
             return

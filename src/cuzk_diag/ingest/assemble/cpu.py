@@ -1,6 +1,6 @@
 # cython: annotation_typing=True
-# (Compiled, ``Block`` and ``Call`` are the extension types of their .pxd files, and annotations
-# are C types here.)
+# (Compiled, ``Block``, ``Call`` and ``State`` are the extension types of their .pxd files, and
+# annotations are C types here.)
 """CPU-side lines (T1, T2, T3, T8, T9): the open call that fits the clock best."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from cuzk_diag.records import (
 class CpuSide(State):
     """Part of ``Assembler`` (see the package text)."""
 
-    def _cpu_line(self, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
+    def _cpu_line(self: State, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
         f = ev.fields
         if kind == "split_vectors":
             cands = [
@@ -191,7 +191,7 @@ class CpuSide(State):
             call.cpu_weak = True
             return
 
-    def _put_cpu(self, call: Call, ev: Event, kind: str) -> None:
+    def _put_cpu(self: State, call: Call, ev: Event, kind: str) -> None:
         call.kinds.add(kind)
         call.lines.append(ev.line)
         call.klines[kind] = ev.line

@@ -1,6 +1,6 @@
 # cython: annotation_typing=True
-# (Compiled, ``Block`` and ``Call`` are the extension types of their .pxd files, and annotations
-# are C types here.)
+# (Compiled, ``Block``, ``Call`` and ``State`` are the extension types of their .pxd files, and
+# annotations are C types here.)
 """Records out: a call becomes a record once its lines are in (or the input ends)."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ _EXACT_TEXT, _INFERRED_TEXT, _AMBIGUOUS_TEXT, _NONE_TEXT = (
 class Emission(State):
     """Part of ``Assembler`` (see the package text)."""
 
-    def _maybe_emit(self, call: Call) -> None:
+    def _maybe_emit(self: State, call: Call) -> None:
         """Emit a call once nothing more can arrive for it."""
         if call.emitted or not call.ended:
             return
@@ -59,7 +59,7 @@ class Emission(State):
                 return
         self._emit(call)
 
-    def _emit(self, call: Call) -> None:
+    def _emit(self: State, call: Call) -> None:
         if call.emitted:
             return
         call.emitted = True

@@ -1,6 +1,6 @@
 # cython: annotation_typing=True
-# (Compiled, ``Block`` and ``Call`` are the extension types of their .pxd files, and annotations
-# are C types here.)
+# (Compiled, ``Block``, ``Call`` and ``State`` are the extension types of their .pxd files, and
+# annotations are C types here.)
 """GPU-region lines: the open block each goes to, the beam over placements when blocks of
 several GPUs are open at once, and when each GPU was free."""
 
@@ -29,11 +29,11 @@ from cuzk_diag.records import (
 class GpuRegion(State):
     """Part of ``Assembler`` (see the package text)."""
 
-    def _note_unattributed(self, ev: Event) -> None:
+    def _note_unattributed(self: State, ev: Event) -> None:
         self.acc.note_unattributed(ev.line)
         self.unattributed.append(ev) if len(self.unattributed) < 1000 else None
 
-    def _gpu_line(self, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
+    def _gpu_line(self: State, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
         tid = ev.fields.get("gpu_tid")
         tid = tid if isinstance(tid, int) else 0
         ntt_era = "ntt_h" in self.era.markers
@@ -85,7 +85,13 @@ class GpuRegion(State):
     CPU_MARGIN = 30.0  # a CPU-side line whose runner-up call fits this close is ambiguous
 
     def _extend_beam(
-        self, ev: Event, kind: str, tid: int, lo: float | None, hi: float | None, ntt_era: bool
+        self: State,
+        ev: Event,
+        kind: str,
+        tid: int,
+        lo: float | None,
+        hi: float | None,
+        ntt_era: bool,
     ) -> bool:
         """Place a line in every hypothesis; False when it opens a block (beam committed).
 
@@ -152,7 +158,7 @@ class GpuRegion(State):
                         self._close_block(b)
         return True
 
-    def _commit_beam(self) -> None:
+    def _commit_beam(self: State) -> None:
         """Adopt the best hypothesis as the state of the open blocks."""
         if self.beam is None:
             return
@@ -201,7 +207,7 @@ class GpuRegion(State):
         # Old code (no T17/T10): a T4 or NTT_H line when blk already has a later stage
         return blk.stage >= st and not (kind == "ntt_h" and blk.stage == st)
 
-    def _open_block(self, ev: Event, kind: str, lo: float | None, hi: float | None) -> Block:
+    def _open_block(self: State, ev: Event, kind: str, lo: float | None, hi: float | None) -> Block:
         self.block_seq += 1
         blk = Block(self.block_seq, ev.line)
         self.blocks.append(blk)
@@ -217,7 +223,7 @@ class GpuRegion(State):
         return blk
 
     def _put_gpu(
-        self,
+        self: State,
         blk: Block,
         ev: Event,
         kind: str,
@@ -237,7 +243,7 @@ class GpuRegion(State):
         elif (kind == "mutex_held" or kind == "tail_msm") and blk.closes_with(kind, tid):
             self._close_block(blk)
 
-    def _close_block(self, blk: Block) -> None:
+    def _close_block(self: State, blk: Block) -> None:
         if blk.closed:
             return
         blk.closed = True
@@ -300,7 +306,9 @@ class GpuRegion(State):
 
     # -- binding blocks to calls ------------------------------------------------------------------
 
-    def _gpu_free_at(self, gpu: int | None, before: float, exclude: Block) -> tuple[float, float]:
+    def _gpu_free_at(
+        self: State, gpu: int | None, before: float, exclude: Block
+    ) -> tuple[float, float]:
         """Interval in which the GPU's mutex was last released before ``before``."""
         if gpu is None:
             return (-1e18, -1e18)

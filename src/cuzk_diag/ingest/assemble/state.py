@@ -1,19 +1,22 @@
-"""What the parts of ``Assembler`` share: its state, and the methods each part calls on the
-others (declared here for the type checker; each part defines its own)."""
+"""What the parts of ``Assembler`` share: its state.
+
+Three files declare it: this one (the class the parts derive from), ``state.pyi`` (the type
+checker's view, which adds the methods each part calls on the others; each part defines its
+own) and ``state.pxd`` (the compiled build's: an extension type whose attributes are C struct
+fields; a method that annotates ``self: State`` reads them directly).
+"""
 
 from __future__ import annotations
 
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from cuzk_diag.ingest.parse.era import EraDetector
-from cuzk_diag.records import Accounting, Event, RunInfo, Value
-
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections import deque
 
     from cuzk_diag.ingest.assemble.blocks import Block
     from cuzk_diag.ingest.assemble.calls import Call
+    from cuzk_diag.ingest.parse.era import EraDetector
+    from cuzk_diag.records import Accounting, Event, RunInfo, Value
 
 
 class State:
@@ -44,56 +47,3 @@ class State:
     gpus_seen: set[int]
     _anchor: tuple[float, float] | None
     beam: list[tuple[float, int, dict[int, tuple[Any, ...]]]] | None
-    BEAM_WIDTH: int
-    GAP_COST: float
-    CONTEST_MARGIN: float
-    CPU_MARGIN: float
-
-    # The methods each part calls on the others (defined by the parts).
-    feed: Callable[..., list[dict[str, Any]]]
-    _doubt: Callable[..., None]
-    _take_out: Callable[..., list[dict[str, Any]]]
-    flush: Callable[..., list[dict[str, Any]]]
-    preview: Callable[..., list[dict[str, Any]]]
-    finish: Callable[..., list[dict[str, Any]]]
-    _drain: Callable[..., None]
-    _solve_prep_lines: Callable[..., None]
-    _new_segment: Callable[..., None]
-    _timeline: Callable[..., None]
-    _start_call: Callable[..., None]
-    _gpu_of: Callable[..., int | None]
-    _end_call: Callable[..., None]
-    _call_without_start: Callable[..., Call | None]
-    _find_call: Callable[..., Call | None]
-    _tracing: Callable[..., None]
-    _note_unattributed: Callable[..., None]
-    _gpu_line: Callable[..., None]
-    _extend_beam: Callable[..., bool]
-    _commit_beam: Callable[..., None]
-    _could_open: Callable[..., bool]
-    _open_block: Callable[..., Block]
-    _put_gpu: Callable[..., None]
-    _close_block: Callable[..., None]
-    _gpu_free_at: Callable[..., tuple[float, float]]
-    _lock_miss: Callable[..., float]
-    _other_gpu_fits: Callable[..., bool]
-    _bind_by_lock_time: Callable[..., None]
-    _bind_block: Callable[..., None]
-    _by_clock: Callable[..., list[Call]]
-    _anonymous_call: Callable[..., Call]
-    _rebind: Callable[..., None]
-    _merge_anonymous: Callable[..., None]
-    _confirm_by_prove_start: Callable[..., None]
-    _t7: Callable[..., None]
-    _confirm_by_t7: Callable[..., None]
-    _cpu_line: Callable[..., None]
-    _lost_t2_calls: Callable[..., list[Call]]
-    _anonymous_for_t1: Callable[..., Call]
-    _reclaim: Callable[..., None]
-    _put_cpu: Callable[..., None]
-    _maybe_emit: Callable[..., None]
-    _emit: Callable[..., None]
-    _blockless_call: Callable[..., Call | None]
-    _claim_pickup: Callable[..., None]
-    _only_gpu: Callable[..., int | None]
-    _emit_orphan_block: Callable[..., None]

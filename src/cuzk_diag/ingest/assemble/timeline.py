@@ -1,3 +1,6 @@
+# cython: annotation_typing=True
+# (Compiled, ``Block``, ``Call`` and ``State`` are the extension types of their .pxd files, and
+# annotations are C types here.)
 """TIMELINE and tracing events: calls start and end, their identity and the clock."""
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from cuzk_diag.records import (
 class EngineEvents(State):
     """Part of ``Assembler`` (see the package text)."""
 
-    def _timeline(self, ev: Event) -> None:
+    def _timeline(self: State, ev: Event) -> None:
         f = ev.fields
         key = timeline_key(f)
         job, part = key
@@ -54,7 +57,7 @@ class EngineEvents(State):
             self._end_call(job, part, f, ev)
 
     def _start_call(
-        self, job: str, part: int | None, worker: int | None, start: float | None, ev: Event
+        self: State, job: str, part: int | None, worker: int | None, start: float | None, ev: Event
     ) -> None:
         self.seq += 1
         self.timeline_calls += 1
@@ -64,7 +67,7 @@ class EngineEvents(State):
             call.gpu = self._gpu_of(worker)
         self.calls.append(call)
 
-    def _gpu_of(self, worker: int) -> int | None:
+    def _gpu_of(self: State, worker: int) -> int | None:
         info = self.info
         if worker in info.worker_gpu:
             return info.worker_gpu[worker]
@@ -76,7 +79,7 @@ class EngineEvents(State):
             return worker // info.gw
         return None
 
-    def _end_call(self, job: str, part: int | None, f: dict[str, Value], ev: Event) -> None:
+    def _end_call(self: State, job: str, part: int | None, f: dict[str, Value], ev: Event) -> None:
         worker = f.get("worker")
         gpu_ms = f.get("gpu_ms")
         call = self._find_call(job, part, worker if isinstance(worker, int) else None)
@@ -123,7 +126,7 @@ class EngineEvents(State):
                 break
         return call
 
-    def _find_call(self, job: str, part: int | None, worker: int | None) -> Call | None:
+    def _find_call(self: State, job: str, part: int | None, worker: int | None) -> Call | None:
         for call in reversed(self.calls):
             if (
                 call.job_id == job
@@ -135,7 +138,7 @@ class EngineEvents(State):
 
     # -- tracing ----------------------------------------------------------------------------------
 
-    def _tracing(self, ev: Event) -> None:
+    def _tracing(self: State, ev: Event) -> None:
         """A tracing line: its run facts (``runinfo``), then what it tells about calls."""
         note_run_info(self.info, ev)
         kind = ev.kind

@@ -48,10 +48,10 @@ class OptionalBuildExt(build_ext):
             language_level=3,
             # Python's semantics: annotations are not C types and functions stay
             # introspectable, but in the modules whose first line turns ``annotation_typing``
-            # on. There (the assembly's GPU-region, CPU-side and emission lines) ``Block`` and
-            # ``Call`` are the extension types their .pxd files declare, read as C structs, and
-            # every annotation holds exactly the type it names (an ``int`` or ``float``
-            # annotation would convert a value of another type: none of theirs gets one).
+            # on (the assembly's per-line modules). There ``Block``, ``Call`` and ``State`` are
+            # the extension types their .pxd files declare, read as C structs, and every
+            # annotation holds exactly the type it names (an ``int`` or ``float`` annotation
+            # would convert a value of another type: none of theirs gets one).
             compiler_directives={"binding": True, "annotation_typing": False},
             build_dir=str(Path(self.build_temp) / "cython"),
             quiet=True,

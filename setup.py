@@ -3,7 +3,7 @@
 source files, where a C compiler is at hand.
 
 Compiled, the same code assembles about 1.5 times as fast, and ``analyze`` and ``export`` run
-1.1-1.3 times as fast (docs/performance.md); nothing else changes, and ``tests/test_compiled.py``
+1.3-1.4 times as fast (docs/performance.md); nothing else changes, and ``tests/test_compiled.py``
 holds the compiled build to the pure one's results. Without a compiler the build warns and keeps the
 pure modules. An editable install (``pip install -e .``) stays pure Python, so that an edited module
 is the module that runs. ``cuzk-diag --version`` tells which build is installed. Everything else is

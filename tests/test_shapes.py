@@ -123,9 +123,7 @@ def test_the_common_forms_are_read_column_wise() -> None:
     # Without ``full``, only shapes the per-line parser reads whole then too: known messages,
     # and the warnings of no known message (not the INFO ones).
     quick = extract_fixed(sel, index, 1, None, heads, full=False)
-    assert {(g.kind, g.cols[1]) for g in quick if g.kind == "tracing"} == {
-        ("tracing", "WARN")
-    }
+    assert {(g.kind, g.cols[1]) for g in quick if g.kind == "tracing"} == {("tracing", "WARN")}
     assert {g.kind for g in quick} == kinds
 
 

@@ -50,7 +50,6 @@ _RENAME = {
     "pool_threshold": {"gpu": "pool_threshold_gpu"},
     "d_a_cache": {"gpu": "d_a_cache_gpu"},
 }
-_NO_RENAME: dict[str, str] = {}  # (never written)
 _DROP = frozenset({"gpu_tid", "_words"})
 _RECORD_COLUMNS = frozenset(name for name, _ in PARTITION_COLUMNS)
 
@@ -396,8 +395,8 @@ class Block:
 
 
 def _copy_fields(into: dict[str, Value], f: dict[str, Value], kind: str) -> None:
-    """A line's fields into a block's or a call's, renamed (``_RENAME``) and without the
-    parser's own keys (``_DROP``, which no block or call holds)."""
+    """A line's fields into a block's, a GPU thread's or a call's, renamed (``_RENAME``) and
+    without the parser's own keys (``_DROP``, which none of them holds)."""
     ren = _RENAME.get(kind)
     if ren is None:
         into.update(f)  # (in the line's key order, as the loop below)
@@ -425,14 +424,10 @@ def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
         _copy_fields(blk.fields, f, kind)
     else:
         # Per GPU thread; a multi-GPU call reports each stage's longest thread.
-        ren = _RENAME.get(kind, _NO_RENAME)
         if not blk.per_tid:
             blk.per_tid[0] = {k: v for k, v in blk.fields.items() if k in _TID_FIELDS}
         per = blk.per_tid.setdefault(tid, {})
-        for k, v in f.items():
-            if k in _DROP:
-                continue
-            per[ren.get(k, k)] = v
+        _copy_fields(per, f, kind)
         for k, v in per.items():
             if len(blk.per_tid) == 1 or not isinstance(v, int):
                 blk.fields[k] = v

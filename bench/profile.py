@@ -81,7 +81,7 @@ def stage_split(path: str) -> list[tuple[str, float, str]]:
         picked = 0
         for _stats, chunk in iter_input(path):
             arr, _ = split_lines(chunk, MAX_LINE)
-            picked += len(classify(arr, full=False, damaged=False).index)
+            picked += len(classify(arr, full=False).index)
         return picked
 
     t_classify, n_picked = _timed(classify_only)

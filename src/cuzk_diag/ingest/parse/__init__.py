@@ -24,7 +24,7 @@ from cuzk_diag.ingest.parse.timeline import TIMELINE_PREFIX, intruder_at, parse_
 from cuzk_diag.ingest.parse.timing import NTT_H_PREFIX, TIMING_PREFIX, parse_ntt_h, parse_timing
 from cuzk_diag.ingest.parse.tracing import TRACING_KINDS, parse_duration_ms, parse_tracing
 from cuzk_diag.records import Accounting, Event, Family
-from cuzk_diag.sources import DAMAGED, MAX_LINE, Source
+from cuzk_diag.sources import MAX_LINE, Source
 
 _BENCH = Family.BENCH  # (see records.Family)
 
@@ -148,7 +148,7 @@ class LineParser:
         arr, cut = split_lines(text, MAX_LINE)
         self.acc.oversized_lines += cut
         n = len(arr)
-        chunk = classify(arr, full=self.full, damaged=DAMAGED in text)
+        chunk = classify(arr, full=self.full)
         counts = chunk.counts
         lineno = self.next_line
         self.next_line += n

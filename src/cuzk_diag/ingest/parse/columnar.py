@@ -21,9 +21,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cuzk_diag.ingest.parse.classify import tracing_heads
-from cuzk_diag.ingest.parse.timeline import _TIMELINE_DETAIL_KEYS, TIMELINE_EVENTS
-from cuzk_diag.ingest.parse.timing import _CANONICAL, _NTT_H_COLUMN, NTT_H_KEYS
+from cuzk_diag.ingest.parse.classify import _bools, tracing_heads
+from cuzk_diag.ingest.parse.timeline import (
+    _TIMELINE_DETAIL_KEYS,
+    TIMELINE_EVENTS,
+    TIMELINE_PREFIX,
+)
+from cuzk_diag.ingest.parse.timing import _CANONICAL, _NTT_H_COLUMN, NTT_H_KEYS, TIMING_PREFIX
 from cuzk_diag.records import Event, Family, Value
 
 _new = tuple.__new__
@@ -35,12 +39,9 @@ _TIMING_SHAPES = {
     "CUZK_TIMING: " + " ".join(f"{k}=" for k in keys): (kind, keys)
     for keys, kind in _CANONICAL.items()
 }
-_ODD_TIMING_RE2 = r"=-?(?:[0-9]{19}| |$)"
 _NTT_H_RE2 = "^CUZK_NTT_H: " + " ".join(f"{k}=(?P<{k}>{_INT})ms" for k in NTT_H_KEYS) + "$"
-_TIMELINE_RE2 = (
-    rf"^TIMELINE,(?P<off>[0-9]{{1,18}}),(?P<event>{'|'.join(sorted(TIMELINE_EVENTS))}),"
-    r"(?P<job>[^,]*),(?P<detail>.*)$"
-)
+_TIMELINE_PARTS = ("off", "event", "job", "detail")  # (after the prefix, split at commas)
+_TIMELINE_EVENT_SET = pa.array(sorted(TIMELINE_EVENTS))
 # What makes the per-line TIMELINE parser look closer (another writer's line inside it).
 _TIMELINE_SUSPECT_RE2 = r"CUZK_|Z |.TIMELINE,"
 #: At most this many detail shapes of one chunk are parsed in bulk (each costs a few kernels).
@@ -173,18 +174,16 @@ def _int64(col: pa.Array) -> pa.Array:
 
 
 def _extract(
-    sel: pa.StringArray, prefix: str, pattern: str, exclude: str | None = None
+    sel: pa.StringArray, prefix: str, pattern: str
 ) -> tuple[np.ndarray, pa.StructArray] | None:
-    """The rows of ``sel`` that start with ``prefix`` and match ``pattern`` whole (and not
-    ``exclude``), with the pattern's named groups; None when there are none."""
+    """The rows of ``sel`` that start with ``prefix`` and match ``pattern`` whole, with the
+    pattern's named groups; None when there are none."""
     rows = _rows(pc.starts_with(sel, prefix))
     if not len(rows):
         return None
     lines = sel.take(rows)
     m = pc.extract_regex(lines, pattern)
     ok = m.is_valid()
-    if exclude is not None:
-        ok = pc.and_not(ok, pc.match_substring_regex(lines, exclude))
     if not pc.any(ok).as_py():
         return None
     return rows[ok.to_numpy(zero_copy_only=False)], m.filter(ok)
@@ -192,33 +191,54 @@ def _extract(
 
 def _timing(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
     """Integer ``CUZK_TIMING:`` lines in the exact form of their format string: grouped by
-    their text with the values taken out, each value read from its word."""
-    rows = _rows(pc.starts_with(sel, "CUZK_TIMING: "))
+    their text with the values taken out, each value read from its word.
+
+    The lines are cut into words at spaces and each word into its key and value at its first
+    ``=``; a line's shape is its words with the values taken out. A value is the line's only
+    when it is a run of 1 to 18 ASCII digits after an optional minus (what a cast to int64
+    takes exactly as int() does): a line with any other value is the per-line parser's.
+    """
+    rows = _rows(pc.starts_with(sel, TIMING_PREFIX))
     if not len(rows):
         return
-    lines = sel.take(rows)
-    # A value is then a run of digits after an optional minus (the text with the values taken
-    # out would show anything else) or nothing (a ``=`` before a space or the line's end): a
-    # line with an empty value, or one of more than 18 digits (what a cast to int64 takes
-    # exactly as int() does), is the per-line parser's.
-    odd = pc.match_substring_regex(lines, _ODD_TIMING_RE2).to_numpy(zero_copy_only=False)
-    shape = pc.dictionary_encode(pc.replace_substring_regex(lines, "=-?[0-9]+", "="))
+    words = pc.split_pattern(sel.take(rows), " ")
+    line_at = words.offsets.to_numpy()  # each line's first word
+    kv = pc.split_pattern(words.flatten(), "=", max_splits=1)
+    kv_at = kv.offsets.to_numpy()  # each word's first part
+    parts = kv.flatten()
+    has_value = np.diff(kv_at) == 2
+    valued = np.flatnonzero(has_value)
+    values = parts.take(kv_at[:-1][valued] + 1)
+    neg = pc.starts_with(values, "-")
+    digits = pc.if_else(neg, pc.utf8_slice_codeunits(values, 1), values)
+    good = pc.and_(pc.ascii_is_decimal(digits), pc.less_equal(pc.binary_length(digits), 18))
+    # Lines with a word whose value is not an integer of that form (bad words counted up to
+    # each word: a line has one when the count moves across its words).
+    bad = np.zeros(len(kv_at), dtype=np.int64)
+    bad[1:][valued] = ~_bools(good)
+    bad = np.cumsum(bad)
+    odd = bad[line_at[1:]] != bad[line_at[:-1]]
+    keys = parts.take(kv_at[:-1])  # (a word without ``=`` is all key)
+    marked = pc.if_else(pa.array(has_value), pc.binary_join_element_wise(keys, "", "="), keys)
+    by_line = pa.ListArray.from_arrays(pa.array(line_at, pa.int32()), marked)
+    shape = pc.dictionary_encode(pc.binary_join(by_line, " "))
+    ints = pc.cast(pc.if_else(good, values, "0"), pa.int64()).to_numpy()
+    first_value = np.zeros(len(kv_at), dtype=np.int64)  # values before each word
+    first_value[1:] = np.cumsum(has_value)
+    first_value = first_value[line_at[:-1]]
     codes = shape.indices.to_numpy(zero_copy_only=False)
     for code, text in enumerate(shape.dictionary.to_pylist()):
         plan = _TIMING_SHAPES.get(text)
         if plan is None:
             continue  # not a format string's text: the per-line parser's
-        kind, keys = plan
+        kind, names = plan
         pick = (codes == code) & ~odd
         if not pick.any():
             continue
-        words = pc.split_pattern(lines.filter(pa.array(pick)), " ")
-        cols: list[pa.Array | Value] = [
-            _int64(pc.utf8_slice_codeunits(pc.list_element(words, i + 1), len(k) + 1))
-            for i, k in enumerate(keys)
-        ]
+        at = first_value[pick]
+        cols: list[pa.Array | Value] = [pa.array(ints[at + i]) for i in range(len(names))]
         r = rows[pick]
-        groups.append(Group(r, nos[r], Family.TIMING, kind, list(keys), cols))
+        groups.append(Group(r, nos[r], Family.TIMING, kind, list(names), cols))
 
 
 def _ntt_h(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
@@ -233,7 +253,7 @@ def _ntt_h(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
 
 def _timeline(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
     """Whole TIMELINE lines whose detail is ``key=value`` pairs of known keys."""
-    found = _extract(sel, "TIMELINE,", _TIMELINE_RE2, _TIMELINE_SUSPECT_RE2)
+    found = _timeline_parts(sel)
     if found is None:
         return
     rows, m = found
@@ -267,6 +287,37 @@ def _timeline(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None
         names = ["offset_ms", "job_id"] + [k for k, _ in keys]
         r = rows[pick]
         groups.append(Group(r, nos[r], Family.TIMELINE, part.field("event"), names, cols))
+
+
+def _timeline_parts(sel: pa.StringArray) -> tuple[np.ndarray, pa.StructArray] | None:
+    """The rows of ``sel`` that are whole TIMELINE lines (``TIMELINE,<offset>,<event>,<job>,``
+    and a detail: an offset of 1-18 ASCII digits, an event the engine prints, and no other
+    writer's text inside), with their four parts; None when there are none.
+
+    Split at the first four commas rather than matched by a regex with groups: RE2 finds a
+    match's groups by a second, slower search, which cost more than all the kernels here.
+    """
+    rows = _rows(pc.starts_with(sel, TIMELINE_PREFIX))
+    if not len(rows):
+        return None
+    lines = sel.take(rows)
+    split = pc.split_pattern(lines, ",", max_splits=4)
+    whole = pc.equal(pc.list_value_length(split), 5)
+    if not pc.all(whole).as_py():
+        rows, lines, split = rows[_bools(whole)], lines.filter(whole), split.filter(whole)
+    cols = [pc.list_element(split, i + 1) for i in range(4)]
+    off, event = cols[0], cols[1]
+    ok = pc.and_(
+        pc.and_(pc.ascii_is_decimal(off), pc.less_equal(pc.binary_length(off), 18)),
+        pc.and_not(
+            pc.is_in(event, value_set=_TIMELINE_EVENT_SET),
+            pc.match_substring_regex(lines, _TIMELINE_SUSPECT_RE2),
+        ),
+    )
+    if not pc.any(ok).as_py():
+        return None
+    parts = pa.StructArray.from_arrays(cols, names=_TIMELINE_PARTS)
+    return rows[_bools(ok)], parts.filter(ok)
 
 
 def _detail_plan(shape: str) -> tuple[str, list[tuple[str, str]]] | None:

@@ -191,41 +191,15 @@ def _extract(
 
 def _timing(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
     """Integer ``CUZK_TIMING:`` lines in the exact form of their format string: grouped by
-    their text with the values taken out, each value read from its word.
-
-    The lines are cut into words at spaces and each word into its key and value at its first
-    ``=``; a line's shape is its words with the values taken out. A value is the line's only
-    when it is a run of 1 to 18 ASCII digits after an optional minus (what a cast to int64
-    takes exactly as int() does): a line with any other value is the per-line parser's.
-    """
+    their words with the values taken out, each value read from its word. A line with a value
+    that is not a whole number (``_int_values``) is the per-line parser's."""
     rows = _rows(pc.starts_with(sel, TIMING_PREFIX))
     if not len(rows):
         return
-    words = pc.split_pattern(sel.take(rows), " ")
-    line_at = words.offsets.to_numpy()  # each line's first word
-    kv = pc.split_pattern(words.flatten(), "=", max_splits=1)
-    kv_at = kv.offsets.to_numpy()  # each word's first part
-    parts = kv.flatten()
-    has_value = np.diff(kv_at) == 2
-    valued = np.flatnonzero(has_value)
-    values = parts.take(kv_at[:-1][valued] + 1)
-    neg = pc.starts_with(values, "-")
-    digits = pc.if_else(neg, pc.utf8_slice_codeunits(values, 1), values)
-    good = pc.and_(pc.ascii_is_decimal(digits), pc.less_equal(pc.binary_length(digits), 18))
-    # Lines with a word whose value is not an integer of that form (bad words counted up to
-    # each word: a line has one when the count moves across its words).
-    bad = np.zeros(len(kv_at), dtype=np.int64)
-    bad[1:][valued] = ~_bools(good)
-    bad = np.cumsum(bad)
-    odd = bad[line_at[1:]] != bad[line_at[:-1]]
-    keys = parts.take(kv_at[:-1])  # (a word without ``=`` is all key)
-    marked = pc.if_else(pa.array(has_value), pc.binary_join_element_wise(keys, "", "="), keys)
-    by_line = pa.ListArray.from_arrays(pa.array(line_at, pa.int32()), marked)
-    shape = pc.dictionary_encode(pc.binary_join(by_line, " "))
-    ints = pc.cast(pc.if_else(good, values, "0"), pa.int64()).to_numpy()
-    first_value = np.zeros(len(kv_at), dtype=np.int64)  # values before each word
-    first_value[1:] = np.cumsum(has_value)
-    first_value = first_value[line_at[:-1]]
+    p = _Pairs.of(sel.take(rows), " ")
+    good, ints = _int_values(p.values)
+    odd = p.lines_with(p.bad_values(good))
+    shape = p.shapes(" ")
     codes = shape.indices.to_numpy(zero_copy_only=False)
     for code, text in enumerate(shape.dictionary.to_pylist()):
         plan = _TIMING_SHAPES.get(text)
@@ -235,10 +209,73 @@ def _timing(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
         pick = (codes == code) & ~odd
         if not pick.any():
             continue
-        at = first_value[pick]
-        cols: list[pa.Array | Value] = [pa.array(ints[at + i]) for i in range(len(names))]
+        at = p.line_at[:-1][pick] + 1  # (the first word is the prefix)
+        cols: list[pa.Array | Value] = [
+            pa.array(ints[p.value_at[at + i]]) for i in range(len(names))
+        ]
         r = rows[pick]
         groups.append(Group(r, nos[r], Family.TIMING, kind, list(names), cols))
+
+
+@dataclass
+class _Pairs:
+    """Texts cut into words at a separator, and each word into its key and value at its first
+    ``=`` (a word without one is all key)."""
+
+    line_at: np.ndarray  # the index of each text's first word, and the number of words
+    keys: pa.Array  # per word
+    has_value: np.ndarray  # per word: it has a ``=``
+    value_at: np.ndarray  # per word with a ``=``: the index of its value in ``values``
+    values: pa.Array
+
+    @classmethod
+    def of(cls, texts: pa.StringArray, sep: str) -> _Pairs:
+        words = pc.split_pattern(texts, sep)
+        kv = pc.split_pattern(words.flatten(), "=", max_splits=1)
+        kv_at = kv.offsets.to_numpy()
+        parts = kv.flatten()
+        has_value = np.diff(kv_at) == 2
+        starts = kv_at[:-1]
+        return cls(
+            words.offsets.to_numpy(),
+            parts.take(starts),
+            has_value,
+            np.cumsum(has_value) - 1,
+            parts.take(starts[has_value] + 1),
+        )
+
+    def shapes(self, sep: str) -> pa.DictionaryArray:
+        """Each text with its values taken out: its keys, each with ``=`` when it had a value,
+        joined by ``sep`` again."""
+        marked = pc.if_else(
+            pa.array(self.has_value), pc.binary_join_element_wise(self.keys, "", "="), self.keys
+        )
+        by_text = pa.ListArray.from_arrays(pa.array(self.line_at, pa.int32()), marked)
+        return pc.dictionary_encode(pc.binary_join(by_text, sep))
+
+    def bad_values(self, good: np.ndarray) -> np.ndarray:
+        """Per word: it has a value, and ``good`` (per value) says that value is not good."""
+        bad = np.zeros(len(self.has_value), dtype=bool)
+        bad[self.has_value] = ~good
+        return bad
+
+    def lines_with(self, marked: np.ndarray) -> np.ndarray:
+        """Per text: whether any of its words is ``marked``."""
+        count = np.zeros(len(marked) + 1, dtype=np.int64)
+        np.cumsum(marked, out=count[1:])
+        return count[self.line_at[1:]] != count[self.line_at[:-1]]  # type: ignore[no-any-return]
+
+
+def _int_values(col: pa.StringArray, *, signed: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Which texts of ``col`` are whole numbers in the form the per-line parsers read (1 to 18
+    ASCII digits, after a minus when ``signed``: what a cast to int64 takes exactly as int()
+    does), and their values (0 for the others)."""
+    digits = col
+    if signed:
+        digits = pc.if_else(pc.starts_with(col, "-"), pc.utf8_slice_codeunits(col, 1), col)
+    good = pc.and_(pc.ascii_is_decimal(digits), pc.less_equal(pc.binary_length(digits), 18))
+    ints: np.ndarray = pc.cast(pc.if_else(good, col, "0"), pa.int64()).to_numpy()
+    return _bools(good), ints
 
 
 def _ntt_h(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
@@ -256,43 +293,43 @@ def _timeline(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None
     found = _timeline_parts(sel)
     if found is None:
         return
-    rows, m = found
-    detail = m.field("detail")
-    # The shape of a detail: its keys, each with "=" when it has a value.
-    shape = pc.dictionary_encode(pc.replace_substring_regex(detail, "=[^,]*", "="))
+    rows, m, offsets = found
+    p = _Pairs.of(m.field("detail"), ",")
+    good, ints = _int_values(p.values)
+    # (A ``kind`` is text: any value of it is good.)
+    odd = p.lines_with(p.bad_values(good) & ~_bools(pc.equal(p.keys, "kind")))
+    shape = p.shapes(",")
     codes = shape.indices.to_numpy(zero_copy_only=False)
     counts = np.bincount(codes, minlength=len(shape.dictionary))
     texts = shape.dictionary.to_pylist()
     for code in np.argsort(-counts, kind="stable")[:_MAX_SHAPES].tolist():
-        plan = _detail_plan(texts[code])
-        if plan is None:
+        keys = _detail_plan(texts[code])
+        if keys is None:
             continue
-        pattern, keys = plan
-        pick = codes == code
+        pick = (codes == code) & ~odd
+        if not pick.any():
+            continue
+        at = p.line_at[:-1][pick]
         part = m.filter(pa.array(pick))
-        vals = pc.extract_regex(part.field("detail"), pattern)
-        good = vals.is_valid().to_numpy(zero_copy_only=False)
-        if not good.all():
-            pick[pick] = good
-            part = part.filter(pa.array(good))
-            vals = vals.filter(pa.array(good))
-        cols: list[pa.Array | Value] = [_int64(part.field("off")), part.field("job")]
+        cols: list[pa.Array | Value] = [pa.array(offsets[pick]), part.field("job")]
         for i, (_, how) in enumerate(keys):
             if how == "one":
                 cols.append(1)
             elif how == "text":
-                cols.append(vals.field(f"v{i}"))
+                cols.append(p.values.take(p.value_at[at + i]))
             else:
-                cols.append(_int64(vals.field(f"v{i}")))
+                cols.append(pa.array(ints[p.value_at[at + i]]))
         names = ["offset_ms", "job_id"] + [k for k, _ in keys]
         r = rows[pick]
         groups.append(Group(r, nos[r], Family.TIMELINE, part.field("event"), names, cols))
 
 
-def _timeline_parts(sel: pa.StringArray) -> tuple[np.ndarray, pa.StructArray] | None:
+def _timeline_parts(
+    sel: pa.StringArray,
+) -> tuple[np.ndarray, pa.StructArray, np.ndarray] | None:
     """The rows of ``sel`` that are whole TIMELINE lines (``TIMELINE,<offset>,<event>,<job>,``
     and a detail: an offset of 1-18 ASCII digits, an event the engine prints, and no other
-    writer's text inside), with their four parts; None when there are none.
+    writer's text inside), with their four parts and their offsets; None when there are none.
 
     Split at the first four commas rather than matched by a regex with groups: RE2 finds a
     match's groups by a second, slower search, which cost more than all the kernels here.
@@ -306,43 +343,37 @@ def _timeline_parts(sel: pa.StringArray) -> tuple[np.ndarray, pa.StructArray] | 
     if not pc.all(whole).as_py():
         rows, lines, split = rows[_bools(whole)], lines.filter(whole), split.filter(whole)
     cols = [pc.list_element(split, i + 1) for i in range(4)]
-    off, event = cols[0], cols[1]
-    ok = pc.and_(
-        pc.and_(pc.ascii_is_decimal(off), pc.less_equal(pc.binary_length(off), 18)),
-        pc.and_not(
-            pc.is_in(event, value_set=_TIMELINE_EVENT_SET),
+    good, offsets = _int_values(cols[0], signed=False)
+    ok = good & ~_bools(
+        pc.or_(
+            pc.invert(pc.is_in(cols[1], value_set=_TIMELINE_EVENT_SET)),
             pc.match_substring_regex(lines, _TIMELINE_SUSPECT_RE2),
-        ),
+        )
     )
-    if not pc.any(ok).as_py():
+    if not ok.any():
         return None
     parts = pa.StructArray.from_arrays(cols, names=_TIMELINE_PARTS)
-    return rows[_bools(ok)], parts.filter(ok)
+    return rows[ok], parts.filter(pa.array(ok)), offsets[ok]
 
 
-def _detail_plan(shape: str) -> tuple[str, list[tuple[str, str]]] | None:
-    """For a detail shape (``partition=,worker=``): the RE2 pattern of its values and its keys
-    with how each value reads (``int``, ``text`` for ``kind``, ``one`` for a bare
-    ``monolithic``), or None when the per-line parser must read it (unknown or repeated keys,
-    other bare words)."""
+def _detail_plan(shape: str) -> list[tuple[str, str]] | None:
+    """For a detail shape (``partition=,worker=``): its keys with how each value reads
+    (``int``, ``text`` for ``kind``, ``one`` for a bare ``monolithic``), or None when the
+    per-line parser must read it (unknown or repeated keys, other bare words)."""
     if not shape:
-        return "^$", []
+        return []
     keys: list[tuple[str, str]] = []
-    pieces: list[str] = []
-    for i, p in enumerate(shape.split(",")):
+    for p in shape.split(","):
         if p == "monolithic":
             keys.append(("monolithic", "one"))
-            pieces.append(p)
             continue
         k, eq, rest = p.partition("=")
         if not eq or rest or k not in _TIMELINE_DETAIL_KEYS:
             return None
-        how = "text" if k == "kind" else "int"
-        keys.append((sys.intern(k), how))  # (see _interned)
-        pieces.append(f"{k}=(?P<v{i}>{'[^,]*' if how == 'text' else _INT})")
+        keys.append((sys.intern(k), "text" if k == "kind" else "int"))  # (see _interned)
     if len({k for k, _ in keys}) != len(keys):
         return None
-    return "^" + ",".join(pieces) + "$", keys
+    return keys
 
 
 def _clock(sel: pa.StringArray, nos: np.ndarray, clock: np.ndarray, groups: list[Group]) -> None:

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cuzk_diag.ingest.parse.classify import TRACING_TS_RE2
-from cuzk_diag.ingest.parse.columnar import Group
+from cuzk_diag.ingest.parse.columnar import _INT, Group
 from cuzk_diag.ingest.parse.tracing import _scalar, parse_tracing
 from cuzk_diag.records import Family, Value
 
@@ -51,7 +51,6 @@ MAX_FIELDS = 40
 #: What the shape of a line leaves out: its timestamp, and each value after a ``key=``.
 _SHAPE_TS_RE2 = rf"^{TRACING_TS_RE2}"
 _SHAPE_VALUE_RE2 = r'=(?:"[^"]*"|[^ {}]*)'
-_INT = r"-?[0-9]{1,18}"
 _INT_RE = re.compile(_INT)
 _TEXT = r"[!#-z|~]*"  # printable ASCII but space, quote and braces
 #: Plain text the per-line parser would not keep as it is (a number, None, Some(...)).

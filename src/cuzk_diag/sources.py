@@ -507,7 +507,10 @@ def clean_text(data: bytes, stats: SourceStats) -> str:
             text = text.replace("\x1b", "")
     if JOURNALD_RE.search(text, 0, 4096) is not None or _journald_anywhere(text):
         text = _strip_journald(text, stats)
-    if DAMAGED in text:
+    # (Looked for in the bytes, which hold a NUL exactly where the text did before the strips
+    # above: a search of the text for it is slow once the text holds any character past
+    # U+00FF, and the substitution finds nothing when a strip took the NULs.)
+    if DAMAGED.encode() in data:
         text = _NUL_LINE_RE.sub(_nul_line, text)
     return text
 

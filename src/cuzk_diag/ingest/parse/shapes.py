@@ -31,7 +31,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cuzk_diag.ingest.parse.classify import TRACING_TS_RE2
 from cuzk_diag.ingest.parse.columnar import _INT, Group
 from cuzk_diag.ingest.parse.tracing import _scalar, parse_tracing
 from cuzk_diag.records import Family, Value
@@ -48,8 +47,9 @@ MIN_LINES = 8
 MAX_LINE = 1024
 MAX_FIELDS = 40
 
-#: What the shape of a line leaves out: its timestamp, and each value after a ``key=``.
-_SHAPE_TS_RE2 = rf"^{TRACING_TS_RE2}"
+#: What the shape of a line leaves out: its timestamp (the text before its first space: a line
+#: of ``free`` has a tracing header, ``classify.TRACING_TS_RE2`` and a space), and each value
+#: after a ``key=``.
 _SHAPE_VALUE_RE2 = r'=(?:"[^"]*"|[^ {}]*)'
 _INT_RE = re.compile(_INT)
 _TEXT = r"[!#-z|~]*"  # printable ASCII but space, quote and braces
@@ -239,12 +239,12 @@ def tracing_groups(
     if len(rows) < MIN_LINES:
         return []
     texts = sel.take(pa.array(rows))
-    shape = pc.replace_substring_regex(texts, _SHAPE_TS_RE2, "")
-    shape = pc.replace_substring_regex(shape, _SHAPE_VALUE_RE2, "=")
+    after_ts = pc.list_element(pc.split_pattern(texts, " ", max_splits=1), 1)
+    shape = pc.replace_substring_regex(after_ts, _SHAPE_VALUE_RE2, "=")
     enc = pc.dictionary_encode(shape)
     codes = enc.indices.to_numpy(zero_copy_only=False)
     counts = np.bincount(codes, minlength=len(enc.dictionary))
-    groups: list[Group] = []
+    found: list[_Found] = []
     for code in np.argsort(-counts, kind="stable")[:MAX_SHAPES].tolist():
         if counts[code] < MIN_LINES:
             break
@@ -252,60 +252,95 @@ def tracing_groups(
         plan = shape_plan(texts[int(pick[0])].as_py())
         if plan is None or not full and plan.kind == "tracing" and plan.level not in _WHOLE:
             continue
-        group = _group(texts.take(pa.array(pick)), rows[pick], nos, plan)
-        if group is not None:
-            groups.append(group)
-    return groups
+        one = _Found.cut(texts.take(pa.array(pick)), rows[pick], plan)
+        if one is not None:
+            found.append(one)
+    _check_classes(found)
+    groups = [one.group(nos) for one in found]
+    return [g for g in groups if g is not None]
 
 
-def _group(texts: pa.StringArray, rows: np.ndarray, nos: np.ndarray, plan: Plan) -> Group | None:
-    """The lines of one shape whose words and values are where its plan says, as a column
-    group."""
-    how = plan.how
-    words = pc.split_pattern(texts, " ")
-    fit = pc.equal(pc.list_value_length(words), plan.words)
-    if not pc.all(fit).as_py():
-        if not pc.any(fit).as_py():
-            return None
-        words = words.filter(fit)
-        rows = rows[fit.to_numpy(zero_copy_only=False)]
-    ok: pa.BooleanArray | None = None
-    raw: list[pa.Array | None] = []
-    for way, what in how:
-        if way == "const":
-            raw.append(None)
-            continue
-        if way == "cut":
-            assert isinstance(what, Cut)
-            raw.append(what.take(words))
-            continue
-        assert isinstance(what, tuple)
-        cut, cls = what
-        col = cut.take(words)
-        good = pc.match_substring_regex(col, _CLASSES[cls][0])
-        if cls == "text":
-            good = pc.and_not(good, pc.match_substring_regex(col, _NOT_TEXT_RE2))
-        ok = good if ok is None else pc.and_(ok, good)
-        raw.append(col)
-    every = ok is None or pc.all(ok).as_py()
-    if ok is not None and not every:
-        if not pc.any(ok).as_py():
-            return None
-        rows = rows[ok.to_numpy(zero_copy_only=False)]
-    cols: list[pa.Array | Value] = []
-    for (way, what), col in zip(how, raw, strict=True):
-        if col is None:
-            assert isinstance(what, str)
-            cols.append(what)
-            continue
+class _Found:
+    """The lines of one shape with as many words as its plan says, and each field's printed
+    text cut from them (``raw``: None for a constant); ``ok`` marks the lines whose values are
+    each of their class (``_check_classes``)."""
+
+    def __init__(self, rows: np.ndarray, plan: Plan, raw: list[pa.Array | None]) -> None:
+        self.rows, self.plan, self.raw = rows, plan, raw
+        self.ok = np.ones(len(rows), dtype=bool)
+
+    @classmethod
+    def cut(cls, texts: pa.StringArray, rows: np.ndarray, plan: Plan) -> _Found | None:
+        words = pc.split_pattern(texts, " ")
+        fit = pc.equal(pc.list_value_length(words), plan.words)
+        if not pc.all(fit).as_py():
+            if not pc.any(fit).as_py():
+                return None
+            words = words.filter(fit)
+            rows = rows[fit.to_numpy(zero_copy_only=False)]
+        raw: list[pa.Array | None] = []
+        for way, what in plan.how:
+            if way == "const":
+                raw.append(None)
+            elif way == "cut":
+                assert isinstance(what, Cut)
+                raw.append(what.take(words))
+            else:
+                assert isinstance(what, tuple)
+                raw.append(what[0].take(words))
+        return cls(rows, plan, raw)
+
+    def values(self) -> list[tuple[str, pa.Array]]:
+        """(class, printed text) of each value field."""
+        return [
+            (what[1], col)  # type: ignore[index]
+            for (way, what), col in zip(self.plan.how, self.raw, strict=True)
+            if way == "value" and col is not None
+        ]
+
+    def group(self, nos: np.ndarray) -> Group | None:
+        ok, rows = self.ok, self.rows
+        every = bool(ok.all())
         if not every:
-            col = col.filter(ok)
-        if way == "value":
-            assert isinstance(what, tuple)
-            _, before, after, numeric = _CLASSES[what[1]]
-            if before or after:
-                col = pc.utf8_slice_codeunits(col, before, -after)
-            if numeric:
-                col = pc.cast(col, pa.int64())
-        cols.append(col)
-    return Group(rows, nos[rows], Family.TRACING, plan.kind, plan.names, cols)
+            if not ok.any():
+                return None
+            rows = rows[ok]
+        mask = pa.array(ok)
+        cols: list[pa.Array | Value] = []
+        for (way, what), col in zip(self.plan.how, self.raw, strict=True):
+            if col is None:
+                assert isinstance(what, str)
+                cols.append(what)
+                continue
+            if not every:
+                col = col.filter(mask)
+            if way == "value":
+                assert isinstance(what, tuple)
+                _, before, after, numeric = _CLASSES[what[1]]
+                if before or after:
+                    col = pc.utf8_slice_codeunits(col, before, -after)
+                if numeric:
+                    col = pc.cast(col, pa.int64())
+            cols.append(col)
+        plan = self.plan
+        return Group(rows, nos[rows], Family.TRACING, plan.kind, plan.names, cols)
+
+
+def _check_classes(found: list[_Found]) -> None:
+    """Mark the lines of each shape whose values are not of their class: one RE2 test per
+    class over the values of every shape at once (a test compiles its regex each time, which
+    cost more than the test itself on a shape's lines)."""
+    by_class: dict[str, list[tuple[pa.Array, _Found]]] = {}
+    for one in found:
+        for cls, col in one.values():
+            by_class.setdefault(cls, []).append((col, one))
+    for cls, items in by_class.items():
+        every = pa.concat_arrays([col for col, _ in items])
+        good = pc.match_substring_regex(every, _CLASSES[cls][0])
+        if cls == "text":
+            good = pc.and_not(good, pc.match_substring_regex(every, _NOT_TEXT_RE2))
+        flags = good.to_numpy(zero_copy_only=False)
+        at = 0
+        for col, one in items:
+            one.ok &= flags[at : at + len(col)]
+            at += len(col)

@@ -125,15 +125,15 @@ def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
             if isinstance(col, pa.Array) and col.type == typ:
                 return col
             if isinstance(col, str) and typ == pa.string():
-                return pa.repeat(pa.scalar(col, typ), n)
+                return _repeat(col, n)
         return pa.nulls(n, typ)
 
     return pa.table(
         {
             "source": pa.array(np.full(n, source, dtype=np.int32)),
             "line": pa.array(lines, pa.int64()),
-            "family": pa.array([g.family.value] * n, pa.string()),
-            "event": pa.array([kind] * n, pa.string()) if isinstance(kind, str) else kind,
+            "family": _repeat(g.family.value, n),
+            "event": _repeat(kind, n) if isinstance(kind, str) else kind,
             "malformed": pa.array(np.zeros(n, dtype=bool)),
             "offset_ms": column("offset_ms", pa.int64()),
             "job_id": column("job_id", pa.string()),
@@ -143,6 +143,11 @@ def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
         },
         schema=LINE_SCHEMA,
     )
+
+
+def _repeat(text: str, n: int) -> pa.StringArray:
+    """A text column of ``n`` rows of ``text`` (made in C, not from a list of ``n`` texts)."""
+    return pa.repeat(pa.scalar(text, pa.string()), n)
 
 
 def _typed(values: list[object], typ: type) -> list[object]:

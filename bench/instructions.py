@@ -16,6 +16,8 @@ that removes work shows here whatever the machine is doing.
 Each run takes about a minute per 10 MB (callgrind runs the program some 50 times slower).
 ``--tree DIR`` runs the package found in ``DIR`` (a ``pip install --target`` of a wheel, as
 ``run.py`` measures), several times for several builds; without it, the installed package.
+``--lines`` adds a fourth run: reading, parsing every line and making the line tables, what
+``export --lines`` does before writing them (its instructions less the import's).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 from common import DEFAULT_OUT, BenchError, ensure_log
 
 STAGES = ("import", "parse", "assemble")
+LINES = "lines"  # (``--lines``)
 
 
 def child(stage: str, log: str) -> None:
@@ -44,6 +47,12 @@ def child(stage: str, log: str) -> None:
     from cuzk_diag.records import Accounting, RunInfo
 
     if stage == "import":
+        return
+    if stage == LINES:
+        from cuzk_diag.linetable import iter_line_tables
+
+        rows = sum(t.num_rows for t in iter_line_tables([log], Accounting(), jobs=1))
+        print(f"lines {rows}")
         return
     chunks = list(stream_events([log], Accounting(), full=False))
     if stage == "parse":
@@ -86,14 +95,17 @@ def count(tree: str | None, stage: str, log: Path) -> tuple[int, str]:
     return int(m.group(1).replace(",", "")), proc.stdout
 
 
-def measure(tree: str | None, log: Path) -> dict[str, int]:
-    ir = {stage: count(tree, stage, log) for stage in STAGES}
+def measure(tree: str | None, log: Path, lines: bool = False) -> dict[str, int]:
+    ir = {stage: count(tree, stage, log) for stage in (*STAGES, *([LINES] if lines else []))}
     out = {
         "parse": ir["parse"][0] - ir["import"][0],
         "assemble": ir["assemble"][0] - ir["parse"][0],
     }
     out["events"] = int(ir["parse"][1].split()[1])
     out["records"] = int(ir["assemble"][1].split()[1])
+    if lines:
+        out["lines"] = ir[LINES][0] - ir["import"][0]
+        out["rows"] = int(ir[LINES][1].split()[1])
     return out
 
 
@@ -103,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log", help="a log of your own instead of the simulated one")
     ap.add_argument("--tree", action="append", help="a directory holding the package to run")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where logs are cached")
+    ap.add_argument("--lines", action="store_true", help="also count the line tables of every line")
     ap.add_argument("--child", nargs=2, metavar=("STAGE", "LOG"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -116,16 +129,24 @@ def main(argv: list[str] | None = None) -> int:
         log = Path(args.log) if args.log else ensure_log(args.mb, args.out)
         trees = args.tree or [None]
         print(f"# Instructions per event: {log.name} ({log.stat().st_size / 1e6:.1f} MB)\n")
-        print("| Build | Events | Records | Parse (M) | per event | Assembly (M) | per event |")
-        print("|---|---|---|---|---|---|---|")
+        head = "| Build | Events | Records | Parse (M) | per event | Assembly (M) | per event |"
+        rule = "|---|---|---|---|---|---|---|"
+        if args.lines:
+            head += " Lines | Line tables (M) | per line |"
+            rule += "---|---|---|"
+        print(head)
+        print(rule)
         for tree in trees:
-            r = measure(tree, log)
+            r = measure(tree, log, args.lines)
             n = r["events"]
-            print(
+            row = (
                 f"| {tree or 'installed'} | {n:,} | {r['records']:,} | {r['parse'] / 1e6:,.0f} | "
-                f"{r['parse'] / n:,.0f} | {r['assemble'] / 1e6:,.0f} | {r['assemble'] / n:,.0f} |",
-                flush=True,
+                f"{r['parse'] / n:,.0f} | {r['assemble'] / 1e6:,.0f} | {r['assemble'] / n:,.0f} |"
             )
+            if args.lines:
+                k = r["rows"]
+                row += f" {k:,} | {r['lines'] / 1e6:,.0f} | {r['lines'] / k:,.0f} |"
+            print(row, flush=True)
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

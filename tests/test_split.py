@@ -409,16 +409,37 @@ def test_the_state_key_accounts_for_every_attribute_of_the_assembler() -> None:
     """A new attribute of ``Assembler`` must be put in the key, or said to be left out."""
     from cuzk_diag.ingest.assemble import handover
 
-    # (In the compiled build the shared state is the struct of the extension type ``State``:
-    # its attributes are descriptors of the type, not entries of the instance's dict.)
+    assert _assembler_attributes() == set(handover._PLAIN) | handover.OTHER_ATTRIBUTES
+    assert not set(handover._PLAIN) & handover.OTHER_ATTRIBUTES
+
+
+def _assembler_attributes() -> set[str]:
+    """The attributes an ``Assembler`` holds. (In the compiled build the shared state is the
+    struct of the extension type ``State``: its attributes are descriptors of the type, not
+    entries of the instance's dict.)"""
     declared = {
         name
         for name, value in vars(State).items()
         if inspect.isgetsetdescriptor(value) and not name.startswith("__")
     }
-    names = set(vars(Assembler())) | declared
-    assert names == set(handover._PLAIN) | handover.OTHER_ATTRIBUTES
-    assert not set(handover._PLAIN) & handover.OTHER_ATTRIBUTES
+    return set(vars(Assembler())) | declared
+
+
+def test_the_three_declarations_of_the_shared_state_agree() -> None:
+    """``Assembler.__init__`` sets the shared state; ``state.pxd`` (the compiled build's struct)
+    and ``state.pyi`` (the type checker's view) declare it again: all three name the same
+    attributes (the view also the parts' class constants)."""
+    import re
+
+    import cuzk_diag.ingest.assemble.gpu as gpu
+
+    base = ROOT / "src" / "cuzk_diag" / "ingest" / "assemble"
+    pxd = re.findall(r"^\s+cdef public \w+ (\w+)$", (base / "state.pxd").read_text(), re.M)
+    pyi = re.findall(r"^    (\w+): (?!Callable)", (base / "state.pyi").read_text(), re.M)
+    constants = {k for k in vars(gpu.GpuRegion) if k.isupper()}
+    assert constants and len(pxd) == len(set(pxd))
+    assert set(pxd) == _assembler_attributes()
+    assert set(pyi) == _assembler_attributes() | constants
 
 
 def test_a_state_holding_an_unknown_value_is_not_compared() -> None:

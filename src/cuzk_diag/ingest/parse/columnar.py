@@ -36,7 +36,7 @@ _INT = r"-?[0-9]{1,18}"  # the values a cast to int64 takes exactly as int() doe
 #: The ``CUZK_TIMING:`` line of each format string with its values taken out (what
 #: ``_timing`` groups lines by), with the event kind and the keys.
 _TIMING_SHAPES = {
-    "CUZK_TIMING: " + " ".join(f"{k}=" for k in keys): (kind, keys)
+    TIMING_PREFIX + " ".join(f"{k}=" for k in keys): (kind, keys)
     for keys, kind in _CANONICAL.items()
 }
 _NTT_H_RE2 = "^CUZK_NTT_H: " + " ".join(f"{k}=(?P<{k}>{_INT})ms" for k in NTT_H_KEYS) + "$"

@@ -133,10 +133,13 @@ def _local(part: ParsedChunk) -> int:
     return part.size
 
 
-def test_work_a_child_cannot_import_is_a_clear_error() -> None:
+def test_work_a_child_cannot_import_is_a_clear_error(tmp_path: Path) -> None:
     # (This module is not importable by the children: they have the package, not the tests.)
+    # Chunks are parsed here until the child has started: a thousand small ones outlast it.
+    log = tmp_path / "long.log"
+    log.write_text("CUZK_TIMING: async_dealloc_ms=3\n" * 4096 * 32)
     with pytest.raises(InputError, match="ModuleNotFoundError"):
-        list(pool.map_parts([str(FIXTURES / "example.log")], Accounting(), _local, jobs=2))
+        list(pool.map_parts([str(log)], Accounting(), _local, jobs=2, chunk_size=4096))
 
 
 def test_work_that_cannot_be_sent_is_refused_before_any_child_starts() -> None:

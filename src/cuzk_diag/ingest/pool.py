@@ -4,10 +4,13 @@
 ``stream.parse_parts`` would parse, in the same order and with the same accounting; with
 ``jobs`` > 1 this process reads and cleans the inputs, and it and ``jobs`` - 1 child
 interpreters (``python -m cuzk_diag.ingest.pool``) parse the chunks and run ``work`` on them
-(the line table: ``linetable.chunk_lines``): a chunk goes to a child while the child has
-fewer than ``AHEAD`` in hand, else it is parsed here. A thread per child writes its chunks
-to its stdin, so that neither side waits on the other's full pipe; results come back pickled
-through its stdout.
+(the line table: ``linetable.chunk_lines``): a chunk goes to a started child (its imports
+done: it says so first) while the child has fewer than ``AHEAD`` in hand, else it is parsed
+here; so chunks do not wait for a child's start, a short input is parsed here alone, and a
+child that never starts leaves every chunk to this process (the results are the same). A
+thread per child writes its chunks to its stdin and another reads its results (pickled,
+through its stdout) as soon as they come, so that neither side waits on the other's full
+pipe.
 
 A chunk's parse depends on the chunks before it only through ``parse.Carry``: its first line
 number (counted here: the newlines of the chunks before it), a TIMELINE line torn at its start
@@ -24,13 +27,12 @@ from __future__ import annotations
 import pickle
 import queue
 import re
-import select
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 from cuzk_diag.ingest.parallel import (
     as_sendable,
@@ -77,9 +79,12 @@ def parse_chunk(
 
 
 def worker_main() -> int:
-    """A child: parse each chunk read from stdin, write its result to stdout, until EOF."""
+    """A child: say it is ready, then parse each chunk read from stdin and write its result to
+    stdout, until EOF."""
     child_setup()
     inp, out = sys.stdin.buffer, sys.stdout.buffer
+    send(out, (READY, None))
+    out.flush()
     while True:
         try:
             task = recv(inp)
@@ -92,6 +97,10 @@ def worker_main() -> int:
         out.flush()
 
 
+#: A child's first message: its imports are done and it takes chunks.
+READY = "ready"
+
+
 class PoolStats:
     """How many chunks went to the children, were parsed here, and were parsed again here
     (tests)."""
@@ -102,15 +111,22 @@ class PoolStats:
 
 
 class _Child:
-    """One child interpreter and the thread that writes its chunks."""
+    """One child interpreter, the thread that writes its chunks and the thread that reads its
+    results as soon as they come (a result is several MB, a pipe holds 64 KiB: unread, the
+    child would wait for this process to take it before it could parse its next chunk)."""
 
     def __init__(self) -> None:
         self.proc = start_child("cuzk_diag.ingest.pool", [], stdin=True)
         self.failed: Exception | None = None
+        self.started = False  # its READY message came: until then its chunks are parsed here
         self.inflight = 0  # chunks sent whose result is not yet taken
         self.tasks: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        # The child's messages as read (None: its output ended); at most ``inflight`` of them.
+        self.results: queue.SimpleQueue[tuple[str, Any] | None] = queue.SimpleQueue()
         self.writer = threading.Thread(target=self._write, daemon=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
         self.writer.start()
+        self.reader.start()
 
     def _write(self) -> None:
         stdin = self.proc.stdin
@@ -129,26 +145,33 @@ class _Child:
             except OSError:
                 pass
 
+    def _read(self) -> None:
+        stdout = self.proc.stdout
+        assert stdout is not None
+        try:
+            while (msg := recv(stdout)) is not None:
+                if msg[0] == READY:
+                    self.started = True
+                else:
+                    self.results.put(msg)  # type: ignore[arg-type]
+        except Exception as exc:  # a result that does not unpickle: raised where it is taken
+            self.results.put(("error", exc))
+        finally:
+            self.results.put(None)
+
     def send(self, task: tuple[Any, ...]) -> None:
         self.inflight += 1
         self.tasks.put(task)
 
     def ready(self) -> bool:
-        """Has the child begun to write a result? (Without waiting; False where a pipe cannot
-        be polled.)"""
-        if sys.platform == "win32" or self.proc.stdout is None:
-            return False
-        try:
-            return bool(select.select([self.proc.stdout], [], [], 0)[0])
-        except (OSError, ValueError):
-            return False
+        """Is the result of the oldest chunk sent in? (Without waiting.)"""
+        return not self.results.empty()
 
     def result(self) -> tuple[Any, Accounting, Carry]:
-        stdout: IO[bytes] | None = self.proc.stdout
-        assert stdout is not None
         self.inflight -= 1
-        msg = recv(stdout)
+        msg = self.results.get()
         if msg is None:
+            self.results.put(None)  # (the end stays for whoever asks next)
             if self.failed is not None:
                 raise self.failed
             raise ended_early(self.proc)
@@ -160,7 +183,8 @@ class _Child:
     def close(self) -> None:
         self.tasks.put(None)
         self.writer.join(timeout=5)
-        stop_child(self.proc)
+        stop_child(self.proc)  # (its output ends: the reader thread sees the end and returns)
+        self.reader.join(timeout=5)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
 
@@ -215,9 +239,9 @@ def _pooled(
     full: bool,
     chunk_size: int,
 ) -> Iterator[tuple[int, R, int]]:
-    """Each chunk goes to the child with the fewest chunks in flight, or, when every child
-    has ``AHEAD``, is parsed here; results are taken in order as soon as they are in, and
-    waited for when ``AHEAD`` per process are held."""
+    """Each chunk goes to the started child with the fewest chunks in flight, or, when none
+    is started or every one has ``AHEAD``, is parsed here; results are taken in order as soon
+    as they are in, and waited for when ``AHEAD`` per process are held."""
     limit = AHEAD * (len(children) + 1)
     for idx, name in enumerate(inputs):
         sent: deque[_Sent] = deque()
@@ -231,8 +255,9 @@ def _pooled(
             bench = "===" in text and _BENCH_HEADER_RE.search(text) is not None
             start = Carry(next_line, None, ended.bench_open or any(s.bench for s in sent))
             read, done = stats.bytes_read - done, stats.bytes_read
-            child = min(children, key=lambda c: c.inflight)
-            if child.inflight < AHEAD:
+            started = [c for c in children if c.started]
+            child = min(started, key=lambda c: c.inflight) if started else None
+            if child is not None and child.inflight < AHEAD:
                 child.send((idx, text, start, full, work))
                 PoolStats.sent += 1
                 sent.append(_Sent(child, None, idx, text, start, read, bench))

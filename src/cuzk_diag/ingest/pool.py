@@ -153,7 +153,7 @@ class _Child:
                 if msg[0] == READY:
                     self.started = True
                 else:
-                    self.results.put(msg)  # type: ignore[arg-type]
+                    self.results.put(msg)
         except Exception as exc:  # a result that does not unpickle: raised where it is taken
             self.results.put(("error", exc))
         finally:

@@ -6,6 +6,7 @@ import gzip
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
@@ -276,3 +277,37 @@ def test_exports_without_wall_clock_columns_still_read(tmp_path: Path) -> None:
     pq.write_table(table.drop_columns(["start_ts", "end_ts"]), old)
     back = read_export(str(old))
     assert len(back.partitions) == 8 and back.partitions["start_ts"].isna().all()
+
+
+def test_parquet_tables_written_on_their_thread_keep_their_order(tmp_path: Path) -> None:
+    from cuzk_diag.writers import TableWriter
+
+    out = tmp_path / "lines.parquet"
+    whole = pa.table({"n": pa.array(range(10_000), pa.int64())})
+    with TableWriter(str(out), "parquet", whole.schema) as w:
+        for start in range(0, 10_000, 7):  # many tables, more than the thread's queue holds
+            w.write(whole.slice(start, 7))
+        w.add_metadata({b"k": b"v"})
+    back = pq.read_table(out)
+    assert back.column("n").to_pylist() == list(range(10_000))
+    assert pq.read_metadata(out).metadata[b"k"] == b"v"
+    assert w.rows == 10_000
+
+
+def test_a_parquet_write_error_reaches_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = []
+
+    def full(self: pq.ParquetWriter, table: pa.Table, *args: object, **kwargs: object) -> None:
+        calls.append(table.num_rows)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
+    out = tmp_path / "l.pq"
+    for args in (["export", "--lines"], ["export"]):
+        res = CliRunner().invoke(cli, [*args, str(LOG), "-o", str(out)])
+        assert res.exit_code == ExitCode.USAGE, res.output
+        assert f"{out}: cannot write: No space left on device" in res.output
+        assert "internal error" not in res.output
+    assert calls  # (written on the writer's thread, raised in the command's)

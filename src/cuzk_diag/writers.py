@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import queue
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 import pyarrow as pa
@@ -61,8 +65,48 @@ def timestamps_as_text(batch: pa.Table) -> pa.Table:
     return batch
 
 
+class _Background:
+    """Parquet tables written by a thread of their own, in order, while the caller makes the
+    next ones (Arrow encodes and compresses a table without the interpreter's lock). At most
+    ``AHEAD`` wait; an error of the writer is raised at the next ``put`` or at ``finish``."""
+
+    AHEAD = 2
+
+    def __init__(self, writer: pq.ParquetWriter) -> None:
+        self.writer = writer
+        self.error: BaseException | None = None
+        self.tables: queue.Queue[pa.Table | None] = queue.Queue(maxsize=self.AHEAD)
+        self.thread = threading.Thread(target=self._run, name="cuzk-diag-writer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while (table := self.tables.get()) is not None:
+            if self.error is None:
+                try:
+                    self.writer.write_table(table)
+                except BaseException as exc:  # raised in the caller's thread
+                    self.error = exc
+
+    def put(self, table: pa.Table) -> None:
+        self._raise()
+        self.tables.put(table)
+
+    def finish(self) -> None:
+        """Every table written (then the writer is the caller's alone again)."""
+        if self.thread.is_alive():
+            self.tables.put(None)
+            self.thread.join()
+        self._raise()
+
+    def _raise(self) -> None:
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+
 class TableWriter:
-    """Streams batches of one schema to a file (or stdout for csv/jsonl with path ``-``)."""
+    """Streams batches of one schema to a file (or stdout for csv/jsonl with path ``-``).
+    Parquet is encoded and written on a thread of its own (``_Background``)."""
 
     def __init__(
         self, path: str, fmt: str, schema: pa.Schema, metadata: dict[bytes, bytes] | None = None
@@ -72,6 +116,7 @@ class TableWriter:
         self.schema = schema.with_metadata(metadata) if metadata else schema
         self.rows = 0
         self._pq: pq.ParquetWriter | None = None
+        self._bg: _Background | None = None
         self._csv: pacsv.CSVWriter | None = None
         self._fh: IO[Any] | None = None
         if fmt == "parquet":
@@ -81,6 +126,7 @@ class TableWriter:
                 self._pq = pq.ParquetWriter(path, self.schema, compression="zstd")
             except OSError as exc:
                 raise cannot_write(path, exc) from None
+            self._bg = _Background(self._pq)
         elif fmt == "csv":
             self._fh = _open(path, binary=True)
             self._csv = pacsv.CSVWriter(self._fh, _text_schema(schema))
@@ -90,11 +136,25 @@ class TableWriter:
             raise InputError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
 
     def write(self, batch: pa.RecordBatch | pa.Table) -> None:
+        """Write a batch (a failed write, a full disk say, is an ``OutputError``)."""
+        with self._writing():
+            self._write(batch)
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        try:
+            yield
+        except BrokenPipeError:
+            raise  # (stdout's reader went away: the CLI ends quietly)
+        except OSError as exc:
+            raise cannot_write(self.path, exc) from None
+
+    def _write(self, batch: pa.RecordBatch | pa.Table) -> None:
         self.rows += batch.num_rows
         if isinstance(batch, pa.RecordBatch):
             batch = pa.Table.from_batches([batch])
-        if self._pq is not None:
-            self._pq.write_table(batch.cast(self.schema))
+        if self._bg is not None:
+            self._bg.put(batch.cast(self.schema))
             return
         batch = timestamps_as_text(batch)
         if self._csv is not None:
@@ -110,17 +170,25 @@ class TableWriter:
     def add_metadata(self, metadata: dict[bytes, bytes]) -> None:
         """Key-value metadata known only at the end (Parquet only; text formats have none)."""
         if self._pq is not None:
+            assert self._bg is not None
+            with self._writing():
+                self._bg.finish()  # (the tables before it written: the writer is this thread's)
             self._pq.add_key_value_metadata({k.decode(): v.decode() for k, v in metadata.items()})
 
     def close(self) -> None:
-        if self._pq is not None:
-            self._pq.close()
-        if self._csv is not None:
-            self._csv.close()
-        if self._fh is not None and self.path != "-":
-            self._fh.close()
-        elif self._fh is not None:
-            self._fh.flush()
+        with self._writing():
+            if self._pq is not None:
+                assert self._bg is not None
+                try:
+                    self._bg.finish()
+                finally:
+                    self._pq.close()
+            if self._csv is not None:
+                self._csv.close()
+            if self._fh is not None and self.path != "-":
+                self._fh.close()
+            elif self._fh is not None:
+                self._fh.flush()
 
     def __enter__(self) -> TableWriter:
         return self

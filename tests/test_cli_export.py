@@ -14,6 +14,7 @@ import zstandard
 from click.testing import CliRunner
 
 from cuzk_diag.cli import cli
+from cuzk_diag.errors import InputError
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.linetable import LINE_SCHEMA
 from cuzk_diag.pipeline import read_export
@@ -310,4 +311,42 @@ def test_a_parquet_write_error_reaches_the_command(
         assert res.exit_code == ExitCode.USAGE, res.output
         assert f"{out}: cannot write: No space left on device" in res.output
         assert "internal error" not in res.output
+        assert not out.exists()  # no partial file that would pass for the export
     assert calls  # (written on the writer's thread, raised in the command's)
+
+
+@pytest.mark.parametrize("lines", [False, True])
+def test_an_export_that_fails_midway_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: bool
+) -> None:
+    # The log is read fine for a while, then the input fails: the rows written so far would
+    # read as a valid (shorter) export.
+    import importlib
+
+    stream = importlib.import_module("cuzk_diag.ingest.stream")
+
+    def failing(*args: object, **kwargs: object):  # noqa: ANN202
+        yield from real(*args, **kwargs)
+        raise InputError("the disk went away")
+
+    real = stream.parse_parts
+    monkeypatch.setattr(stream, "parse_parts", failing)
+    if lines:
+        from cuzk_diag.ingest import pool
+
+        monkeypatch.setattr(pool, "parse_parts", failing)
+    out = tmp_path / "p.parquet"
+    out.write_bytes(b"an older export")
+    args = ["export", *(["--lines"] if lines else []), str(LOG), "-o", str(out), "-j", "1"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == ExitCode.USAGE, res.output
+    assert "the disk went away" in res.output
+    assert not out.exists()
+
+
+def test_an_export_refused_before_it_writes_leaves_the_file_there(tmp_path: Path) -> None:
+    out = tmp_path / "p.parquet"
+    out.write_bytes(b"an older export")
+    res = CliRunner().invoke(cli, ["export", str(tmp_path / "missing.log"), "-o", str(out)])
+    assert res.exit_code == ExitCode.USAGE, res.output
+    assert out.read_bytes() == b"an older export"

@@ -26,6 +26,9 @@ Both schemas are fixed: every column is always present (null where the log has n
 scripts and notebooks can rely on them. Parquet partition exports also carry the run information
 and the line accounting as JSON in the schema metadata (`cuzk_diag.info`, `cuzk_diag.accounting`),
 which is what lets `check --baseline` and `compare` use an export in place of its log.
+An export that does not finish (an error, a full disk, an interrupt, logs of different runs)
+leaves no file: the file it was writing is removed, as a Parquet file closed early would read as
+a valid export of fewer rows. Stdout, a device or a pipe given as the output stays as it is.
 
 In Python the same rows are `cuzk_diag.load(path)` (pandas, nullable dtypes).
 

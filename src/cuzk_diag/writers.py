@@ -176,6 +176,15 @@ class TableWriter:
             self._pq.add_key_value_metadata({k.decode(): v.decode() for k, v in metadata.items()})
 
     def close(self) -> None:
+        """Write what is left and close the file; if that fails, the file is removed
+        (``abandon``) and the error raised."""
+        try:
+            self._close()
+        except (OSError, OutputError):
+            self._remove()
+            raise
+
+    def _close(self) -> None:
         with self._writing():
             if self._pq is not None:
                 assert self._bg is not None
@@ -193,8 +202,29 @@ class TableWriter:
     def __enter__(self) -> TableWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abandon()
+
+    def abandon(self) -> None:
+        """The export did not end (an error, an interrupt): close the file and remove it. A
+        partial file would pass for the whole export (a Parquet file closed early reads as a
+        valid table of the rows before the failure). Only a regular file is removed: stdout, a
+        device (``/dev/null``) or a pipe given as the output stays as it is."""
+        try:
+            self._close()
+        except (OSError, OutputError):
+            pass  # (the error that ended the export is the one to report)
+        self._remove()
+
+    def _remove(self) -> None:
+        if self.path != "-" and os.path.isfile(self.path):
+            try:
+                os.remove(self.path)
+            except OSError:
+                pass
 
 
 class PartitionSink(Sink):
@@ -203,7 +233,8 @@ class PartitionSink(Sink):
     is the same whatever the number of processes).
 
     ``finish`` writes the run's info and accounting into the Parquet metadata (so the file can
-    stand in for its log) and closes the file.
+    stand in for its log); ``close`` closes the file, or, without a ``finish`` before it (the
+    stream ended by an error), removes it (``TableWriter.abandon``).
     """
 
     BATCH = 4096
@@ -216,6 +247,7 @@ class PartitionSink(Sink):
         self.writer = TableWriter(path, fmt, PARTITION_SCHEMA)
         self._batches = RecordBatches(self.BATCH)
         self._info = info  # the RunInfo being filled: each batch gets the era known so far
+        self._finished = False
 
     @property
     def rows(self) -> int:
@@ -239,9 +271,13 @@ class PartitionSink(Sink):
         self._info = end.info
         self._write(self._batches.rest())
         self.writer.add_metadata(run_metadata_of(end.info, end.accounting))
+        self._finished = True
 
     def close(self) -> None:
-        self.writer.close()
+        if self._finished:
+            self.writer.close()
+        else:
+            self.writer.abandon()
 
 
 def _open(path: str, *, binary: bool) -> IO[Any]:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 
 import click
 
 from cuzk_diag.cli import UsageError, cli
 from cuzk_diag.cli.options import input_progress, jobs_option
 from cuzk_diag.exit_codes import ExitCode
-from cuzk_diag.pipeline import DifferentRunsError
 from cuzk_diag.records import Accounting
 from cuzk_diag.sanitize import neutralise_value
 
@@ -114,21 +112,18 @@ def export_cmd(
         # long the log. Rows come in completion order; the `record` column gives lock order.
         acc = Accounting()
         info = RunInfo()
+        # (A stream that does not end, logs of different runs among them, leaves no file:
+        # ``PartitionSink.close``.)
         sink = PartitionSink(output, fmt, info)
-        try:
-            with input_progress(logs, quiet) as progress:
-                stream_records(
-                    sources,
-                    sink,
-                    acc=acc,
-                    info=info,
-                    progress=progress,
-                    jobs=jobs,
-                )
-        except DifferentRunsError:
-            if output != "-":  # no half-written file of mixed runs
-                os.remove(output)
-            raise
+        with input_progress(logs, quiet) as progress:
+            stream_records(
+                sources,
+                sink,
+                acc=acc,
+                info=info,
+                progress=progress,
+                jobs=jobs,
+            )
         rows = sink.rows
         if unattributed and acc.unattributed:
             click.echo(

@@ -176,8 +176,8 @@ class TableWriter:
             self._pq.add_key_value_metadata({k.decode(): v.decode() for k, v in metadata.items()})
 
     def close(self) -> None:
-        """Write what is left and close the file; if that fails, the file is removed
-        (``abandon``) and the error raised."""
+        """Write what is left and close the file; if that fails, the file is removed (as
+        ``abandon`` does) and the error raised."""
         try:
             self._close()
         except (OSError, OutputError):

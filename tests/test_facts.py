@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from _runs import ALL_RUNS, make_run, rows_of
 from cuzk_diag.analysis import jsonable
@@ -764,3 +766,42 @@ def test_busy_time_and_gaps_by_running_maxima_are_the_walk_call_by_call() -> Non
         got = list(zip(s.tolist(), e.tolist(), before.tolist(), after.tolist(), strict=True))
         assert got == want, trial
         assert s.dtype == e.dtype == np.float64 and before.dtype == after.dtype == np.int64
+
+
+def _in_flight_step_by_step(spans: pd.DataFrame) -> int:
+    """The most jobs in flight at once, event by event (as ``_max_in_flight`` counted before
+    it took the events as arrays)."""
+    events = sorted(
+        [(s, 1) for s in spans["first"]] + [(e, -1) for e in spans["last"]],
+        key=lambda x: (x[0], x[1]),
+    )
+    cur = best = 0
+    for _, d in events:
+        cur += d
+        best = max(best, cur)
+    return best
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 40), st.integers(0, 40)), max_size=40))
+def test_max_in_flight_counts_as_a_walk_of_the_events(rows: list[tuple[int, int, int]]) -> None:
+    """Ties included: a job that ends at the ms another starts is not in flight with it."""
+    from cuzk_diag.facts import _max_in_flight, job_codes
+
+    df = pd.DataFrame(
+        {
+            "job_id": pd.array([f"j{j}" for j, _, _ in rows], dtype="string"),
+            "synth_start_ms": pd.array([min(a, b) for _, a, b in rows], dtype="Int64"),
+            "end_ms": pd.array([max(a, b) for _, a, b in rows], dtype="Int64"),
+        }
+    )
+    got = _max_in_flight(df, job_codes(df)[0])
+    if not rows:
+        assert got is None
+        return
+    spans = (
+        pd.DataFrame({"job": df["job_id"], "first": df["synth_start_ms"], "last": df["end_ms"]})
+        .groupby("job")
+        .agg(first=("first", "min"), last=("last", "max"))
+    )
+    assert got == _in_flight_step_by_step(spans)

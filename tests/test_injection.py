@@ -19,7 +19,15 @@ from hypothesis import strategies as st
 from cuzk_diag import cli as cli_mod
 from cuzk_diag.analysis import analyze
 from cuzk_diag.report import render
-from cuzk_diag.sanitize import ZWSP, md_code, md_text, neutralise, neutralise_value
+from cuzk_diag.sanitize import (
+    ZWSP,
+    json_text_is_clean,
+    md_code,
+    md_text,
+    neutralise,
+    neutralise_value,
+    neutralised_json,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 INCIDENT = ROOT / "fixtures" / "sim" / "incident.log"
@@ -314,3 +322,34 @@ def test_a_clean_report_document_is_not_copied_where_it_is_clean() -> None:
     assert got["info"]["jobs"]["job-7"] is jobs["job-7"]
     assert list(got["info"]["jobs"])[-1] == f":{ZWSP}:error:{ZWSP}:x"
     assert "::error::x" in jobs  # the input is left as it was
+
+
+_ANY_TEXT = st.text(
+    alphabet=st.sampled_from(list('ab:#["\\ é\x07\x1b\n\t\x85\x9f\u2028\u202e\u2066'))
+)
+_DOCS = st.recursive(
+    st.none() | st.integers() | st.floats(allow_nan=False) | _ANY_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_ANY_TEXT, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_DOCS)
+def test_json_text_shown_clean_holds_nothing_to_neutralise(value: object) -> None:
+    """A document whose JSON text ``json_text_is_clean`` passes is one ``neutralise_value``
+    leaves as it is; ``neutralised_json`` is the text of the neutralised document either way."""
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    if json_text_is_clean(text):
+        assert json.dumps(neutralise_value(value)) == json.dumps(value)
+    want = json.dumps(neutralise_value(value), indent=2, ensure_ascii=False)
+    assert neutralised_json(value) == want
+
+
+def test_json_text_with_anything_to_neutralise_is_not_clean() -> None:
+    for payload in ("::error::x", "a##[group]", "\x07", "\x1b[31m", "\x85", "\u2028", "\u202e"):
+        doc = {"info": {"jobs": {"j": {"message": payload}}}}
+        assert not json_text_is_clean(json.dumps(doc, indent=2, ensure_ascii=False)), payload
+        assert payload not in neutralised_json(doc)
+    clean = {"info": {"jobs": {"j-1": {"gpu_ms": 1, "note": "é: ok # [1]"}}}}
+    assert json_text_is_clean(json.dumps(clean, indent=2, ensure_ascii=False))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import json
 import math
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuzk_diag.jsontext import encoder
+from cuzk_diag.jsontext import encoder, indented
 
 _scalars = (
     st.none()
@@ -53,3 +54,55 @@ def test_encoders_refuse_and_convert_as_json_dumps_does() -> None:
     assert (
         strict({"a": 'é\n"', "b": [1, 2.5, None, True]}) == '{"a":"é\\n\\"","b":[1,2.5,null,true]}'
     )
+
+
+# -- indented documents ------------------------------------------------------------------------
+
+
+class _Dict(dict):  # type: ignore[type-arg]
+    """A dict of another type: written as a dict, never as a run of scalars."""
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+
+
+_keys = st.text() | st.integers(-5, 5) | st.none() | st.booleans() | st.floats(-2, 2)
+_leaves = _scalars | st.sampled_from([_Level.LOW, math.inf, -0.0])
+_documents = st.recursive(
+    _leaves,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(_keys, inner, max_size=4)
+        | st.dictionaries(st.text(), inner, max_size=3).map(_Dict)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_documents, st.sampled_from([0, 2, 4]), st.booleans())
+def test_indented_documents_are_what_json_dumps_writes(
+    doc: object, indent: int, ascii_only: bool
+) -> None:
+    """Empty and nested containers, tuples, dict subclasses, keys of every type, enums, ±inf."""
+    assert indented(doc, indent=indent, ensure_ascii=ascii_only) == json.dumps(
+        doc, indent=indent, ensure_ascii=ascii_only
+    )
+
+
+def test_indented_documents_refuse_and_convert_as_json_dumps_does() -> None:
+    for bad in ({"x": [1, math.nan]}, [{"a": {"b": math.inf}}], math.nan):
+        with pytest.raises(ValueError):
+            indented(bad, allow_nan=False)
+        with pytest.raises(ValueError):
+            json.dumps(bad, indent=2, allow_nan=False)
+    when = {"jobs": {"a": {"t": dt.datetime(2026, 3, 13, tzinfo=dt.UTC)}}, "n": [{1, 2}]}
+    assert indented(when, default=str) == json.dumps(
+        when, indent=2, ensure_ascii=False, default=str
+    )
+    with pytest.raises(TypeError):
+        indented(when)
+    report = {"info": {"jobs": {f"job-{i}": {"gpu_ms": i, "ok": True} for i in range(50)}}}
+    assert indented(report, allow_nan=False) == json.dumps(report, indent=2, allow_nan=False)

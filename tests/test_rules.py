@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from functools import cache
 
+import numpy as np
+import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from _runs import (
     ALL_RUNS,
@@ -20,6 +25,7 @@ from cuzk_diag.config import Config, from_table, load_config
 from cuzk_diag.errors import ConfigError
 from cuzk_diag.records import Finding, RunInfo, Severity
 from cuzk_diag.rules import all_rules, get_rule, select_rules
+from cuzk_diag.rules.base import clean_value
 
 
 @cache
@@ -554,3 +560,83 @@ def test_analyze_run_accepts_a_run_like_object() -> None:
     run = FakeRun(ALL_RUNS["healthy"]().partitions, RunInfo(), accounting_for([]))
     a = analyze_run(run)
     assert a.facts.partitions == 150 and a.facts.gw == 2 and a.facts.gw_source == "inferred"
+
+
+def _clean_value_step_by_step(v: object) -> object:
+    """``clean_value`` as it was before dicts and lists of plain values were copied whole."""
+    if isinstance(v, dict):
+        return {str(k): _clean_value_step_by_step(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_clean_value_step_by_step(x) for x in v]
+    if v is None or v is pd.NA:
+        return None
+    if hasattr(v, "item") and not isinstance(v, str):
+        v = v.item()
+    if isinstance(v, float):
+        return None if math.isnan(v) or math.isinf(v) else round(v, 3)
+    return v
+
+
+class _Text(str):
+    pass
+
+
+_CLEANABLE = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=3)
+    | st.floats()
+    | st.sampled_from([pd.NA, np.int64(7), np.float64(1.23456), Severity.ERROR, _Text("t")]),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(
+            st.text(max_size=3) | st.integers(-3, 3) | st.sampled_from([_Text("k"), None]),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_CLEANABLE)
+def test_clean_value_equals_its_step_by_step_form(value: object) -> None:
+    """Dicts and lists of plain values are copied whole; everything else as before: the same
+    values, types and key order (numpy scalars, NA, NaN and inf, enums, str subclasses)."""
+    got, want = clean_value(value), _clean_value_step_by_step(value)
+    assert repr(got) == repr(want)
+    assert [type(x) for x in _flat(got)] == [type(x) for x in _flat(want)]
+
+
+def _flat(v: object) -> list[object]:
+    if isinstance(v, dict):
+        return [y for k, x in v.items() for y in (k, *_flat(x))]
+    if isinstance(v, list):
+        return [y for x in v for y in _flat(x)]
+    return [v]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.none() | st.integers(0, 10**9), max_size=30),
+    st.sampled_from(["Int64", "float64", "object"]),
+    st.data(),
+)
+def test_calls_of_are_the_line_numbers_in_file_order(
+    lines: list[int | None], dtype: str, data: st.DataObject
+) -> None:
+    """``calls_of`` takes the column whole: the same Python ints, in the same order, as a step
+    per row gives (a column of the frame, of floats, or of text)."""
+    from cuzk_diag.rules.base import calls_of
+
+    values = [None if v is None else str(v) if dtype == "object" else v for v in lines]
+    df = pd.DataFrame({"first_line": pd.Series(values, dtype=dtype)})
+    mask = pd.Series(data.draw(st.lists(st.booleans(), min_size=len(df), max_size=len(df))))
+    for selected in (None, mask):
+        col = df["first_line"] if selected is None else df["first_line"][selected]
+        want = sorted(int(v) for v in pd.to_numeric(col, errors="coerce").dropna())
+        got = calls_of(df, selected)
+        assert got == want and all(type(v) is int for v in got)

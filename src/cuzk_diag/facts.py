@@ -68,6 +68,21 @@ def text(df: pd.DataFrame, col: str) -> pd.Series:
     return s.where(s.notna(), None)
 
 
+def is_value(df: pd.DataFrame, col: str, value: str) -> pd.Series:
+    """Per row: whether ``col`` holds ``value`` (False where it is null or the column absent).
+    The comparison of the column as it is: ``text(df, col) == value`` makes an object per row."""
+    if col not in df.columns:
+        return pd.Series(False, index=df.index)
+    return (df[col] == value).fillna(False).astype(bool)
+
+
+def present(df: pd.DataFrame, col: str) -> pd.Series:
+    """Per row: whether ``col`` holds a value (False where the column is absent)."""
+    if col not in df.columns:
+        return pd.Series(False, index=df.index)
+    return df[col].notna()
+
+
 def has(df: pd.DataFrame, col: str) -> bool:
     return col in df.columns and bool(df[col].notna().any())
 
@@ -271,9 +286,13 @@ def _holds(df: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """
     g = num(df, "gpu_total_ms")
     ps_logged = num(df, "total_ps_ms")
-    outcome = text(df, "prestage_setup")
+    checked = present(df, "prestage_setup")
     ps_model = pd.Series(
-        np.where(outcome == "ok", PRESTAGE_OK_MS, np.where(outcome.notna(), PRESTAGE_CHECK_MS, 0)),
+        np.where(
+            is_value(df, "prestage_setup", "ok"),
+            PRESTAGE_OK_MS,
+            np.where(checked, PRESTAGE_CHECK_MS, 0),
+        ),
         index=df.index,
         dtype="float64",
     )
@@ -313,7 +332,7 @@ def clock_lock_wait(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
     hold_lo = hold_lo.fillna(0.0)
     setup = num(df, "setup_to_split_ms")
     setup = setup.fillna(setup.median() if setup.notna().any() else 0.0)
-    registered = text(df, "prestage_setup").notna() | text(df, "host_register").notna()
+    registered = present(df, "prestage_setup") | present(df, "host_register")
     request = start + ENTRY_MS + setup + np.where(registered, HOST_REGISTER_MS, 0.0)
     # the latest release the clock allows: GPU_END, and the worker's next GPU_START
     cap = end.copy()
@@ -625,7 +644,11 @@ def gpu_of_rows(df: pd.DataFrame, info: RunInfo, gw: int | None) -> pd.Series:
     return gpu.fillna(0).astype("int64")
 
 
-def job_codes(df: pd.DataFrame) -> tuple[np.ndarray, list[str | None]]:
+#: ``job_codes`` of a frame: worked out once per analysis and handed to the steps that use it.
+JobCodes = tuple[np.ndarray, list[str | None]]
+
+
+def job_codes(df: pd.DataFrame) -> JobCodes:
     """Each row's job id as an index into a list of the ids, whose last entry (index -1) is None
     for a row without one: one string object per job, where ``text`` makes one per row (a long
     log has about one idle gap per call, and each gap keeps two)."""
@@ -658,10 +681,16 @@ def busy_and_gaps(
     return busy, reach[at - 1], starts[at], jobs[last[at - 1]], jobs[at]
 
 
-def gpu_usage(df: pd.DataFrame, gpu: pd.Series, barrier: pd.Series | None = None) -> list[GpuUsage]:
+def gpu_usage(
+    df: pd.DataFrame,
+    gpu: pd.Series,
+    barrier: pd.Series | None = None,
+    jobs: JobCodes | None = None,
+) -> list[GpuUsage]:
     """Utilisation per GPU from TIMELINE GPU_START/GPU_END (calls lacking either are skipped).
 
     ``barrier`` is the per-call barrier wait (``barrier_estimate``); without it 0 is summed.
+    ``jobs``: ``job_codes(df)``, if known.
     """
     start, end = num(df, "start_ms"), num(df, "end_ms")
     ok = start.notna() & end.notna() & (end >= start)
@@ -670,7 +699,7 @@ def gpu_usage(df: pd.DataFrame, gpu: pd.Series, barrier: pd.Series | None = None
     held = lock_held_time(df)[0]
     kernel = kernel_time(df)[0]
     wait = barrier if barrier is not None else pd.Series(np.nan, index=df.index)
-    codes, names = job_codes(df)
+    codes, names = jobs or job_codes(df)
     worker = num(df, "worker")
     out = []
     for g in sorted(set(gpu[ok])):
@@ -933,14 +962,13 @@ def _bench_value(bench: dict[str, Any], *keys: str) -> Any:
     return None
 
 
-def _job_status(df: pd.DataFrame, info: RunInfo) -> dict[str, str]:
-    """completed | failed | incomplete per job id (partition statuses, then RunInfo.jobs)."""
-    codes, names = job_codes(df)
+def _job_status(df: pd.DataFrame, info: RunInfo, jobs: JobCodes | None = None) -> dict[str, str]:
+    """completed | failed | incomplete per job id (partition statuses, then RunInfo.jobs);
+    ``jobs``: ``job_codes(df)``, if known."""
+    codes, names = jobs or job_codes(df)
 
     def status_is(value: str) -> np.ndarray:
-        if "status" not in df.columns:
-            return np.zeros(len(df), dtype=bool)
-        return np.asarray((df["status"] == value).fillna(False), dtype=bool)
+        return is_value(df, "status", value).to_numpy()
 
     # A call that ended (GPU_END) but lost some of its C++ lines is incomplete, yet done.
     ended = num(df, "end_ms").notna().to_numpy()
@@ -964,8 +992,8 @@ def _job_status(df: pd.DataFrame, info: RunInfo) -> dict[str, str]:
     return status
 
 
-def _max_in_flight(df: pd.DataFrame) -> int | None:
-    jobs, _ = job_codes(df)
+def _max_in_flight(df: pd.DataFrame, jobs: np.ndarray) -> int | None:
+    """The most jobs between their first and last line at once (``jobs``: each row's job code)."""
     if not (jobs >= 0).any():
         return None
     first = pd.concat(
@@ -976,19 +1004,14 @@ def _max_in_flight(df: pd.DataFrame) -> int | None:
     if frame.empty:
         return None
     spans = frame.groupby("job").agg(first=("first", "min"), last=("last", "max"))
-    events = sorted(
-        [(s, 1) for s in spans["first"]] + [(e, -1) for e in spans["last"]],
-        key=lambda x: (x[0], x[1]),  # an end and a start at the same ms do not overlap
-    )
-    cur = best = 0
-    for _, d in events:
-        cur += d
-        best = max(best, cur)
-    return best
+    at = np.concatenate((spans["first"].to_numpy(), spans["last"].to_numpy()))
+    step = np.repeat(np.array([1, -1]), len(spans))
+    order = np.lexsort((step, at))  # an end and a start at the same ms do not overlap
+    return max(0, int(np.cumsum(step[order]).max()))
 
 
 def _s_per_proof(
-    df: pd.DataFrame, info: RunInfo, status: dict[str, str]
+    df: pd.DataFrame, info: RunInfo, status: dict[str, str], jobs: JobCodes
 ) -> tuple[float | None, float | None, str | None]:
     """(total_secs, s/proof, source): cuzk-bench's ``total_secs / completed`` (section 5.2)."""
     bench = info.bench or {}
@@ -1002,7 +1025,7 @@ def _s_per_proof(
     completed = [j for j, s in status.items() if s == "completed"]
     if not completed:
         return None, None, None
-    codes, names = job_codes(df)
+    codes, names = jobs
     done = set(completed)
     done_codes = [i for i, name in enumerate(names[:-1]) if name in done]
     rows = np.isin(codes, done_codes)  # (the columns it reads, not a copy of the frame's rows)
@@ -1020,11 +1043,10 @@ def compute_facts(partitions: pd.DataFrame, info: RunInfo) -> RunFacts:
     """Build ``RunFacts`` from the partition frame and ``RunInfo``."""
     df = partitions
     f = RunFacts(era=info.era, timeline_era=info.timeline_era, gpu_threads=info.gpu_threads)
-    st = text(df, "status")
     f.partitions = len(df)
-    f.partitions_ok = int((st == "ok").sum())
-    f.partitions_failed = int((st == "failed").sum())
-    f.partitions_incomplete = int((st == "incomplete").sum())
+    f.partitions_ok = int(is_value(df, "status", "ok").sum())
+    f.partitions_failed = int(is_value(df, "status", "failed").sum())
+    f.partitions_incomplete = int(is_value(df, "status", "incomplete").sum())
 
     worker = num(df, "worker")
     f.workers = int(worker.nunique())
@@ -1042,7 +1064,8 @@ def compute_facts(partitions: pd.DataFrame, info: RunInfo) -> RunFacts:
     gpu = gpu_of_rows(df, info, f.gw)
     f.gpus = sorted(info.gpus) if info.gpus else sorted(int(g) for g in set(gpu)) if len(df) else []
 
-    status = _job_status(df, info)
+    jobs = job_codes(df)
+    status = _job_status(df, info, jobs)
     bench = info.bench or {}
     f.bench_count = _int(_bench_value(bench, "count"))
     f.bench_concurrency = _int(_bench_value(bench, "concurrency"))
@@ -1055,11 +1078,11 @@ def compute_facts(partitions: pd.DataFrame, info: RunInfo) -> RunFacts:
     if not status and bench:
         f.proofs_completed = _int(bench.get("completed")) or 0
         f.proofs_failed = _int(bench.get("failed")) or 0
-    codes, _ = job_codes(df)
+    codes = jobs[0]
     if (codes >= 0).any():
         f.partitions_per_proof = float(np.median(np.bincount(codes[codes >= 0])))
-    f.max_proofs_in_flight = _max_in_flight(df)
-    f.total_secs, f.s_per_proof, f.s_per_proof_source = _s_per_proof(df, info, status)
+    f.max_proofs_in_flight = _max_in_flight(df, codes)
+    f.total_secs, f.s_per_proof, f.s_per_proof_source = _s_per_proof(df, info, status, jobs)
 
     lock = estimate_lock_wait(df)
     f.lock_wait_method = lock.method
@@ -1070,7 +1093,7 @@ def compute_facts(partitions: pd.DataFrame, info: RunInfo) -> RunFacts:
         bounds["high"],
     )
     barrier, _, barrier_method = barrier_estimate(df, lock)
-    f.per_gpu = gpu_usage(df, gpu, barrier)
+    f.per_gpu = gpu_usage(df, gpu, barrier, jobs)
     if f.per_gpu:
         span = sum(u.span_ms for u in f.per_gpu)
         f.span_ms = span

@@ -1,9 +1,10 @@
-"""JSON text of many small objects, one at a time, at the C encoder's speed."""
+"""JSON text at the C encoder's speed: many small objects one at a time (``encoder``), and
+large indented documents (``dump_indented``)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -12,14 +13,15 @@ def encoder(
     separators: tuple[str, str] | None = None,
     allow_nan: bool = True,
     default: Callable[[Any], Any] | None = None,
+    ensure_ascii: bool = False,
 ) -> Callable[[object], str]:
-    """``json.JSONEncoder(ensure_ascii=False, ...).encode``, with the C encoder that call makes
-    every time made once: half the cost of a small object, the same text.
+    """``json.JSONEncoder(ensure_ascii=ensure_ascii, ...).encode``, with the C encoder that
+    call makes every time made once: half the cost of a small object, the same text.
 
     Without a cycle check: for objects that hold no reference cycles (rows, records, the
     ``to_dict`` of findings), as everything this package writes."""
     enc = json.JSONEncoder(
-        ensure_ascii=False, separators=separators, allow_nan=allow_nan, default=default
+        ensure_ascii=ensure_ascii, separators=separators, allow_nan=allow_nan, default=default
     )
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # a Python built without the _json accelerator
@@ -27,7 +29,7 @@ def encoder(
     c_encode = make(
         None,  # no cycle check (see above)
         enc.default,
-        json.encoder.encode_basestring,
+        json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring,
         None,
         enc.key_separator,
         enc.item_separator,
@@ -36,3 +38,102 @@ def encoder(
         enc.allow_nan,
     )
     return lambda obj: "".join(c_encode(obj, 0))
+
+
+#: The types the C encoder writes as one token: a container of these alone is written whole.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+class _Indented:
+    """The text of ``json.dumps(obj, indent=...)`` in pieces. That call runs the standard
+    library's Python encoder, a step per value; here every list or dict that holds no list or
+    dict is written by one call of the C encoder, whose item separator is the newline and
+    indentation of its depth. On a long log's report, whose bulk is thousands of small dicts
+    (jobs, proofs), that is a call per dict instead of a step per value."""
+
+    def __init__(self, indent: int, **options: Any) -> None:
+        self.indent = indent
+        self.options = options
+        self.scalar = encoder(**options)
+        self._depths: list[tuple[str, str, Callable[[object], str]]] = []
+
+    def depth(self, depth: int) -> tuple[str, str, Callable[[object], str]]:
+        """At ``depth``: the newline and indentation of an item, and of the closing bracket;
+        the encoder of a container of scalars."""
+        while len(self._depths) <= depth:
+            d = len(self._depths)
+            inner = "\n" + " " * (self.indent * (d + 1))
+            enc = encoder(separators=("," + inner, ": "), **self.options)
+            self._depths.append((inner, "\n" + " " * (self.indent * d), enc))
+        return self._depths[depth]
+
+    def key(self, k: object) -> str:
+        if type(k) is str:
+            return self.scalar(k)
+        # (A key of another type is written as the encoder writes it: 1 -> "1", None -> "null".)
+        return self.scalar({k: 0})[1:-4]
+
+    def flat(self, obj: Any, depth: int) -> str | None:
+        """The text of a scalar, or of a container that holds only scalars; else None."""
+        typ = type(obj)
+        if typ is dict:
+            values: Any = obj.values()
+        elif typ is list or typ is tuple:
+            values = obj
+        elif typ in _SCALARS:
+            return self.scalar(obj)
+        else:
+            return None  # (a subclass of a container, or a value for ``default``)
+        if not obj:
+            return "{}" if typ is dict else "[]"
+        if not _SCALARS.issuperset(map(type, values)):
+            return None
+        inner, end, enc = self.depth(depth)
+        text = enc(obj)
+        return text[0] + inner + text[1:-1] + end + text[-1]
+
+    def pieces(self, obj: Any, depth: int = 0) -> Iterator[str]:
+        text = self.flat(obj, depth)
+        if text is not None:
+            yield text
+            return
+        if isinstance(obj, dict):
+            items: Any = obj.items()
+            opening, closing = "{", "}"
+        elif isinstance(obj, list | tuple):
+            items = enumerate(obj)
+            opening, closing = "[", "]"
+        else:
+            yield self.scalar(obj)
+            return
+        if not obj:
+            yield opening + closing
+            return
+        inner, end, _ = self.depth(depth)
+        sep = opening + inner
+        flat, pieces = self.flat, self.pieces
+        for k, v in items:
+            head = sep + self.key(k) + ": " if opening == "{" else sep
+            text = flat(v, depth + 1)
+            if text is not None:
+                yield head + text
+            else:
+                yield head
+                yield from pieces(v, depth + 1)
+            sep = "," + inner
+        yield end + closing
+
+
+def indented(
+    obj: Any,
+    *,
+    indent: int = 2,
+    allow_nan: bool = True,
+    default: Callable[[Any], Any] | None = None,
+    ensure_ascii: bool = False,
+) -> str:
+    """``json.dumps(obj, indent=indent, ensure_ascii=..., allow_nan=..., default=...)``: the
+    same text, most of it written by the C encoder (``_Indented``). Without a cycle check,
+    like ``encoder``: for documents that hold no reference cycles."""
+    options = {"allow_nan": allow_nan, "default": default, "ensure_ascii": ensure_ascii}
+    return "".join(_Indented(indent, **options).pieces(obj))

@@ -75,6 +75,32 @@ def neutralise_value(value: Any) -> Any:
     return value
 
 
+#: The characters of ``_CONTROL_RE`` that JSON text shows as they are (the encoder writes
+#: U+0000-U+001F as escapes, with a backslash).
+_RAW_CONTROL_RE = re.compile("[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def json_text_is_clean(text: str) -> bool:
+    """Whether the JSON text of a value (``json.dumps``, any layout) shows that
+    :func:`neutralise_value` leaves every string in it as it is: no escaped character (a
+    backslash anywhere: a control character, but also a quote or a backslash of the text, so a
+    "no" may be wrong, a "yes" never), no other control character, no ``::`` and no ``##[``. A
+    search of the text in C, where :func:`neutralise_value` takes a step per value."""
+    if "\\" in text or "::" in text or "##[" in text:
+        return False
+    return text.isascii() or _RAW_CONTROL_RE.search(text) is None
+
+
+def neutralised_json(doc: Any, **options: Any) -> str:
+    """The indented JSON text (``jsontext.indented``, ``options`` as its) of ``doc`` with every
+    string neutralised: the text of ``doc`` itself when that shows nothing to neutralise (a
+    long log's report, nearly always), else of :func:`neutralise_value` of it."""
+    from cuzk_diag.jsontext import indented
+
+    text = indented(doc, **options)
+    return text if json_text_is_clean(text) else indented(neutralise_value(doc), **options)
+
+
 def md_text(text: str) -> str:
     """Neutralised text escaped for inline Markdown (also safe in a table cell)."""
     return _MD_SPECIAL_RE.sub(lambda m: "\\" + m.group(), neutralise(text))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import IO, TYPE_CHECKING, Any
 
 from rich import box
@@ -11,7 +10,7 @@ from rich.text import Text
 
 from cuzk_diag.report import common
 from cuzk_diag.report.console import SEVERITY_STYLE, make_console
-from cuzk_diag.sanitize import md_text, neutralise, neutralise_value
+from cuzk_diag.sanitize import md_text, neutralise, neutralised_json
 
 if TYPE_CHECKING:
     from cuzk_diag.fleet.report import FleetReport
@@ -156,8 +155,8 @@ def render_markdown(report: FleetReport, stream: IO[str], *, color: str = "auto"
 
 
 def render_json(report: FleetReport, stream: IO[str], *, color: str = "auto") -> None:
-    doc = neutralise_value(report.to_dict())
-    stream.write(json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n")
+    text = neutralised_json(report.to_dict(), allow_nan=False, default=str, ensure_ascii=True)
+    stream.write(text + "\n")
 
 
 def render_html(report: FleetReport, stream: IO[str], *, color: str = "auto") -> None:

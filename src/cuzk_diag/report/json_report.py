@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import IO, TYPE_CHECKING, Any
 
-from cuzk_diag.sanitize import neutralise_value
+from cuzk_diag.sanitize import neutralised_json
 
 if TYPE_CHECKING:
     from cuzk_diag.analysis import Analysis
@@ -15,9 +15,7 @@ if TYPE_CHECKING:
 def render(analysis: Analysis, stream: IO[str], *, color: str = "auto") -> None:
     """Write the report as one JSON document (``color`` is ignored)."""
     # run info and accounting quote the log (failure messages, job ids, unknown keys)
-    report = neutralise_value(analysis.to_dict())
-    json.dump(report, stream, indent=2, ensure_ascii=False, allow_nan=False)
-    stream.write("\n")
+    stream.write(neutralised_json(analysis.to_dict(), allow_nan=False) + "\n")
 
 
 def render_result(result: Any, stream: IO[str], *, color: str = "auto") -> None:

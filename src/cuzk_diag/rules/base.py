@@ -329,12 +329,22 @@ def _isnan(x: object) -> bool:
     return isinstance(x, float) and math.isnan(x)
 
 
+#: Values ``clean_value`` gives back as they are; a dict or list of them alone is copied as a
+#: whole (the run facts of every job in a long log's report), without a step per value.
+_PLAIN = frozenset({str, int, bool, type(None)})
+_STR = frozenset({str})
+
+
 def clean_value(v: Any) -> Any:
     """Evidence values as plain JSON types: numpy scalars unwrapped, NaN -> None, floats rounded."""
     if isinstance(v, dict):
-        return {str(k): clean_value(x) for k, x in v.items()}
+        if _PLAIN.issuperset(map(type, v.values())) and _STR.issuperset(map(type, v)):
+            return dict(v)
+        return {str(k): x if type(x) in _PLAIN else clean_value(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
-        return [clean_value(x) for x in v]
+        if _PLAIN.issuperset(map(type, v)):
+            return list(v)
+        return [x if type(x) in _PLAIN else clean_value(x) for x in v]
     if v is None or v is pd.NA:
         return None
     if hasattr(v, "item") and not isinstance(v, str):
@@ -366,7 +376,8 @@ def calls_of(df: pd.DataFrame, mask: pd.Series | None = None) -> list[int]:
     # (The column is selected before the rows: ``df[mask]`` would copy every column.)
     col = df["first_line"]
     rows = col if mask is None else col[mask.fillna(False).astype(bool)]
-    return sorted(int(v) for v in pd.to_numeric(rows, errors="coerce").dropna())
+    # (int64 as ``int()`` takes them, then Python ints: no step per call in Python.)
+    return sorted(pd.to_numeric(rows, errors="coerce").dropna().to_numpy(dtype="int64").tolist())
 
 
 def lines_of(df: pd.DataFrame, mask: pd.Series | None = None) -> list[int]:

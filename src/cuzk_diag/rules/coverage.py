@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cuzk_diag.facts import num, text
+from cuzk_diag.facts import is_value, num
 from cuzk_diag.records import Finding, Severity
 from cuzk_diag.rules.base import Option, Rule, RuleContext, calls_of, lines_of, register
 
@@ -109,9 +109,8 @@ class LogCoverage(Rule):
         df = ctx.partitions
         o = ctx.options
         timing_lines = int(acc.by_family.get("timing", 0) + acc.by_family.get("ntt_h", 0))
-        st = text(df, "status")
-        missing = (st == "ok") & num(df, "gpu_total_ms").isna()
-        incomplete = st == "incomplete"
+        missing = is_value(df, "status", "ok") & num(df, "gpu_total_ms").isna()
+        incomplete = is_value(df, "status", "incomplete")
         n_missing, n_incomplete = int(missing.sum()), int(incomplete.sum())
         total = len(df)
         mal_share = acc.malformed / acc.lines_total if acc.lines_total else 0.0

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from cuzk_diag.facts import text
+from cuzk_diag.facts import is_value
 from cuzk_diag.records import Finding, Severity
 from cuzk_diag.rules.base import Option, Rule, RuleContext, calls_of, lines_of, register
 
@@ -93,7 +93,7 @@ class ProvingFailures(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         df = ctx.partitions
         f = ctx.facts
-        failed = text(df, "status") == "failed"
+        failed = is_value(df, "status", "failed")
         n_failed = int(failed.sum())
         bench_failed = int(ctx.info.bench.get("failed") or 0) if ctx.info.bench else 0
         failures = list(ctx.info.failures)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cuzk_diag.facts import median, num, text
+from cuzk_diag.facts import median, num, present, text
 from cuzk_diag.records import Finding, Severity
 from cuzk_diag.rules.base import Option, Rule, RuleContext, calls_of, lines_of, ms, pct, register
 
@@ -87,12 +87,16 @@ class PrestageFallback(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         df = ctx.partitions
-        setup = text(df, "prestage_setup")
-        hreg = text(df, "host_register")
-        tried = setup.notna() | hreg.notna() | num(df, "free_mib").notna()
+        tried = (
+            present(df, "prestage_setup")
+            | present(df, "host_register")
+            | num(df, "free_mib").notna()
+        )
         total = int(tried.sum())
         if not total:
             return
+        setup = text(df, "prestage_setup")
+        hreg = text(df, "host_register")
         by_kind = {k: int((setup == k).sum()) for k in FALLBACK_KINDS}
         by_kind["host_register"] = int((hreg == "fallback").sum())
         fell = setup.isin(FALLBACK_KINDS) | (hreg == "fallback")

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from cuzk_diag import cli as cli_mod
 from cuzk_diag.analysis import analyze
+from cuzk_diag.jsontext import indented_parts
 from cuzk_diag.report import render
 from cuzk_diag.sanitize import (
     ZWSP,
@@ -26,7 +27,7 @@ from cuzk_diag.sanitize import (
     md_text,
     neutralise,
     neutralise_value,
-    neutralised_json,
+    write_neutralised_json,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -338,18 +339,41 @@ _DOCS = st.recursive(
 @given(_DOCS)
 def test_json_text_shown_clean_holds_nothing_to_neutralise(value: object) -> None:
     """A document whose JSON text ``json_text_is_clean`` passes is one ``neutralise_value``
-    leaves as it is; ``neutralised_json`` is the text of the neutralised document either way."""
+    leaves as it is; ``write_neutralised_json`` writes the text of the neutralised document
+    either way."""
     text = json.dumps(value, indent=2, ensure_ascii=False)
     if json_text_is_clean(text):
         assert json.dumps(neutralise_value(value)) == json.dumps(value)
+    # (Looked at in parts, down to single pieces, the text tells the same.)
+    parts = list(indented_parts(value, size=1))
+    assert "".join(parts) == text
+    assert all(map(json_text_is_clean, parts)) == json_text_is_clean(text)
     want = json.dumps(neutralise_value(value), indent=2, ensure_ascii=False)
-    assert neutralised_json(value) == want
+    assert _written(value) == want
+
+
+def _written(doc: object) -> str:
+    out = io.StringIO()
+    write_neutralised_json(doc, out)
+    return out.getvalue()
 
 
 def test_json_text_with_anything_to_neutralise_is_not_clean() -> None:
     for payload in ("::error::x", "a##[group]", "\x07", "\x1b[31m", "\x85", "\u2028", "\u202e"):
         doc = {"info": {"jobs": {"j": {"message": payload}}}}
         assert not json_text_is_clean(json.dumps(doc, indent=2, ensure_ascii=False)), payload
-        assert payload not in neutralised_json(doc)
+        assert payload not in _written(doc)
+
+    # Keys that are one once neutralised: the document is the neutralised dict's (the last
+    # value), nested or not; a value of a str subclass is neutralised too.
+    class Text(str):
+        pass
+
+    for doc in (
+        {"a\x07": 1, "a\\x07": 2, "n": {"x": [1]}},
+        {"jobs": {"a\x07": 1, "a\\x07": 2}},
+        [Text("::x"), ("##[y", {"k": Text("::")})],
+    ):
+        assert _written(doc) == json.dumps(neutralise_value(doc), indent=2, ensure_ascii=False)
     clean = {"info": {"jobs": {"j-1": {"gpu_ms": 1, "note": "é: ok # [1]"}}}}
     assert json_text_is_clean(json.dumps(clean, indent=2, ensure_ascii=False))

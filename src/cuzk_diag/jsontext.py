@@ -49,10 +49,21 @@ class _Indented:
     library's Python encoder, a step per value; here every list or dict that holds no list or
     dict is written by one call of the C encoder, whose item separator is the newline and
     indentation of its depth. On a long log's report, whose bulk is thousands of small dicts
-    (jobs, proofs), that is a call per dict instead of a step per value."""
+    (jobs, proofs), that is a call per dict instead of a step per value.
 
-    def __init__(self, indent: int, **options: Any) -> None:
+    ``clean``, if given, is ``(looks_clean, cleaned)``: a piece whose text ``looks_clean``
+    rejects is written as the text of ``cleaned`` of its value instead (for a dict's keys, of
+    the whole dict), so that the document comes out as ``cleaned`` of it would without a walk
+    of every value (``sanitize.write_neutralised_json``)."""
+
+    def __init__(
+        self,
+        indent: int,
+        clean: tuple[Callable[[str], bool], Callable[[Any], Any]] | None = None,
+        **options: Any,
+    ) -> None:
         self.indent = indent
+        self.clean = clean
         self.options = options
         self.scalar = encoder(**options)
         self._depths: list[tuple[str, str, Callable[[object], str]]] = []
@@ -75,6 +86,12 @@ class _Indented:
 
     def flat(self, obj: Any, depth: int) -> str | None:
         """The text of a scalar, or of a container that holds only scalars; else None."""
+        text = self._flat(obj, depth)
+        if text is not None and self.clean is not None and not self.clean[0](text):
+            return self._flat(self.clean[1](obj), depth)
+        return text
+
+    def _flat(self, obj: Any, depth: int) -> str | None:
         typ = type(obj)
         if typ is dict:
             values: Any = obj.values()
@@ -98,13 +115,20 @@ class _Indented:
             yield text
             return
         if isinstance(obj, dict):
-            items: Any = obj.items()
+            keys = [self.key(k) for k in obj]
+            if self.clean is not None and not all(map(self.clean[0], keys)):
+                obj = self.clean[1](obj)
+                keys = [self.key(k) for k in obj]
+            heads: Any = (k + ": " for k in keys)
             opening, closing = "{", "}"
         elif isinstance(obj, list | tuple):
-            items = enumerate(obj)
+            heads = (_NO_KEY for _ in obj)
             opening, closing = "[", "]"
         else:
-            yield self.scalar(obj)
+            text = self.scalar(obj)
+            if self.clean is not None and not self.clean[0](text):
+                text = self.scalar(self.clean[1](obj))
+            yield text
             return
         if not obj:
             yield opening + closing
@@ -112,28 +136,47 @@ class _Indented:
         inner, end, _ = self.depth(depth)
         sep = opening + inner
         flat, pieces = self.flat, self.pieces
-        for k, v in items:
-            head = sep + self.key(k) + ": " if opening == "{" else sep
+        values = obj.values() if opening == "{" else obj
+        for head, v in zip(heads, values, strict=True):
             text = flat(v, depth + 1)
             if text is not None:
-                yield head + text
+                yield sep + head + text
             else:
-                yield head
+                yield sep + head
                 yield from pieces(v, depth + 1)
             sep = "," + inner
         yield end + closing
 
 
-def indented(
+_NO_KEY = ""
+
+
+def indented_parts(
     obj: Any,
     *,
     indent: int = 2,
     allow_nan: bool = True,
     default: Callable[[Any], Any] | None = None,
     ensure_ascii: bool = False,
-) -> str:
-    """``json.dumps(obj, indent=indent, ensure_ascii=..., allow_nan=..., default=...)``: the
-    same text, most of it written by the C encoder (``_Indented``). Without a cycle check,
-    like ``encoder``: for documents that hold no reference cycles."""
+    clean: tuple[Callable[[str], bool], Callable[[Any], Any]] | None = None,
+    size: int = 4096,
+) -> Iterator[str]:
+    """The text of ``json.dumps(obj, indent=indent, ensure_ascii=..., allow_nan=...,
+    default=...)`` in parts of about ``size`` pieces each (a few hundred KB: a long log's
+    report is written without being held whole), most of it written by the C encoder
+    (``_Indented``, which also says what ``clean`` does). Without a cycle check, like
+    ``encoder``: for documents that hold no reference cycles."""
     options = {"allow_nan": allow_nan, "default": default, "ensure_ascii": ensure_ascii}
-    return "".join(_Indented(indent, **options).pieces(obj))
+    batch: list[str] = []
+    for piece in _Indented(indent, clean, **options).pieces(obj):
+        batch.append(piece)
+        if len(batch) >= size:
+            yield "".join(batch)
+            batch.clear()
+    if batch:
+        yield "".join(batch)
+
+
+def indented(obj: Any, **options: Any) -> str:
+    """The whole text of ``indented_parts`` (``options`` as its)."""
+    return "".join(indented_parts(obj, **options))

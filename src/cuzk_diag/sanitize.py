@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from itertools import islice
-from typing import Any
+from typing import IO, Any
 
 #: Zero-width space: breaks ``::`` and ``##[`` without changing how the text reads.
 ZWSP = "\u200b"
@@ -91,14 +91,15 @@ def json_text_is_clean(text: str) -> bool:
     return text.isascii() or _RAW_CONTROL_RE.search(text) is None
 
 
-def neutralised_json(doc: Any, **options: Any) -> str:
-    """The indented JSON text (``jsontext.indented``, ``options`` as its) of ``doc`` with every
-    string neutralised: the text of ``doc`` itself when that shows nothing to neutralise (a
-    long log's report, nearly always), else of :func:`neutralise_value` of it."""
-    from cuzk_diag.jsontext import indented
+def write_neutralised_json(doc: Any, stream: IO[str], **options: Any) -> None:
+    """Write the indented JSON text of :func:`neutralise_value` of ``doc``
+    (``jsontext.indented_parts``, ``options`` as its) in one pass: each piece of text is looked
+    at as it is made (:func:`json_text_is_clean`), and only a value whose piece shows something
+    to neutralise is neutralised, not every value of a long log's report."""
+    from cuzk_diag.jsontext import indented_parts
 
-    text = indented(doc, **options)
-    return text if json_text_is_clean(text) else indented(neutralise_value(doc), **options)
+    for part in indented_parts(doc, clean=(json_text_is_clean, neutralise_value), **options):
+        stream.write(part)
 
 
 def md_text(text: str) -> str:

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from cuzk_diag.report import common
 from cuzk_diag.report.console import SEVERITY_STYLE, make_console
-from cuzk_diag.sanitize import md_text, neutralise, neutralised_json
+from cuzk_diag.sanitize import md_text, neutralise, write_neutralised_json
 
 if TYPE_CHECKING:
     from cuzk_diag.fleet.report import FleetReport
@@ -155,8 +155,9 @@ def render_markdown(report: FleetReport, stream: IO[str], *, color: str = "auto"
 
 
 def render_json(report: FleetReport, stream: IO[str], *, color: str = "auto") -> None:
-    text = neutralised_json(report.to_dict(), allow_nan=False, default=str, ensure_ascii=True)
-    stream.write(text + "\n")
+    doc = report.to_dict()
+    write_neutralised_json(doc, stream, allow_nan=False, default=str, ensure_ascii=True)
+    stream.write("\n")
 
 
 def render_html(report: FleetReport, stream: IO[str], *, color: str = "auto") -> None:

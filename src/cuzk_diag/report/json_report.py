@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import IO, TYPE_CHECKING, Any
 
-from cuzk_diag.sanitize import neutralised_json
+from cuzk_diag.sanitize import write_neutralised_json
 
 if TYPE_CHECKING:
     from cuzk_diag.analysis import Analysis
@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 def render(analysis: Analysis, stream: IO[str], *, color: str = "auto") -> None:
     """Write the report as one JSON document (``color`` is ignored)."""
     # run info and accounting quote the log (failure messages, job ids, unknown keys)
-    stream.write(neutralised_json(analysis.to_dict(), allow_nan=False) + "\n")
+    write_neutralised_json(analysis.to_dict(), stream, allow_nan=False)
+    stream.write("\n")
 
 
 def render_result(result: Any, stream: IO[str], *, color: str = "auto") -> None:

@@ -968,7 +968,7 @@ def _job_status(df: pd.DataFrame, info: RunInfo, jobs: JobCodes | None = None) -
     codes, names = jobs or job_codes(df)
 
     def status_is(value: str) -> np.ndarray:
-        return is_value(df, "status", value).to_numpy()
+        return np.asarray(is_value(df, "status", value), dtype=bool)
 
     # A call that ended (GPU_END) but lost some of its C++ lines is incomplete, yet done.
     ended = num(df, "end_ms").notna().to_numpy()

@@ -1026,8 +1026,8 @@ def _s_per_proof(
     if not completed:
         return None, None, None
     codes, names = jobs
-    done = set(completed)
-    done_codes = [i for i, name in enumerate(names[:-1]) if name in done]
+    finished = set(completed)
+    done_codes = [i for i, name in enumerate(names[:-1]) if name in finished]
     rows = np.isin(codes, done_codes)  # (the columns it reads, not a copy of the frame's rows)
     first = num(df, "synth_start_ms")[rows].min()
     if pd.isna(first):

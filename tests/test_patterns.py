@@ -177,6 +177,8 @@ CASES: dict[str, tuple[str, list[str]]] = {
     "report.github._LINE_BREAK_RE": ("split", [fill("", "\r"), fill("", "x")]),
     "sanitize._CONTROL_RE": ("sub", [fill("", "\x07"), fill("", "\x9b")]),
     "sanitize._COMMAND_RE": ("sub", [fill("", ":"), fill("", "#"), fill("", "##[")]),
+    # (Searched in a JSON report's text: a long run of plain non-ASCII text, or no match at all.)
+    "sanitize._RAW_CONTROL_RE": ("search", [fill("", "é"), fill("", "\u2027"), fill("x", "≥ ")]),
     "sanitize._MD_SPECIAL_RE": ("sub", [fill("", "<"), fill("", "`"), fill("", "\\")]),
     "sanitize._BACKTICKS_RE": ("findall", [fill("", "`"), fill("", "`x")]),
 }

@@ -24,7 +24,7 @@ import pandas as pd
 
 from cuzk_diag.errors import ConfigError, InputError
 from cuzk_diag.exit_codes import ExitCode
-from cuzk_diag.facts import kernel_time
+from cuzk_diag.facts import is_value, kernel_time
 from cuzk_diag.records import PARTITION_COLUMNS, Finding, Severity
 from cuzk_diag.stats import mann_whitney_u, relative_change
 
@@ -339,19 +339,13 @@ def metrics_from_frame(
 
     n = len(partitions)
     values["calls.n"] = float(n)
-    status = partitions["status"] if "status" in partitions.columns else pd.Series(dtype=object)
-    values["calls.failed"] = float((status == "failed").sum())
-    values["calls.incomplete"] = float((status == "incomplete").sum())
+    values["calls.failed"] = float(is_value(partitions, "status", "failed").sum())
+    values["calls.incomplete"] = float(is_value(partitions, "status", "incomplete").sum())
     if values.get("partitions") is None:
         values["partitions"] = float(n)
 
     prestage = partitions["prestage_setup"] if "prestage_setup" in partitions.columns else None
-    host_reg = partitions["host_register"] if "host_register" in partitions.columns else None
-    hr_fallback = (
-        (host_reg == "fallback").fillna(False)
-        if host_reg is not None
-        else pd.Series(False, index=partitions.index)
-    )
+    hr_fallback = is_value(partitions, "host_register", "fallback")
     ps_fallback = (
         prestage.isin(list(PRESTAGE_FALLBACK_VALUES)).fillna(False)
         if prestage is not None

@@ -1,10 +1,11 @@
 """JSON text at the C encoder's speed: many small objects one at a time (``encoder``), and
-large indented documents (``dump_indented``)."""
+large indented documents (``indented_parts``)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from itertools import repeat
 from typing import Any
 
 
@@ -85,7 +86,8 @@ class _Indented:
         return self.scalar({k: 0})[1:-4]
 
     def flat(self, obj: Any, depth: int) -> str | None:
-        """The text of a scalar, or of a container that holds only scalars; else None."""
+        """The text of a value other than a list or dict (``default`` converts what the
+        encoder does not know), or of a list or dict that holds only scalars; else None."""
         text = self._flat(obj, depth)
         if text is not None and self.clean is not None and not self.clean[0](text):
             return self._flat(self.clean[1](obj), depth)
@@ -97,10 +99,10 @@ class _Indented:
             values: Any = obj.values()
         elif typ is list or typ is tuple:
             values = obj
-        elif typ in _SCALARS:
-            return self.scalar(obj)
+        elif isinstance(obj, dict | list | tuple):
+            return None  # (a subclass of a container: written item by item)
         else:
-            return None  # (a subclass of a container, or a value for ``default``)
+            return self.scalar(obj)
         if not obj:
             return "{}" if typ is dict else "[]"
         if not _SCALARS.issuperset(map(type, values)):
@@ -114,30 +116,25 @@ class _Indented:
         if text is not None:
             yield text
             return
+        # (A list or dict that holds a list or dict, or a subclass of either.)
         if isinstance(obj, dict):
             keys = [self.key(k) for k in obj]
             if self.clean is not None and not all(map(self.clean[0], keys)):
                 obj = self.clean[1](obj)
                 keys = [self.key(k) for k in obj]
-            heads: Any = (k + ": " for k in keys)
+            heads: Any = [k + ": " for k in keys]
+            values: Any = obj.values()
             opening, closing = "{", "}"
-        elif isinstance(obj, list | tuple):
-            heads = (_NO_KEY for _ in obj)
-            opening, closing = "[", "]"
         else:
-            text = self.scalar(obj)
-            if self.clean is not None and not self.clean[0](text):
-                text = self.scalar(self.clean[1](obj))
-            yield text
-            return
+            heads, values = repeat(""), obj
+            opening, closing = "[", "]"
         if not obj:
             yield opening + closing
             return
         inner, end, _ = self.depth(depth)
         sep = opening + inner
         flat, pieces = self.flat, self.pieces
-        values = obj.values() if opening == "{" else obj
-        for head, v in zip(heads, values, strict=True):
+        for head, v in zip(heads, values, strict=False):  # (a head per key, or "" for ever)
             text = flat(v, depth + 1)
             if text is not None:
                 yield sep + head + text
@@ -146,9 +143,6 @@ class _Indented:
                 yield from pieces(v, depth + 1)
             sep = "," + inner
         yield end + closing
-
-
-_NO_KEY = ""
 
 
 def indented_parts(

@@ -24,9 +24,12 @@ from typing import IO, Any
 #: Zero-width space: breaks ``::`` and ``##[`` without changing how the text reads.
 ZWSP = "\u200b"
 
-#: C0 and C1 controls, DEL, line/paragraph separators and bidirectional embedding, override
-#: and isolate marks (which can make text read differently from what it is).
-_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: DEL, C1 controls, line/paragraph separators and bidirectional embedding, override and
+#: isolate marks (which can make text read differently from what it is): the controls besides
+#: C0's, which JSON text shows as they are (``_RAW_CONTROL_RE``).
+_OTHER_CONTROLS = "\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069"
+#: C0 controls and the others.
+_CONTROL_RE = re.compile(f"[\x00-\x1f{_OTHER_CONTROLS}]")
 #: A colon followed by a colon; a ``#`` that starts ``##[``.
 _COMMAND_RE = re.compile(r":(?=:)|#(?=#\[)")
 #: Characters with a meaning in (GitHub-flavoured) Markdown or HTML, escaped with a backslash.
@@ -77,7 +80,7 @@ def neutralise_value(value: Any) -> Any:
 
 #: The characters of ``_CONTROL_RE`` that JSON text shows as they are (the encoder writes
 #: U+0000-U+001F as escapes, with a backslash).
-_RAW_CONTROL_RE = re.compile("[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_RAW_CONTROL_RE = re.compile(f"[{_OTHER_CONTROLS}]")
 
 
 def json_text_is_clean(text: str) -> bool:

@@ -36,6 +36,7 @@ from cuzk_diag.facts import (
     compute_facts,
     estimate_lock_wait,
     has,
+    is_value,
     lock_held_time,
     median,
     num,
@@ -144,7 +145,7 @@ def metrics(df: pd.DataFrame, info: RunInfo, facts: RunFacts | None = None) -> d
     stage's floor on s/proof (the largest is the bottleneck). ``facts``: the run's facts when
     already computed."""
     facts = facts if facts is not None else compute_facts(df, info)
-    ok = df[text(df, "status") == "ok"] if len(df) else df
+    ok = df[is_value(df, "status", "ok")] if len(df) else df
     calls, call_field = call_time(ok)
     lock = estimate_lock_wait(ok)
     hold, _ = lock_held_time(ok)
@@ -260,7 +261,7 @@ def _prestage_outcomes(df: pd.DataFrame) -> np.ndarray:
     out = np.full(len(df), None, dtype=object)
     ps = text(df, "prestage_setup")
     logged = (ps.notna() & (ps != "")).to_numpy()
-    registered = (text(df, "host_register") == "fallback").fillna(False).to_numpy(dtype=bool)
+    registered = is_value(df, "host_register", "fallback").to_numpy(dtype=bool)
     checked = num(df, "free_mib").notna().to_numpy()
     out[checked] = "silent"
     out[registered] = "skip_vram"
@@ -295,7 +296,7 @@ def measure(run: Any, facts: RunFacts | None = None, max_samples: int | None = N
     facts = facts if facts is not None else compute_facts(df, info)
     era = facts.era
     cpp = _code_version(era, df)
-    ok = df[text(df, "status") == "ok"]
+    ok = df[is_value(df, "status", "ok")]
     if not len(ok):
         raise InputError("cannot model this run: no GPU call completed")
     seen = synth_slots_seen(ok)

@@ -480,3 +480,50 @@ def test_gpu_region_bound_after_a_guessed_one_is_ambiguous() -> None:
     # Most regions are still right, and a fair share keeps a firm label.
     assert res["gpu_ok"] >= 0.75 * res["truth"]
     assert res["calib"][("gpu", "inferred", True)] >= 80
+
+
+def _assembled(data: bytes) -> tuple[list[dict[str, object]], int]:
+    """The records of a log's text, and how many calls were alive when its last line was in,
+    with the garbage collector off throughout (what refcounting alone frees)."""
+    import gc
+
+    from cuzk_diag.ingest.assemble import Assembler
+    from cuzk_diag.ingest.assemble.calls import Call
+    from cuzk_diag.ingest.parse import parse_text
+
+    events, acc = parse_text(data.decode())
+    was = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        asm = Assembler(acc)
+        records = [r for r in asm.feed_many(events) if isinstance(r, dict)]
+        alive = sum(1 for o in gc.get_objects() if type(o) is Call)
+        records += asm.finish()
+    finally:
+        if was:
+            gc.enable()
+    return records, alive
+
+
+@pytest.mark.parametrize(("era", "n_gpus"), [("main", 2), ("phase9-11", 1), ("pool-cache", 2)])
+def test_emitted_calls_are_freed_without_the_collector(
+    era: str, n_gpus: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A call and its GPU region refer to each other. Once the call is emitted and its block
+    # has left the recent blocks, the pair is released (``GpuRegion._release``): freed by
+    # refcounting, not left for the collector, and the records are the same as when every
+    # pair is kept.
+    from cuzk_diag.ingest.assemble import Assembler
+
+    sim = simulate(SimConfig(era=era, n_gpus=n_gpus, gw=2, proofs=16, concurrency=2, seed=4))
+    assert sim.data is not None
+    calls = len(sim.truth)
+    assert calls >= 150  # (well beyond the 64 recent blocks)
+    released, alive = _assembled(sim.data)
+    monkeypatch.setattr(Assembler, "_release", lambda self, old: None)
+    kept, alive_kept = _assembled(sim.data)
+    assert released == kept
+    assert len(released) == calls
+    assert alive_kept >= calls - 8  # every pair stays until the collector runs
+    assert alive <= 64 + 16  # the recent blocks' calls and the calls still open

@@ -68,6 +68,7 @@ class State:
     _open_block: Callable[..., Block]
     _put_gpu: Callable[..., None]
     _close_block: Callable[..., None]
+    _release: Callable[..., None]
     _gpu_free_at: Callable[..., tuple[float, float]]
     _lock_miss: Callable[..., float]
     _other_gpu_fits: Callable[..., bool]

@@ -8,7 +8,7 @@ Everything here is computed from the partition frame (``records.PARTITION_SCHEMA
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -74,6 +74,18 @@ def is_value(df: pd.DataFrame, col: str, value: str) -> pd.Series:
     if col not in df.columns:
         return pd.Series(False, index=df.index)
     return (df[col] == value).fillna(False).astype(bool)
+
+
+def is_one_of(df: pd.DataFrame, col: str, values: Iterable[str]) -> pd.Series:
+    """``is_value`` for any of ``values``."""
+    if col not in df.columns:
+        return pd.Series(False, index=df.index)
+    return df[col].isin(list(values)).fillna(False).astype(bool)
+
+
+#: The ``prestage_setup`` values of a call that did not get a pre-staged d_a (reference
+#: T11-T13).
+PRESTAGE_FALLBACKS = ("skip_vram", "fallback", "silent")
 
 
 def present(df: pd.DataFrame, col: str) -> pd.Series:

@@ -24,7 +24,7 @@ import pandas as pd
 
 from cuzk_diag.errors import ConfigError, InputError
 from cuzk_diag.exit_codes import ExitCode
-from cuzk_diag.facts import is_value, kernel_time
+from cuzk_diag.facts import PRESTAGE_FALLBACKS, is_one_of, is_value, kernel_time
 from cuzk_diag.records import PARTITION_COLUMNS, Finding, Severity
 from cuzk_diag.stats import mann_whitney_u, relative_change
 
@@ -81,9 +81,6 @@ RUN_METRICS: tuple[str, ...] = (
 
 #: Metric names for facts.RunFacts fields (the names used in the docs' utilisation analyses).
 FACT_ALIASES = {"util_merged": "gpu_util", "util_held": "held_util", "util_kernel": "kernel_util"}
-
-#: prestage_setup values that mean the call did not get a pre-staged d_a (reference T11-T13).
-PRESTAGE_FALLBACK_VALUES = frozenset({"fallback", "skip_vram", "silent"})
 
 
 def canonical_metric(name: str) -> str:
@@ -344,18 +341,13 @@ def metrics_from_frame(
     if values.get("partitions") is None:
         values["partitions"] = float(n)
 
-    prestage = partitions["prestage_setup"] if "prestage_setup" in partitions.columns else None
     hr_fallback = is_value(partitions, "host_register", "fallback")
-    ps_fallback = (
-        prestage.isin(list(PRESTAGE_FALLBACK_VALUES)).fillna(False)
-        if prestage is not None
-        else pd.Series(False, index=partitions.index)
-    )
+    ps_fallback = is_one_of(partitions, "prestage_setup", PRESTAGE_FALLBACKS)
     # A failed host registration also means no pre-staging for that call (reference T9).
-    fell_back = int((ps_fallback.astype(bool) | hr_fallback.astype(bool)).sum())
+    fell_back = int((ps_fallback | hr_fallback).sum())
     values["prestage_fallback.count"] = float(fell_back)
     values["prestage_fallback.rate"] = fell_back / n if n else None
-    hr = int(hr_fallback.astype(bool).sum())
+    hr = int(hr_fallback.sum())
     values["host_register_fallback.count"] = float(hr)
     values["host_register_fallback.rate"] = hr / n if n else None
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cuzk_diag.facts import median, num, present, text
+from cuzk_diag.facts import PRESTAGE_FALLBACKS, is_one_of, is_value, median, num, present
 from cuzk_diag.records import Finding, Severity
 from cuzk_diag.rules.base import Option, Rule, RuleContext, calls_of, lines_of, ms, pct, register
 
 #: ``SAFETY_MARGIN = (size_t)512 << 20`` in groth16_cuda.cu (V4-V8).
 SAFETY_MARGIN_MIB = 512
-FALLBACK_KINDS = ("skip_vram", "fallback", "silent")
 
 
 def _sentence(text: str) -> str:
@@ -95,11 +94,10 @@ class PrestageFallback(Rule):
         total = int(tried.sum())
         if not total:
             return
-        setup = text(df, "prestage_setup")
-        hreg = text(df, "host_register")
-        by_kind = {k: int((setup == k).sum()) for k in FALLBACK_KINDS}
-        by_kind["host_register"] = int((hreg == "fallback").sum())
-        fell = setup.isin(FALLBACK_KINDS) | (hreg == "fallback")
+        by_kind = {k: int(is_value(df, "prestage_setup", k).sum()) for k in PRESTAGE_FALLBACKS}
+        hreg_fell = is_value(df, "host_register", "fallback")
+        by_kind["host_register"] = int(hreg_fell.sum())
+        fell = is_one_of(df, "prestage_setup", PRESTAGE_FALLBACKS) | hreg_fell
         affected = int(fell.sum())
         if not affected:
             return
@@ -139,7 +137,7 @@ class PrestageFallback(Rule):
                 "total": total,
                 "share": share,
                 "by_kind": by_kind,
-                "prestaged": int((setup == "ok").sum()),
+                "prestaged": int(is_value(df, "prestage_setup", "ok").sum()),
                 "free_mib_median": free,
                 "needed_mib": needed,
                 "margin_mib": SAFETY_MARGIN_MIB,

@@ -37,6 +37,7 @@ from cuzk_diag.live import (
 )
 from cuzk_diag.model import daemon as sim
 from cuzk_diag.records import RunInfo
+from cuzk_diag.sinks import ReportOnly
 from cuzk_diag.sources import SourceStats, clean_text
 
 #: How long to wait for an event that needs no further input. Generous on purpose: the test
@@ -593,9 +594,9 @@ def test_window_and_store_stay_bounded() -> None:
     data = sim.simulate(cfg).data
     assert data is not None
     opts = LiveOptions(window=25, max_records=40)
-    engine = LiveAnalyzer(Config(), None, opts, ["-"])
+    engine = LiveAnalyzer(Config(), JsonLinesSink(io.StringIO()), opts, ["-"])
     _engine_feed(data, engine, 100, speculate=False)
-    assert len(engine.window) <= 25
+    assert len(engine.window) == 25
     analysis = engine.finish()
     assert engine.partitions == 120
     assert len(engine.store) <= 40 and engine.store.dropped >= 80
@@ -603,6 +604,37 @@ def test_window_and_store_stay_bounded() -> None:
     snap = engine.snapshot()
     assert snap.records_dropped == engine.store.dropped
     assert snap.proofs_done == 12
+
+
+def test_a_sink_that_shows_nothing_is_spared_the_showing() -> None:
+    """``analyze -`` with ``--format json`` or ``--no-live`` (``ReportOnly``): the final
+    report is the one a showing sink gets and ``analyze`` gives, with no rules, sketches,
+    window or early placements made on the way."""
+    cfg = sim.SimConfig(era="main", n_gpus=2, gw=2, proofs=6, concurrency=2, seed=4)
+    data = sim.simulate(cfg).data
+    assert data is not None
+    opts = LiveOptions(window=20, rule_interval=0.0, idle_flush=0.0)
+    quiet = LiveAnalyzer(Config(), ReportOnly(), opts, ["-"])
+    shown = LiveAnalyzer(Config(), JsonLinesSink(io.StringIO()), opts, ["-"])
+    for engine in (quiet, shown):
+        stats = SourceStats("<stdin>")
+        engine.begin_source(0, stats)
+        for piece in chunks_of_lines(data, 40):
+            engine.feed(clean_text(piece, stats))
+            engine.tick(idle=True)
+            engine.tick(idle=True)  # (a second tick on idle input: early placements are due)
+        engine.end_source()
+    finals = [e.finish().to_dict() for e in (quiet, shown)]
+    ref = analyze([_write(data)]).to_dict()
+    for key in COMPARED:
+        assert finals[0][key] == finals[1][key] == ref[key], key
+    assert shown.window and shown.sketches and shown.window_analysis is not None
+    assert shown.speculations > 0
+    assert not quiet.window and not quiet.sketches and quiet.window_analysis is None
+    assert quiet.speculations == 0
+    assert quiet.partitions == shown.partitions == ref["facts"]["partitions"]
+    assert quiet.proofs_done == shown.proofs_done == 6
+    assert LiveAnalyzer(Config()).shows is False  # (no sink given: the final report only)
 
 
 def test_quantile_sketch_accuracy() -> None:

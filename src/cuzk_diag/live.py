@@ -8,6 +8,11 @@ end of input or on Ctrl-C the final report is computed from every record kept (u
 
 Memory is bounded: the window, a streaming quantile sketch per stage, and the records kept for
 the final report (stored as Arrow tables, oldest dropped beyond the cap) are all of fixed size.
+
+With a sink that shows nothing before the end (``sinks.ReportOnly``: ``analyze -`` with a
+``--format`` other than a terminal's console, or with ``--no-live``) only the records for the
+final report are kept: no window, rules, sketches or early placements, whose results nothing
+would show.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from cuzk_diag.records import (
     Finding,
     RunInfo,
 )
-from cuzk_diag.sinks import Sink, StreamEnd
+from cuzk_diag.sinks import ReportOnly, Sink, StreamEnd
 from cuzk_diag.sources import (
     MAGIC_BYTES,
     PARQUET,
@@ -416,7 +421,8 @@ class LiveAnalyzer:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
-        self.sink = sink or Sink()
+        self.sink = sink or ReportOnly()
+        self.shows = self.sink.shows_run  # (False: only the records for the final report)
         self.opts = options or LiveOptions()
         self.inputs = list(inputs)
         self.clock = clock
@@ -487,7 +493,12 @@ class LiveAnalyzer:
         self._bound_assembler()
 
     def _final(self, records: list[dict[str, Any]]) -> None:
-        """Final records from the assembler, in order (their shown form made in one pass)."""
+        """Final records from the assembler, in order (their shown form made in one pass, for a
+        sink that shows the run)."""
+        if not self.shows:
+            for rec in records:
+                self._keep(rec)
+            return
         for rec, shown in zip(records, self._shown(records), strict=True):
             self._record(rec, shown)
         self._sketch(records)
@@ -514,13 +525,17 @@ class LiveAnalyzer:
         (one Arrow pass for all of them)."""
         return with_wall_clock_text(records, self.info)
 
-    def _record(self, rec: dict[str, Any], shown: dict[str, Any]) -> None:
-        """A final record from the assembler: kept, counted, shown (unless shown already)."""
+    def _keep(self, rec: dict[str, Any]) -> None:
+        """A final record from the assembler: kept for the final report, counted."""
         self.partitions += 1
         if rec.get("status") == "failed":
             self.partitions_failed += 1
         self.store.add(rec)
         self._progress(rec)
+
+    def _record(self, rec: dict[str, Any], shown: dict[str, Any]) -> None:
+        """A final record from the assembler: kept, counted, shown (unless shown already)."""
+        self._keep(rec)
         key = _key(rec)
         prov = self.provisional.pop(key, None)
         if prov is None:
@@ -635,10 +650,14 @@ class LiveAnalyzer:
     # -- time side ---------------------------------------------------------------------------------
 
     def tick(self, *, idle: bool = True) -> None:
-        """Timed work: early placement of stalled lines, rules on the window, sink updates."""
+        """Timed work: early placement of stalled lines, rules on the window, sink updates
+        (for a sink that shows nothing before the end, only the proofs' completion)."""
         now = self.clock()
-        self._check_pending(now, idle)
+        if self.shows:
+            self._check_pending(now, idle)
         self._complete_jobs()
+        if not self.shows:
+            return
         problems = len(self.info.failures) + sum(self.info.warnings.values())
         if problems != self._problems:
             self._problems = problems
@@ -1009,7 +1028,7 @@ def run_live(
     With ``follow`` each path is followed as ``tail -F`` does (it never ends by itself).
     """
     opts = options or LiveOptions()
-    sink = sink or Sink()
+    sink = sink or ReportOnly()
     engine = LiveAnalyzer(config, sink, opts, inputs)
     q: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=max(2, opts.queue_chunks))
     stop = threading.Event()

@@ -31,12 +31,18 @@ class StreamEnd:
 
 
 class Sink:
-    """A streaming output; every method is a no-op here (a sink that shows only the end)."""
+    """A streaming output; every method is a no-op here (``ReportOnly`` is the sink that shows
+    only the end)."""
 
     #: Seconds between two ``update`` calls in live mode; None: no periodic updates.
     update_interval: float | None = None
     #: The reader of the output went away (a closed pipe): the run ends as at end of input.
     closed: bool = False
+    #: Whether the sink may show something before the end (records, findings, updates). Live
+    #: mode does the work of showing (the rules on a window of recent records, the stages'
+    #: sketches, the records' shown form, early placements on idle input) only for a sink that
+    #: does: not for ``ReportOnly``.
+    shows_run: bool = True
 
     def start(self) -> None:
         """Called once before the first input is read."""
@@ -76,3 +82,11 @@ class Sink:
 
     def close(self) -> None:
         """The run is over (also after an error)."""
+
+
+class ReportOnly(Sink):
+    """A sink that shows nothing while the run is read: only the final report counts, which the
+    caller writes from the final analysis (``analyze -`` with a ``--format`` other than a
+    terminal's console, or with ``--no-live``)."""
+
+    shows_run = False

@@ -272,21 +272,21 @@ def _run_live(
     Returns the final analysis and the signal that ended the run, if one did."""
     from cuzk_diag.live import LiveOptions, run_live
     from cuzk_diag.report import Kind, lookup
-    from cuzk_diag.sinks import Sink
+    from cuzk_diag.sinks import ReportOnly, Sink
 
     out: IO[str] = stdout()
     to_stdout = not output or output == "-"
     sink: Sink
     jsonl = False
     if not show or (fmt_given and fmt != "console"):
-        sink = Sink()  # only the final report
+        sink = ReportOnly()
     elif out.isatty() and fmt == "console":
         sink = lookup(Kind.STREAM, "dashboard")(out, color=color)
     elif not fmt_given:
         sink = lookup(Kind.STREAM, "jsonl")(out)
         jsonl = True
     else:
-        sink = Sink()
+        sink = ReportOnly()
     options = LiveOptions(window=window, max_records=max_records)
     try:
         live = run_live(inputs, config, sink, options, follow=follow)

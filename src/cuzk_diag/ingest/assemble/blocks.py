@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import operator
 from typing import TYPE_CHECKING, Any
 
 from cuzk_diag.records import (
@@ -52,23 +51,6 @@ _RENAME = {
 }
 _DROP = frozenset({"gpu_tid", "_words"})
 _RECORD_COLUMNS = frozenset(name for name, _ in PARTITION_COLUMNS)
-
-#: What a line's placement changes in a block, in the order of its snapshots.
-_STATE_FIELDS = (
-    "fields",
-    "stage",
-    "lines",
-    "tids",
-    "has_t17",
-    "has_t10",
-    "seen",
-    "tid_seen",
-    "lock_lo",
-    "lock_hi",
-    "extra",
-    "per_tid",
-)
-_STATE = operator.attrgetter(*_STATE_FIELDS)
 
 #: ``Block.lock_offset`` of the lines printed a fixed time after the lock.
 _FIXED_OFFSET = {
@@ -260,21 +242,23 @@ class Block:
         return (miss if miss > 0.0 else 0.0), new_lo, new_hi
 
     def snapshot(self) -> tuple[Any, ...]:
-        """The block's placement state (``_STATE_FIELDS``), copied."""
-        fields, stage, lines, tids, t17, t10, seen, tid_seen, lo, hi, extra, per_tid = _STATE(self)
+        """The block's placement state, copied: what a line's placement changes (``fields``,
+        ``stage``, ``lines``, ``tids``, ``has_t17``, ``has_t10``, ``seen``, ``tid_seen``,
+        ``lock_lo``, ``lock_hi``, ``extra``, ``per_tid``, in this order). (A tuple written out,
+        not an ``attrgetter``: compiled, each attribute is then a read of a struct field.)"""
         return (
-            dict(fields),
-            stage,
-            list(lines),
-            set(tids),
-            t17,
-            t10,
-            set(seen),
-            set(tid_seen),
-            lo,
-            hi,
-            dict(extra),
-            {k: dict(v) for k, v in per_tid.items()},
+            dict(self.fields),
+            self.stage,
+            list(self.lines),
+            set(self.tids),
+            self.has_t17,
+            self.has_t10,
+            set(self.seen),
+            set(self.tid_seen),
+            self.lock_lo,
+            self.lock_hi,
+            dict(self.extra),
+            {k: dict(v) for k, v in self.per_tid.items()},
         )
 
     def restore(self, snap: tuple[Any, ...]) -> None:
@@ -321,7 +305,20 @@ class Block:
     def take(self) -> tuple[Any, ...]:
         """``snapshot`` without copying: for a state that nothing else holds, which the block
         leaves at once (``view`` or ``restore``)."""
-        return _STATE(self)
+        return (
+            self.fields,
+            self.stage,
+            self.lines,
+            self.tids,
+            self.has_t17,
+            self.has_t10,
+            self.seen,
+            self.tid_seen,
+            self.lock_lo,
+            self.lock_hi,
+            self.extra,
+            self.per_tid,
+        )
 
     def missing_stages(self, ntt_era: bool) -> list[str]:
         """Stages every complete GPU region of this code prints but this block lacks."""

@@ -96,6 +96,30 @@ def test_nan_dropped_and_empty_rejected():
         stats.mann_whitney_u([math.nan], [1.0])
 
 
+
+def test_arrangement_bound_is_the_binomial_coefficient_compared():
+    # Every sample size up to 40 x 40, at limits around the coefficient itself.
+    for m in range(41):
+        for n in range(41):
+            total = math.comb(m + n, m)
+            for limit in (total - 1, total, total + 1, stats.EXACT_MAX_ARRANGEMENTS):
+                assert stats._arrangements_at_most(m, n, limit) == (total <= limit), (m, n)
+    # A long log's samples: answered from the first partial products, the same as comb's.
+    assert not stats._arrangements_at_most(87_000, 86_000, stats.EXACT_MAX_ARRANGEMENTS)
+    assert stats._arrangements_at_most(1, 19_999, stats.EXACT_MAX_ARRANGEMENTS)
+    assert not stats._arrangements_at_most(1, 20_000, stats.EXACT_MAX_ARRANGEMENTS)
+
+
+def test_large_tied_samples_take_the_normal_approximation():
+    rng = np.random.default_rng(3)
+    x = rng.integers(900, 1100, 50_000).astype(float)  # whole milliseconds: many ties
+    y = rng.integers(950, 1150, 40_000).astype(float)
+    r = stats.mann_whitney_u(x, y, "less")
+    assert r.method == "normal" and r.ties
+    assert r.p_value < 1e-12 and -0.5 < r.rank_biserial < -0.35 and r.hodges_lehmann == -50.0
+    with pytest.raises(ValueError, match="too large"):
+        stats.mann_whitney_u(x, y, method="exact")
+
 def test_rankdata_midranks():
     ranks = stats.rankdata(np.array([10.0, 20.0, 20.0, 5.0, 20.0]))
     assert ranks.tolist() == [2.0, 4.0, 4.0, 1.0, 4.0]

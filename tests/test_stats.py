@@ -96,7 +96,6 @@ def test_nan_dropped_and_empty_rejected():
         stats.mann_whitney_u([math.nan], [1.0])
 
 
-
 def test_arrangement_bound_is_the_binomial_coefficient_compared():
     # Every sample size up to 40 x 40, at limits around the coefficient itself.
     for m in range(41):
@@ -119,6 +118,7 @@ def test_large_tied_samples_take_the_normal_approximation():
     assert r.p_value < 1e-12 and -0.5 < r.rank_biserial < -0.35 and r.hodges_lehmann == -50.0
     with pytest.raises(ValueError, match="too large"):
         stats.mann_whitney_u(x, y, method="exact")
+
 
 def test_rankdata_midranks():
     ranks = stats.rankdata(np.array([10.0, 20.0, 20.0, 5.0, 20.0]))

@@ -6,6 +6,7 @@ import gzip
 import json
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
@@ -278,6 +279,38 @@ def test_exports_without_wall_clock_columns_still_read(tmp_path: Path) -> None:
     pq.write_table(table.drop_columns(["start_ts", "end_ts"]), old)
     back = read_export(str(old))
     assert len(back.partitions) == 8 and back.partitions["start_ts"].isna().all()
+
+
+@pytest.mark.parametrize("wall_clock", [True, False])
+def test_an_export_read_column_by_column_is_the_export_read_whole(
+    tmp_path: Path, wall_clock: bool
+) -> None:
+    """``analyze``, ``check`` and ``compare`` read an export one column at a time, without its
+    table (``keep_table=False``): the same frame and run facts as the whole table gives."""
+    log, _, _ = _sim_log(tmp_path, "run.log", era="main", proofs=3, seed=12)
+    out = tmp_path / "p.parquet"
+    assert run(["export", str(log), "-o", str(out), "-q"]).exit_code == ExitCode.OK
+    if not wall_clock:  # (an export written before those columns existed)
+        pq.write_table(pq.read_table(out).drop_columns(["start_ts", "end_ts"]), out)
+    whole, by_column = read_export(str(out)), read_export(str(out), keep_table=False)
+    assert whole.table is not None and by_column.table is None
+    assert len(by_column.partitions) == whole.table.num_rows > 0
+    pd.testing.assert_frame_equal(by_column.partitions, whole.partitions)
+    assert by_column.info == whole.info and by_column.accounting == whole.accounting
+
+
+def test_a_damaged_export_is_an_input_error_however_it_is_read(tmp_path: Path) -> None:
+    out = tmp_path / "p.parquet"
+    assert run(["export", str(LOG), "-o", str(out), "-q"]).exit_code == ExitCode.OK
+    data = bytearray(out.read_bytes())
+    for i in range(200, len(data) // 2, 7):  # column chunks damaged, the footer intact
+        data[i] ^= 0x5A
+    out.write_bytes(bytes(data))
+    for keep in (True, False):
+        with pytest.raises(InputError, match="not a readable Parquet export"):
+            read_export(str(out), keep_table=keep)
+    res = run(["analyze", str(out), "--format", "json"])
+    assert res.exit_code == ExitCode.USAGE and "not a readable Parquet export" in res.output
 
 
 def test_parquet_tables_written_on_their_thread_keep_their_order(tmp_path: Path) -> None:

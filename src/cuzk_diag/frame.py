@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -270,25 +270,41 @@ def releasing(n: int) -> Iterator[int]:
 def take_frame(tables: list[pa.Table]) -> pd.DataFrame:
     """``table_to_frame`` of the list's one table, which it takes (the list is emptied).
 
-    Built one column at a time: each column's Arrow memory is freed once it is converted, and
-    the freed pages go back as it goes (``releasing``), so the frame is never built beside a
+    Built one column at a time (``frame_of_columns``), so the frame is never built beside a
     whole copy of the table. (``to_pandas(self_destruct=True)`` frees each column too, but the
     allocator keeps the pages until the end: on a 1 GB log the peak was the table and the
     frame together.)"""
     (table,) = tables
     tables.clear()
-    schema, columns, empty = table.schema, table.columns, set(empty_columns(table))
-    nulls = _NullSeries(table.num_rows)
+    schema, columns, rows = table.schema, table.columns, table.num_rows
     del table
+
+    def take(i: int) -> pa.ChunkedArray:
+        col, columns[i] = columns[i], None
+        return col
+
+    return frame_of_columns(schema, rows, take)
+
+
+def frame_of_columns(
+    schema: pa.Schema, rows: int, take: Callable[[int], pa.ChunkedArray | pa.Array | None]
+) -> pd.DataFrame:
+    """``table_to_frame`` of a table of ``schema`` and ``rows`` whose columns come one at a
+    time: ``take(i)`` gives column ``i`` (None for one that holds no value) and holds it no
+    more. Each column's Arrow memory is freed once it is converted, and the freed pages go back
+    as it goes (``releasing``); a column without a value is the one all-null series of its
+    type (``_NullSeries``)."""
+    nulls = _NullSeries(rows)
     out: dict[str, pd.Series] = {}
-    for i in releasing(len(columns)):
+    for i in releasing(len(schema)):
         field = schema.field(i)
-        if i in empty:
-            columns[i] = None
+        col = take(i)
+        if col is None or (rows and col.null_count == rows):
+            del col
             out[field.name] = nulls.of(field.type)
             continue
-        one = pa.Table.from_arrays([columns[i]], schema=pa.schema([field]))
-        columns[i] = None
+        one = pa.Table.from_arrays([col], schema=pa.schema([field]))
+        del col
         out[field.name] = one.to_pandas(types_mapper=_types_mapper, self_destruct=True)[field.name]
         del one
     return pd.DataFrame(out, copy=False)

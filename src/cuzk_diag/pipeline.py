@@ -17,6 +17,7 @@ from cuzk_diag.errors import InputError
 from cuzk_diag.frame import (
     RecordBatches,
     empty_columns,
+    frame_of_columns,
     null_array,
     releasing,
     table_to_frame,
@@ -442,7 +443,7 @@ def load_run(
     sources = open_sources(names)
     export = parquet_source(sources)
     if export is not None:
-        return read_export(export)
+        return read_export(export, keep_table=keep_table)
     table, info, acc = assemble_table(sources, progress, jobs=jobs)
     if keep_table:
         return Run(table_to_frame(table), info, acc, names, table)
@@ -488,11 +489,14 @@ def run_metadata_of(info: RunInfo, acc: Accounting) -> dict[bytes, bytes]:
     }
 
 
-def read_export(source: str | Source) -> Run:
+def read_export(source: str | Source, *, keep_table: bool = True) -> Run:
     """Rebuild a ``Run`` from a Parquet partition export (a baseline kept without its log).
 
     ``source`` is a path or an opened ``Source``; one that is not a regular file (a pipe, a
     FIFO, stdin) is read into memory, since Parquet keeps its index at the end of the file.
+    ``keep_table=False`` leaves ``Run.table`` None, as ``load_run`` does: the frame is then
+    read from the file one column at a time (``frame.frame_of_columns``), never beside a whole
+    table.
     """
     src = source if isinstance(source, Source) else open_source(source)
     path = src.display
@@ -504,22 +508,25 @@ def read_export(source: str | Source) -> Run:
     finally:
         src.close()
     try:
-        table = pq.read_table(data)
+        with pq.ParquetFile(data) as pf:
+            return _export_run(pf, path, keep_table)
     except (OSError, pa.ArrowInvalid) as exc:
         raise InputError(f"{path}: not a readable Parquet export ({exc})") from None
+
+
+def _export_run(pf: pq.ParquetFile, path: str, keep_table: bool) -> Run:
+    """``read_export`` of an opened Parquet file."""
+    schema = pf.schema_arrow
     missing = [
-        n for n in PARTITION_SCHEMA.names if n not in table.column_names and n not in LATER_COLUMNS
+        n for n in PARTITION_SCHEMA.names if n not in schema.names and n not in LATER_COLUMNS
     ]
     if missing:
         raise InputError(
             f"{path}: not a cuzk-diag partition export (missing columns: {', '.join(missing[:5])})"
         )
-    meta = dict(table.schema.metadata or {})
-    try:
-        # Written at the end of a streamed export, so it sits in the file's key-value metadata.
-        meta.update(pq.read_metadata(data).metadata or {})
-    except (OSError, pa.ArrowInvalid):
-        pass
+    meta = dict(schema.metadata or {})
+    # Written at the end of a streamed export, so it sits in the file's key-value metadata.
+    meta.update(pf.metadata.metadata or {})
     info = RunInfo.from_dict(json.loads(meta[META_INFO])) if META_INFO in meta else RunInfo()
     acc = Accounting()
     if META_ACCOUNTING in meta:
@@ -533,7 +540,18 @@ def read_export(source: str | Source) -> Run:
                 acc.journald_sources.update(v)
             elif hasattr(acc, k) and not callable(getattr(acc, k)):
                 setattr(acc, k, v)
-    for name in LATER_COLUMNS - set(table.column_names):
-        table = table.append_column(name, pa.nulls(table.num_rows, _WALL_CLOCK))
-    table = table.select(PARTITION_SCHEMA.names).cast(PARTITION_SCHEMA)
-    return Run(table_to_frame(table), info, acc, [path], table)
+    if keep_table:
+        table = pf.read()
+        for name in LATER_COLUMNS - set(table.column_names):
+            table = table.append_column(name, pa.nulls(table.num_rows, _WALL_CLOCK))
+        table = table.select(PARTITION_SCHEMA.names).cast(PARTITION_SCHEMA)
+        return Run(table_to_frame(table), info, acc, [path], table)
+    have = set(schema.names)
+
+    def take(i: int) -> pa.ChunkedArray | None:
+        field = PARTITION_SCHEMA.field(i)
+        if field.name not in have:
+            return None  # (``LATER_COLUMNS``: read back as nulls)
+        return pf.read(columns=[field.name]).column(0).cast(field.type)
+
+    return Run(frame_of_columns(PARTITION_SCHEMA, pf.metadata.num_rows, take), info, acc, [path])

@@ -652,12 +652,12 @@ class LiveAnalyzer:
     def tick(self, *, idle: bool = True) -> None:
         """Timed work: early placement of stalled lines, rules on the window, sink updates
         (for a sink that shows nothing before the end, only the proofs' completion)."""
-        now = self.clock()
-        if self.shows:
-            self._check_pending(now, idle)
-        self._complete_jobs()
         if not self.shows:
+            self._complete_jobs()
             return
+        now = self.clock()
+        self._check_pending(now, idle)
+        self._complete_jobs()
         problems = len(self.info.failures) + sum(self.info.warnings.values())
         if problems != self._problems:
             self._problems = problems

@@ -540,13 +540,7 @@ def _export_run(pf: pq.ParquetFile, path: str, keep_table: bool) -> Run:
                 acc.journald_sources.update(v)
             elif hasattr(acc, k) and not callable(getattr(acc, k)):
                 setattr(acc, k, v)
-    if keep_table:
-        table = pf.read()
-        for name in LATER_COLUMNS - set(table.column_names):
-            table = table.append_column(name, pa.nulls(table.num_rows, _WALL_CLOCK))
-        table = table.select(PARTITION_SCHEMA.names).cast(PARTITION_SCHEMA)
-        return Run(table_to_frame(table), info, acc, [path], table)
-    have = set(schema.names)
+    have, rows = set(schema.names), pf.metadata.num_rows
 
     def take(i: int) -> pa.ChunkedArray | None:
         field = PARTITION_SCHEMA.field(i)
@@ -554,4 +548,14 @@ def _export_run(pf: pq.ParquetFile, path: str, keep_table: bool) -> Run:
             return None  # (``LATER_COLUMNS``: read back as nulls)
         return pf.read(columns=[field.name]).column(0).cast(field.type)
 
-    return Run(frame_of_columns(PARTITION_SCHEMA, pf.metadata.num_rows, take), info, acc, [path])
+    if not keep_table:
+        return Run(frame_of_columns(PARTITION_SCHEMA, rows, take), info, acc, [path])
+    columns = [take(i) for i in range(len(PARTITION_SCHEMA))]
+    table = pa.Table.from_arrays(
+        [
+            null_array(f.type, rows) if col is None else col
+            for f, col in zip(PARTITION_SCHEMA, columns, strict=True)
+        ],
+        schema=PARTITION_SCHEMA,
+    )
+    return Run(table_to_frame(table), info, acc, [path], table)

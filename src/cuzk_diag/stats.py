@@ -118,10 +118,10 @@ def _arrangements_at_most(m: int, n: int, limit: int) -> bool:
     compute for each test. The product of ``(max(m, n) + i) / i`` over ``i`` up to ``min(m,
     n)`` is the coefficient, and each partial product (a coefficient too) grows: the first one
     above ``limit`` answers."""
+    if limit < 1:
+        return False  # (the coefficient is at least 1)
     big, small = max(m, n), min(m, n)
     c = 1
-    if c > limit:
-        return False
     for i in range(1, small + 1):
         c = c * (big + i) // i
         if c > limit:

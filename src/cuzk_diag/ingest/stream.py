@@ -109,7 +109,8 @@ class Ingest:
         self.acc = acc
         self.info = info
         self.asm = Assembler(acc, info)
-        self.guard = RunGuard(names, acc) if guard else None
+        # (One input cannot be refused as another run's: no guard reads its events.)
+        self.guard = RunGuard(names, acc) if guard and len(names) > 1 else None
         self.parser: LineParser | None = None
 
     def begin(self, index: int) -> None:

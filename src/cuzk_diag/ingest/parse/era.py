@@ -35,34 +35,32 @@ class EraDetector:
 
     def __init__(self) -> None:
         self.markers: dict[str, int] = {}
-        # (kind, field names) of the TIMELINE lines observed: what a TIMELINE line marks
-        # depends on these alone, and only its first occurrence counts.
-        self._timeline_shapes: set[tuple[str, ...]] = set()
 
     def observe(self, ev: Event) -> None:
         fam = ev.family
+        m = self.markers
         if fam is _TIMING:
             key = self._MARKERS.get(ev.kind)
-            if key is not None and key not in self.markers:
-                self.markers[key] = ev.line
+            if key is not None and key not in m:
+                m[key] = ev.line
         elif fam is _NTT_H:
-            self.markers.setdefault("ntt_h", ev.line)
+            if "ntt_h" not in m:
+                m["ntt_h"] = ev.line
         elif fam is _TIMELINE:
+            # (Every TIMELINE line comes here: a few lookups, no more.)
             k = ev.kind
-            shape = (k, *ev.fields)
-            if shape in self._timeline_shapes:
-                return
-            self._timeline_shapes.add(shape)
+            f = ev.fields
             if k == "GPU_QUEUE":
-                self.markers.setdefault("gpu_queue", ev.line)
-            elif k == "CHAN_SEND":
-                self.markers.setdefault("chan_send", ev.line)
-            if "snap_partition" in ev.fields:
-                self.markers.setdefault("snap_partition", ev.line)
-            if "partition" in ev.fields:
-                self.markers.setdefault("timeline_partition", ev.line)
-            if "kind" in ev.fields or "monolithic" in ev.fields:
-                self.markers.setdefault("timeline_monolithic", ev.line)
+                if "gpu_queue" not in m:
+                    m["gpu_queue"] = ev.line
+            elif k == "CHAN_SEND" and "chan_send" not in m:
+                m["chan_send"] = ev.line
+            if "snap_partition" in f and "snap_partition" not in m:
+                m["snap_partition"] = ev.line
+            if "partition" in f and "timeline_partition" not in m:
+                m["timeline_partition"] = ev.line
+            if ("kind" in f or "monolithic" in f) and "timeline_monolithic" not in m:
+                m["timeline_monolithic"] = ev.line
 
     @property
     def era(self) -> str:

@@ -146,17 +146,18 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                 # A timestamped line: first a clock reading (at ``t`` on the TIMELINE clock),
                 # which places the C++ lines waiting for it and moves the clock on (never back).
                 t: float | None = None
+                f: dict[str, Value] = ev.fields  # (compiled, a dict read as one)
                 if fam is _TIMELINE:
                     era.observe(ev)
                     if ev.kind == "torn":
                         continue
-                    off = ev.fields.get("offset_ms")
+                    off = f.get("offset_ms")
                     if isinstance(off, int):
                         t = float(off)
                 else:
                     epoch = self.epoch_ms
                     if epoch is not None:
-                        ts = ev.fields.get("ts")
+                        ts = f.get("ts")
                         ms = _ts_ms(ts) if isinstance(ts, str) else None
                         if ms is not None:
                             t = ms - epoch
@@ -336,8 +337,9 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
             if ambiguous:
                 call.cpu_weak = True
 
-    def _prep_candidates(self, ev: Event, temp: dict[int, dict[str, int]]) -> list[Call]:
+    def _prep_candidates(self: State, ev: Event, temp: dict[int, dict[str, int]]) -> list[Call]:
         """Open calls that can take a T2/T3 line next (``temp``: lines assigned meanwhile)."""
+        c: Call
         k = ev.kind
         out = []
         for c in self.calls:

@@ -23,3 +23,7 @@ cdef class Block:
     cdef public dict per_tid
     cdef public list gaps
     cdef public object doubt
+
+# Module constants read only here, as C variables of their type (a ``.get`` on them is then a
+# dict lookup, not a method found by name).
+cdef dict _FIXED_OFFSET, _OWN_OFFSET, _RENAME, _TID_PRED

@@ -37,9 +37,14 @@ def _call_done(c: Call) -> float:
     return c.start if c.start is not None else 0.0
 
 
+_fromisoformat = datetime.fromisoformat
+
+
 def _ts_ms(ts: str) -> float | None:
+    """A tracing timestamp (``classify.TRACING_TS_RE2``: a trailing ``Z`` or an offset) in
+    epoch ms; None when it does not read as a date."""
     try:
-        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000.0
+        return _fromisoformat(ts).timestamp() * 1000.0
     except ValueError:
         return None
 

@@ -22,6 +22,7 @@ from cuzk_diag.ingest.assemble.calls import (
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
     Event,
+    Value,
 )
 
 
@@ -29,7 +30,8 @@ class CpuSide(State):
     """Part of ``Assembler`` (see the package text)."""
 
     def _cpu_line(self: State, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
-        f = ev.fields
+        f: dict[str, Value] = ev.fields
+        c: Call  # (the calls of the comprehensions below)
         if kind == "split_vectors":
             cands = [
                 c

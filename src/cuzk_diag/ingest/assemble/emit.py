@@ -36,6 +36,7 @@ class Emission(State):
 
     def _maybe_emit(self: State, call: Call) -> None:
         """Emit a call once nothing more can arrive for it."""
+        c: Call  # (the calls counted below)
         if call.emitted or not call.ended:
             return
         blk = call.block

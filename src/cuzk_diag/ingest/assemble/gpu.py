@@ -23,6 +23,7 @@ from cuzk_diag.ingest.assemble.calls import (
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
     Event,
+    Value,
 )
 
 
@@ -34,7 +35,8 @@ class GpuRegion(State):
         self.unattributed.append(ev) if len(self.unattributed) < 1000 else None
 
     def _gpu_line(self: State, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
-        tid = ev.fields.get("gpu_tid")
+        f: dict[str, Value] = ev.fields  # (compiled, a dict read as one)
+        tid = f.get("gpu_tid")
         tid = tid if isinstance(tid, int) else 0
         ntt_era = "ntt_h" in self.era.markers
         if self.beam is not None:
@@ -66,7 +68,7 @@ class GpuRegion(State):
             # Blocks of several GPUs are open and more than one can take this line. When the
             # clock alone rules all but one out, take it; otherwise keep every placement as a
             # hypothesis until a closing line's arithmetic decides (beam search).
-            costs = sorted((b.lock_cost(kind, ev.fields, lo, hi)[0], b.seq, b) for b in cands)
+            costs = sorted((b.lock_cost(kind, f, lo, hi)[0], b.seq, b) for b in cands)
             if costs[0][0] == 0.0 and costs[1][0] >= 50.0:
                 blk = costs[0][2]
             else:
@@ -75,7 +77,7 @@ class GpuRegion(State):
                 return
         off = None
         if not tid:
-            off = blk.lock_offset(kind, ev.fields)
+            off = blk.lock_offset(kind, f)
             _, blk.lock_lo, blk.lock_hi = blk.lock_cost_at(off, lo, hi)
         self._put_gpu(blk, ev, kind, tid, off)
 
@@ -98,6 +100,7 @@ class GpuRegion(State):
         A hypothesis in which no block can take the line strictly may take it after a gap (a
         lost line), at ``GAP_COST`` per stage skipped; one that cannot take it at all ends.
         """
+        b: Block  # (the blocks of the loops and comprehensions below)
         assert self.beam is not None
         may_skip = not (kind in STARTS_BLOCK and not tid)
         open_blocks = {b.seq: b for b in self.blocks}

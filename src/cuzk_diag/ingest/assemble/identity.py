@@ -1,3 +1,6 @@
+# cython: annotation_typing=True
+# (Compiled, ``Block``, ``Call`` and ``State`` are the extension types of their .pxd files, and
+# annotations are C types here.)
 """Which call a block belongs to: by lock time, by the clock, and same-thread confirmation
 (T19 -> prove_start on main, T7 -> GPU_END in Phases 4-11)."""
 
@@ -64,9 +67,11 @@ class Identity(State):
                 other.doubt = True  # (and the block it swapped with)
 
     def _bind_block(
-        self, blk: Block, ev: Event, kind: str, lo: float | None, hi: float | None
+        self: State, blk: Block, ev: Event, kind: str, lo: float | None, hi: float | None
     ) -> None:
         """Tentatively bind a new block to the call that most plausibly holds the lock."""
+        b: Block  # (the blocks and calls of the comprehensions below)
+        c: Call
         busy_gpus = {b.call.gpu for b in self.blocks if b is not blk and b.call is not None}
         cands = [
             c
@@ -80,7 +85,7 @@ class Identity(State):
             blk.call = call
             call.block = blk
             return
-        f = ev.fields
+        f: dict[str, Value] = ev.fields
         g = f.get("gpu")
         if kind in ("pool_threshold", "d_a_cache") and isinstance(g, int):
             # One-time lines name their GPU: the block is a call of a worker on that GPU.
@@ -173,9 +178,11 @@ class Identity(State):
         if anon in self.calls:
             self.calls.remove(anon)
 
-    def _confirm_by_prove_start(self, ev: Event) -> None:
+    def _confirm_by_prove_start(self: State, ev: Event) -> None:
         """main: T19 is followed on the same thread by `GPU_TIMING spawn_blocking prove_start`."""
-        f = ev.fields
+        blk: Block
+        c: Call
+        f: dict[str, Value] = ev.fields
         p_ms = f.get("prove_start_ms")
         worker, part = f.get("worker_id"), f.get("partition")
         if not isinstance(p_ms, int):

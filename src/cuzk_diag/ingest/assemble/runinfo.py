@@ -1,3 +1,5 @@
+# cython: annotation_typing=True
+# (Compiled, annotations are C types here: a ``dict`` annotation is read as one.)
 """What tracing and cuzk-bench lines tell about the run as a whole (``RunInfo``).
 
 A function of the line alone: no placement reads what it writes but the GPUs, the workers per
@@ -65,7 +67,7 @@ def note_run_info(info: RunInfo, ev: Event) -> None:
         _bench(info, ev)
         return
     kind = ev.kind
-    f = ev.fields
+    f: dict[str, Value] = ev.fields
     if kind == "tracing":
         level = f.get("level")
         if level in ("ERROR", "WARN"):
@@ -124,7 +126,7 @@ def note_run_info(info: RunInfo, ev: Event) -> None:
 
 
 def _problem(info: RunInfo, ev: Event, level: str) -> None:
-    f = ev.fields
+    f: dict[str, Value] = ev.fields
     msg = str(f.get("message", ""))
     text = " ".join(f"{k}={v}" for k, v in f.items() if k not in ("ts", "level", "spans"))
     low = text.lower()
@@ -156,7 +158,7 @@ def _problem(info: RunInfo, ev: Event, level: str) -> None:
 def _bench(info: RunInfo, ev: Event) -> None:
     b = info.bench
     k = ev.kind
-    f = ev.fields
+    f: dict[str, Value] = ev.fields
     if k == "bench_proof":
         proofs = b.setdefault("proofs", [])
         proofs.append(dict(f))

@@ -21,7 +21,7 @@ class EngineEvents(State):
     """Part of ``Assembler`` (see the package text)."""
 
     def _timeline(self: State, ev: Event) -> None:
-        f = ev.fields
+        f: dict[str, Value] = ev.fields
         key = timeline_key(f)
         job, part = key
         tl = self.tl.get(key)
@@ -127,6 +127,7 @@ class EngineEvents(State):
         return call
 
     def _find_call(self: State, job: str, part: int | None, worker: int | None) -> Call | None:
+        call: Call
         for call in reversed(self.calls):
             if (
                 call.job_id == job
@@ -142,7 +143,7 @@ class EngineEvents(State):
         """A tracing line: its run facts (``runinfo``), then what it tells about calls."""
         note_run_info(self.info, ev)
         kind = ev.kind
-        f = ev.fields
+        f: dict[str, Value] = ev.fields
         if kind == "engine_start":
             if self.clock is not None or self.calls:
                 self._new_segment()

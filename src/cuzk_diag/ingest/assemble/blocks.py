@@ -408,9 +408,10 @@ def _copy_fields(into: dict[str, Value], f: dict[str, Value], kind: str) -> None
 
 
 def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
-    """Add a GPU-region line to a block's state (no side effects beyond the block)."""
+    """Add a GPU-region line to a block's state (no side effects beyond the block). (A
+    malformed line never comes here: ``Assembler.feed_many`` counts it and leaves it out.)"""
     blk.lines.append(ev.line)
-    f = ev.fields
+    f: dict[str, Value] = ev.fields
     if kind == "ntt_h":
         for k, v in f.items():
             if isinstance(v, int):
@@ -443,5 +444,3 @@ def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
         blk.has_t17 = True
     elif kind == "prestage_vram":
         blk.has_t10 = True
-    if ev.malformed:
-        blk.extra["malformed_line"] = ev.line

@@ -262,6 +262,14 @@ class Block:
         )
 
     def restore(self, snap: tuple[Any, ...]) -> None:
+        # (Typed, so that each copy below is the container's own copy, not a call of its type.)
+        fields: dict[str, Value]
+        lines: list[int]
+        tids: set[int]
+        seen: set[str]
+        tid_seen: set[tuple[str, int]]
+        extra: dict[str, Value]
+        per_tid: dict[int, dict[str, Value]]
         (
             fields,
             self.stage,

@@ -101,6 +101,7 @@ class GpuRegion(State):
         lost line), at ``GAP_COST`` per stage skipped; one that cannot take it at all ends.
         """
         b: Block  # (the blocks of the loops and comprehensions below)
+        snaps: dict[int, tuple[Any, ...]]  # (each hypothesis' block states)
         assert self.beam is not None
         may_skip = not (kind in STARTS_BLOCK and not tid)
         open_blocks = {b.seq: b for b in self.blocks}

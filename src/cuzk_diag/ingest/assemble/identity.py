@@ -95,7 +95,7 @@ class Identity(State):
         if kind == "mutex_wait" and (lo is not None or hi is not None):
             pre, wait = f.get("pre_lock_cpu_ms"), f.get("mutex_wait_ms")
             if isinstance(pre, int) and isinstance(wait, int):
-                cands = self._by_clock(cands, lambda c: c.start + pre + wait, lo, hi)[:1]  # type: ignore[operator]
+                cands = self._by_clock(cands, lambda c: c.start + pre + wait, lo, hi)[:1]
                 c0 = cands[0]
                 if c0.start is not None:
                     # main prints when the lock was taken: entry + pre-lock CPU + wait.

@@ -242,55 +242,14 @@ class Block:
         return (miss if miss > 0.0 else 0.0), new_lo, new_hi
 
     def snapshot(self) -> tuple[Any, ...]:
-        """The block's placement state, copied: what a line's placement changes (``fields``,
-        ``stage``, ``lines``, ``tids``, ``has_t17``, ``has_t10``, ``seen``, ``tid_seen``,
-        ``lock_lo``, ``lock_hi``, ``extra``, ``per_tid``, in this order). (A tuple written out,
-        not an ``attrgetter``: compiled, each attribute is then a read of a struct field.)"""
-        return (
-            dict(self.fields),
-            self.stage,
-            list(self.lines),
-            set(self.tids),
-            self.has_t17,
-            self.has_t10,
-            set(self.seen),
-            set(self.tid_seen),
-            self.lock_lo,
-            self.lock_hi,
-            dict(self.extra),
-            {k: dict(v) for k, v in self.per_tid.items()},
-        )
+        """The block's placement state, copied (``take``'s order: ``fields``, ``stage``,
+        ``lines``, ``tids``, ``has_t17``, ``has_t10``, ``seen``, ``tid_seen``, ``lock_lo``,
+        ``lock_hi``, ``extra``, ``per_tid``)."""
+        return _copied(self.take())
 
     def restore(self, snap: tuple[Any, ...]) -> None:
-        # (Typed, so that each copy below is the container's own copy, not a call of its type.)
-        fields: dict[str, Value]
-        lines: list[int]
-        tids: set[int]
-        seen: set[str]
-        tid_seen: set[tuple[str, int]]
-        extra: dict[str, Value]
-        per_tid: dict[int, dict[str, Value]]
-        (
-            fields,
-            self.stage,
-            lines,
-            tids,
-            self.has_t17,
-            self.has_t10,
-            seen,
-            tid_seen,
-            self.lock_lo,
-            self.lock_hi,
-            extra,
-            per_tid,
-        ) = snap
-        self.per_tid = {k: dict(v) for k, v in per_tid.items()}
-        self.fields = dict(fields)
-        self.lines = list(lines)
-        self.tids = set(tids)
-        self.seen = set(seen)
-        self.tid_seen = set(tid_seen)
-        self.extra = dict(extra)
+        """Take a copy of the state of ``snap``, to change it."""
+        self.view(_copied(snap))
 
     def view(self, snap: tuple[Any, ...]) -> None:
         """Take the state of ``snap`` without copying it, to read it only: whatever changes the
@@ -397,6 +356,47 @@ class Block:
             if None not in (held, tot, pre, wait):
                 cost += max(0.0, abs(tot - pre - wait - held) - 3)  # type: ignore[operator]
         return cost
+
+
+def _copied(state: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A block's placement state (``Block.take``'s order) with each container copied: the copy's
+    changes are its own."""
+    # (Typed, so that each copy below is the container's own copy, not a call of its type.)
+    fields: dict[str, Value]
+    lines: list[int]
+    tids: set[int]
+    seen: set[str]
+    tid_seen: set[tuple[str, int]]
+    extra: dict[str, Value]
+    per_tid: dict[int, dict[str, Value]]
+    (
+        fields,
+        stage,
+        lines,
+        tids,
+        has_t17,
+        has_t10,
+        seen,
+        tid_seen,
+        lock_lo,
+        lock_hi,
+        extra,
+        per_tid,
+    ) = state
+    return (
+        dict(fields),
+        stage,
+        list(lines),
+        set(tids),
+        has_t17,
+        has_t10,
+        set(seen),
+        set(tid_seen),
+        lock_lo,
+        lock_hi,
+        dict(extra),
+        {k: dict(v) for k, v in per_tid.items()},
+    )
 
 
 def _copy_fields(into: dict[str, Value], f: dict[str, Value], kind: str) -> None:

@@ -1,7 +1,12 @@
 # The compiled build's C declaration of ``Block`` (blocks.py): an extension type whose
 # attributes are struct fields, read directly by code that knows a value is a Block (an
-# annotation ``blk: Block`` in the modules compiled with ``annotation_typing``). The pure
-# Python package ignores this file. Each attribute keeps the Python type blocks.py gives it.
+# annotation ``blk: Block`` in the modules compiled with ``annotation_typing``), and whose
+# methods, like the module's functions, are C functions that such code calls directly (the
+# modules that call them cimport them in their own .pxd). The pure Python package ignores this
+# file. Each attribute keeps the Python type blocks.py gives it; an argument typed ``object``
+# here may be any int (a value read from the log), which no C integer type would hold.
+
+cimport cython
 
 cdef class Block:
     cdef public dict fields
@@ -24,6 +29,34 @@ cdef class Block:
     cdef public list gaps
     cdef public object doubt
 
+    cpdef bint accepts(self, str kind, object tid, bint ntt_era, bint lenient=*)
+    cpdef object lock_offset(self, str kind, dict f)
+    cpdef tuple lock_cost(self, str kind, dict f, object lo, object hi)
+    @cython.locals(old_lo=double, old_hi=double, new_lo=double, new_hi=double, t=double, miss=double)
+    cpdef tuple lock_cost_at(self, object off, object lo, object hi)
+    cpdef tuple snapshot(self)
+    cpdef restore(self, tuple snap)
+    cpdef view(self, tuple snap)
+    cpdef tuple take(self)
+    cpdef list missing_stages(self, bint ntt_era)
+    cpdef bint closes_with(self, str kind, object tid)
+    cpdef double relation_cost(self, str kind)
+
 # Module constants read only here, as C variables of their type (a ``.get`` on them is then a
 # dict lookup, not a method found by name).
-cdef dict _FIXED_OFFSET, _OWN_OFFSET, _RENAME, _TID_PRED
+cdef dict _FIXED_OFFSET, _OWN_OFFSET, _RENAME, _TID_PRED, _AFTER
+cdef frozenset _TID_KINDS, _TID_FIELDS, _DROP, _RELATED, _THREAD_LINES
+
+cdef object _iv(dict d, str k)
+cdef object _ivf(dict d, str k)
+
+@cython.locals(
+    fields=dict, lines=list, tids=set, seen=set, tid_seen=set, extra=dict, per_tid=dict
+)
+cpdef tuple _copied(tuple state)
+
+@cython.locals(ren=dict)
+cpdef _copy_fields(dict into, dict f, str kind)
+
+@cython.locals(f=dict, per=dict)
+cpdef _apply_gpu(Block blk, object ev, str kind, object tid)

@@ -1,5 +1,5 @@
-# cython: annotation_typing=True
-# (Compiled, ``Block`` is the extension type of blocks.pxd, and annotations are C types here.)
+# (Compiled, ``Block`` is the extension type of blocks.pxd, and its methods and the functions
+# below are C functions there: blocks.pxd declares their types, not the annotations here.)
 """GPU-region blocks: the lines printed while a GPU's mutex is held, in their stage order."""
 
 from __future__ import annotations
@@ -34,6 +34,20 @@ _TID_FIELDS = frozenset(
 )
 _TID_KINDS = frozenset({"ntt_h", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm"})
 _TID_PRED = {"barrier_wait": "ntt_msm_h", "batch_add": "ntt_msm_h", "tail_msm": "batch_add"}
+#: The line a block must hold before it takes a line of each of these kinds (stage order aside).
+_AFTER = {
+    "prestage_setup": "prestage_vram",
+    "barrier_wait": "ntt_msm_h",
+    "batch_add": "ntt_msm_h",
+    "tail_msm": "batch_add",
+    "mutex_held": "tail_msm",
+}
+#: Kinds of line that can end a block (``Block.closes_with``).
+CLOSING = frozenset({"mutex_held", "tail_msm"})
+#: Kinds of line that name the GPU (printed once per GPU).
+NAMES_GPU = frozenset({"pool_threshold", "d_a_cache"})
+#: Kinds of line each GPU thread of a call prints (``Block.tids``).
+_THREAD_LINES = frozenset({"ntt_msm_h", "batch_add", "tail_msm", "barrier_wait"})
 _JOINT_KINDS = frozenset({"prep_msm", "b_g2_msm"})
 _CPU_KINDS = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc", "host_register"})
 _CPU_EVERY = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc"})  # T1-T3, T8
@@ -156,31 +170,24 @@ class Block:
             return (
                 kind in _TID_KINDS
                 and (kind, tid) not in self.tid_seen
-                and (kind in ("ntt_h", "ntt_msm_h") or (_TID_PRED[kind], tid) in self.tid_seen)
+                and (kind not in _TID_PRED or (_TID_PRED[kind], tid) in self.tid_seen)
             )
-        if kind in seen and kind != "ntt_h":
-            return False
-        if _STAGE[kind] <= self.stage and kind != "ntt_h":
-            return False
         if kind == "ntt_h":
             if self.stage > _STAGE["ntt_h"]:
                 return False
             # One NTT_H per circuit: a second one belongs here only for a batch call.
             return "ntt_h" not in seen or self.multi_circuit
+        if kind in seen or _STAGE[kind] <= self.stage:
+            return False
+        after = _AFTER.get(kind)
+        if after is not None and after not in seen:
+            return False
         if kind == "ntt_msm_h":
             return "ntt_h" in seen or not ntt_era
-        if kind == "prestage_setup":
-            return "prestage_vram" in seen
-        if kind in ("pool_threshold", "d_a_cache"):
-            return True
-        if kind == "barrier_wait":
-            return "ntt_msm_h" in seen
         if kind == "batch_add":
-            return "ntt_msm_h" in seen and ("barrier_wait" in seen or not self.has_t17)
-        if kind == "tail_msm":
-            return "batch_add" in seen
+            return "barrier_wait" in seen or not self.has_t17
         if kind == "mutex_held":
-            return "tail_msm" in seen and self.has_t17
+            return self.has_t17
         return True
 
     def lock_offset(self, kind: str, f: dict[str, Value]) -> tuple[float, float] | None:
@@ -192,23 +199,22 @@ class Block:
         if own is not None:  # the line's own value (and a print latency)
             v = f.get(own[0])
             return (float(v), v + own[1]) if type(v) is int else None
-        iv = _iv
         if kind == "ntt_h":
-            total = iv(f, "ntt_h_total_ms")
+            total = _iv(f, "ntt_h_total_ms")
             if total is None:
                 return None
             slack = 5000.0 if "d_a_cache" in self.seen else 60.0
             return (float(total), total + slack)
         b = self.fields
-        ntt = iv(b, "ntt_msm_h_ms")
+        ntt = _iv(b, "ntt_msm_h_ms")
         if kind == "barrier_wait":
-            v = iv(f, "barrier_wait_ms")
+            v = _iv(f, "barrier_wait_ms")
             return None if v is None or ntt is None else (float(ntt + v), ntt + v + 3.0)
         if kind == "batch_add":
-            v = iv(f, "batch_add_ms")
+            v = _iv(f, "batch_add_ms")
             if v is None or ntt is None:
                 return None
-            bw = iv(b, "barrier_wait_ms")
+            bw = _iv(b, "barrier_wait_ms")
             if bw is not None:
                 return (float(ntt + bw + v), ntt + bw + v + 4.0)
             return (float(ntt + v), 1e12)
@@ -317,40 +323,43 @@ class Block:
 
     def relation_cost(self, kind: str) -> float:
         """How far the block's values miss the arithmetic relations of reference 1.5 (ms)."""
-        iv = _ivf
         f = self.fields
         cost = 0.0
         if kind not in _RELATED:
             return cost
-        if kind in ("pool_threshold", "d_a_cache"):
+        if kind in NAMES_GPU:
             g = f.get("d_a_cache_gpu" if kind == "d_a_cache" else "pool_threshold_gpu")
             call = self.call
             if isinstance(g, int) and call is not None and call.gpu is not None and call.gpu != g:
                 cost += 1000.0
         if kind == "ntt_h" and "d_a_cache" in self.seen:
-            d_b = iv(f, "d_b_alloc_ms")
+            d_b = _ivf(f, "d_b_alloc_ms")
             if d_b is not None and d_b < 50:
                 cost += 500.0
         if kind == "ntt_msm_h":
-            ntt, total = iv(f, "ntt_msm_h_ms"), iv(f, "ntt_h_total_ms")
+            ntt, total = _ivf(f, "ntt_msm_h_ms"), _ivf(f, "ntt_h_total_ms")
             if ntt is not None and total is not None and "ntt_h" in self.seen:
                 # T4 spans the NTT_H block plus the d_a lookup (large only on a GPU's first call).
                 slack = 10000.0 if "d_a_cache" in self.seen else 30.0
                 d = ntt - total
                 cost += max(0.0, -2 - d) + max(0.0, d - slack)
         elif kind == "tail_msm":
-            total = iv(f, "gpu_total_ms")
-            parts = [iv(f, "ntt_msm_h_ms"), iv(f, "batch_add_ms"), iv(f, "tail_msm_ms")]
+            total = _ivf(f, "gpu_total_ms")
+            parts = [_ivf(f, "ntt_msm_h_ms"), _ivf(f, "batch_add_ms"), _ivf(f, "tail_msm_ms")]
             if total is not None and None not in parts:
                 rest = total - sum(parts)  # type: ignore[arg-type]
-                bw = iv(f, "barrier_wait_ms")
+                bw = _ivf(f, "barrier_wait_ms")
                 if bw is not None:
                     cost += max(0.0, abs(rest - bw) - 4)
                 else:
                     cost += max(0.0, -rest - 3)
         elif kind == "mutex_held":
-            held, tot = iv(f, "mutex_held_ms"), iv(f, "total_start_fn_ms")
-            gt, pre, wait = iv(f, "gpu_total_ms"), iv(f, "pre_lock_cpu_ms"), iv(f, "mutex_wait_ms")
+            held, tot = _ivf(f, "mutex_held_ms"), _ivf(f, "total_start_fn_ms")
+            gt, pre, wait = (
+                _ivf(f, "gpu_total_ms"),
+                _ivf(f, "pre_lock_cpu_ms"),
+                _ivf(f, "mutex_wait_ms"),
+            )
             if held is not None and gt is not None:
                 cost += max(0.0, gt - held - 1)
             if None not in (held, tot, pre, wait):
@@ -440,7 +449,7 @@ def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
             else:
                 vals = [d[k] for d in blk.per_tid.values() if isinstance(d.get(k), int)]
                 blk.fields[k] = max(vals)  # type: ignore[type-var]
-    if kind in ("ntt_msm_h", "batch_add", "tail_msm", "barrier_wait"):
+    if kind in _THREAD_LINES:
         blk.tids.add(tid)
     if not tid:
         blk.seen.add(kind)

@@ -1,4 +1,6 @@
-# The compiled build's C declaration of ``Call`` (calls.py), as blocks.pxd declares ``Block``.
+# The compiled build's C declaration of ``Call`` (calls.py), as blocks.pxd declares ``Block``;
+# ``_span`` is a C function over line numbers held as C integers (emit.pxd cimports it).
+cimport cython
 
 cdef class Call:
     cdef public object job_id
@@ -23,3 +25,6 @@ cdef class Call:
     cdef public object source
     cdef public object emitted
     cdef public dict klines
+
+@cython.locals(lo=long, hi=long, n=long)
+cpdef tuple _span(list lines)

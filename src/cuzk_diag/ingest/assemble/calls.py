@@ -37,6 +37,19 @@ def _call_done(c: Call) -> float:
     return c.start if c.start is not None else 0.0
 
 
+def _span(lines: list[int]) -> tuple[int | None, int | None]:
+    """The first and the last of some line numbers, in one pass (None and None for none)."""
+    if not lines:
+        return None, None
+    lo = hi = lines[0]
+    for n in lines:
+        if n < lo:
+            lo = n
+        elif n > hi:
+            hi = n
+    return lo, hi
+
+
 _fromisoformat = datetime.fromisoformat
 
 

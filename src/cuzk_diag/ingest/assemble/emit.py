@@ -17,6 +17,7 @@ from cuzk_diag.ingest.assemble.blocks import (
 from cuzk_diag.ingest.assemble.calls import (
     _NONE,
     Call,
+    _span,
 )
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
@@ -130,8 +131,7 @@ class Emission(State):
             weak = call.cpu_weak or short
             rec["attr_cpu"] = _AMBIGUOUS_TEXT if weak else _INFERRED_TEXT
         lines = call.lines + (blk.lines if blk is not None else [])
-        rec["first_line"] = min(lines) if lines else None
-        rec["last_line"] = max(lines) if lines else None
+        rec["first_line"], rec["last_line"] = _span(lines)
         rec["extra"] = json.dumps(extra, sort_keys=True) if extra else None
         if call.job_id is None and blk is None and not call.fields:
             return

@@ -11,6 +11,8 @@ from typing import Any
 from cuzk_diag.ingest.assemble.blocks import (
     _ANON_MISS,
     _STAGE,
+    CLOSING,
+    NAMES_GPU,
     STARTS_BLOCK,
     TOL_MS,
     Block,
@@ -133,7 +135,7 @@ class GpuRegion(State):
                 snaps2 = dict(snaps)
                 snaps2[b.seq] = b.take()
                 new.append((cost + c, order, snaps2))
-                if (kind == "mutex_held" or kind == "tail_msm") and b.closes_with(kind, tid):
+                if kind in CLOSING and b.closes_with(kind, tid):
                     closing[order] = b.seq
                 # (b now shows the new hypothesis' state: no other placement of this one reads
                 # it, and the next hypothesis shows its own state of b before reading it.)
@@ -240,11 +242,11 @@ class GpuRegion(State):
                 off = blk.lock_offset(kind, ev.fields)
             if off is not None and off[1] < 1e11 and blk.lock_hi - blk.lock_lo < 50:
                 self._anchor = (blk.lock_lo + off[0], blk.lock_hi + off[1])
-        if kind in ("pool_threshold", "d_a_cache"):
+        if kind in NAMES_GPU:
             g = ev.fields.get("gpu")
             if isinstance(g, int):
                 self.gpus_seen.add(g)
-        elif (kind == "mutex_held" or kind == "tail_msm") and blk.closes_with(kind, tid):
+        elif kind in CLOSING and blk.closes_with(kind, tid):
             self._close_block(blk)
 
     def _close_block(self: State, blk: Block) -> None:

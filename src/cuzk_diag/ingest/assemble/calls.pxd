@@ -1,5 +1,7 @@
 # The compiled build's C declaration of ``Call`` (calls.py), as blocks.pxd declares ``Block``;
-# ``_span`` is a C function over line numbers held as C integers (emit.pxd cimports it).
+# ``_span`` is a C function over line numbers held as C integers (emit.pxd cimports it), and
+# ``_ts_ms`` reads a timestamp's characters as C characters (__init__.pxd and timeline.pxd
+# cimport it).
 cimport cython
 
 cdef class Call:
@@ -28,3 +30,7 @@ cdef class Call:
 
 @cython.locals(lo=long, hi=long, n=long)
 cpdef tuple _span(list lines)
+
+@cython.locals(us=long, i=long, d=long)
+cpdef object _ts_ms(str ts)
+cdef object _epoch_minute(str minute)

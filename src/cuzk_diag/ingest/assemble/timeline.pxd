@@ -1,4 +1,4 @@
 # The compiled build's view of timeline.py: the extension types of blocks.pxd, calls.pxd and state.pxd.
 from cuzk_diag.ingest.assemble.blocks cimport Block
-from cuzk_diag.ingest.assemble.calls cimport Call
+from cuzk_diag.ingest.assemble.calls cimport Call, _ts_ms
 from cuzk_diag.ingest.assemble.state cimport State

@@ -10,6 +10,11 @@ interleaved (round 1 runs every tool, then round 2, ...) so that the load of a s
 spreads over all tools alike, and the median of each tool is reported. Ratios between tools
 measured in the same run are the meaningful figures; absolute seconds vary with the machine.
 
+``--baseline DIR`` measures another build of the package (a directory holding ``cuzk_diag``, e.g.
+``pip install --target DIR`` of its wheel) in the same rounds: each cuzk-diag row of the main run
+is followed by the same command on that build, so that two versions are compared side by side
+rather than in two runs minutes apart.
+
 Writes ``bench/out/results.md`` and ``bench/out/results.json`` (``results-quick.*`` with --quick).
 See bench/README.md.
 """
@@ -18,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,6 +40,7 @@ from common import (
     build_kind,
     cuzk_diag_cmd,
     ensure_log,
+    fingerprint,
     machine_info,
     shell_join,
     snapshot_env,
@@ -65,6 +73,8 @@ TOOLS = [
 SCALING_TOOLS = ["grep", "lnav", "export --lines -j1", "export -j1", "analyze -j1"]
 LARGE_TOOLS = ["lnav", "analyze", "analyze -j1"]
 RSS_TOOL = "analyze -j1"
+#: Name suffix of a row measured on the ``--baseline`` build.
+BASELINE = " [baseline]"
 
 
 def build_cmd(tool: str, log: Path, work: Path, tag: str) -> list[str] | None:
@@ -98,29 +108,41 @@ def lnav_indexed_lines(stdout: str) -> int | None:
 
 
 def measure(
-    tools: list[str], log: Path, reps: int, work: Path, tag: str, env: dict[str, str] | None
+    tools: list[str],
+    log: Path,
+    reps: int,
+    work: Path,
+    tag: str,
+    env: dict[str, str] | None,
+    baseline: dict[str, str] | None = None,
 ) -> dict[str, Measure]:
-    """Run every tool ``reps`` times on ``log``, interleaved round by round."""
+    """Run every tool ``reps`` times on ``log``, interleaved round by round; with ``baseline``
+    (the environment of another build), each cuzk-diag tool is followed in every round by its
+    row on that build (named with ``BASELINE``)."""
     size = log.stat().st_size
     n_lines = warm_cache(log)
     results: dict[str, Measure] = {}
+    envs: dict[str, dict[str, str] | None] = {}
     for tool in tools:
         cmd = build_cmd(tool, log, work, tag)
         m = Measure(tool, cmd or [], size)
         if cmd is None:
             m.note = "lnav not found on PATH: row skipped"
             print(f"  {tool}: {m.note}", file=sys.stderr)
-        results[tool] = m
+        results[tool], envs[tool] = m, env
+        if baseline is not None and tool not in ("grep", "lnav"):
+            results[tool + BASELINE] = Measure(tool + BASELINE, list(m.cmd), size)
+            envs[tool + BASELINE] = baseline
     for rep in range(1, reps + 1):
-        for tool in tools:
+        for tool in results:
             m = results[tool]
             if not m.cmd or (m.samples and not m.ok):
                 continue  # not installed, or already failed once: do not repeat a failure
-            s = timed(m.cmd, work, env)
+            s = timed(m.cmd, work, envs[tool])
             m.samples.append(s)
             status = "" if s.rc == 0 or (tool == "grep" and s.rc == 1) else f"  FAILED exit {s.rc}"
             print(
-                f"  [{tag} {rep}/{reps}] {tool:<15} {s.wall_s:7.3f} s  "
+                f"  [{tag} {rep}/{reps}] {tool:<28} {s.wall_s:7.3f} s  "
                 f"{s.rss_kib / 1024:7.1f} MiB{status}",
                 file=sys.stderr,
             )
@@ -209,6 +231,30 @@ def scaling_table(small: dict[str, Measure], large: dict[str, Measure]) -> str:
     return "\n".join(rows)
 
 
+def baseline_table(res: dict[str, Measure]) -> str:
+    """Each cuzk-diag row against its row on the ``--baseline`` build, measured in the same
+    rounds: the medians, their ratio, and in how many rounds this build was the faster."""
+    rows = [
+        "| Tool | This build s | Baseline s | This ÷ baseline | Faster in rounds "
+        "| Peak RSS MiB this | Peak RSS MiB baseline |",
+        "|" + "---|" * 7,
+    ]
+    for tool, m in res.items():
+        b = res.get(tool + BASELINE)
+        if b is None:
+            continue
+        if not (m.ok and b.ok):
+            rows.append(f"| {tool} | – | – | – | – | – | – |")
+            continue
+        pairs = list(zip(m.samples, b.samples, strict=False))
+        faster = sum(1 for x, y in pairs if x.wall_s < y.wall_s)
+        rows.append(
+            f"| {tool} | {m.wall:.3f} | {b.wall:.3f} | {m.wall / b.wall:.3f} "
+            f"| {faster} of {len(pairs)} | {m.rss_mib:.1f} | {b.rss_mib:.1f} |"
+        )
+    return "\n".join(rows)
+
+
 def targets(
     res: dict[str, Measure], small: dict[str, Measure] | None, large: dict[str, Measure] | None
 ) -> list[str]:
@@ -249,6 +295,27 @@ def targets(
     return out
 
 
+def baseline_environment(path: Path) -> dict[str, str]:
+    """An environment whose ``cuzk-diag`` and ``python -m cuzk_diag`` import the build in
+    ``path`` (a directory holding ``cuzk_diag``), checked by importing it."""
+    if not (path / "cuzk_diag" / "__init__.py").is_file():
+        raise BenchError(f"--baseline {path}: no cuzk_diag package in it")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(path), os.environ.get("PYTHONPATH")) if p)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import cuzk_diag; print(cuzk_diag.__file__)"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if not probe.stdout.strip().startswith(str(path)):
+        raise BenchError(
+            f"--baseline {path}: the package imported is not that one "
+            f"({probe.stdout.strip() or probe.stderr.strip()[-300:]})"
+        )
+    return env
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mb", type=int, help="size of the log in MB (default 250, 20 with --quick)")
@@ -281,6 +348,15 @@ def main(argv: list[str] | None = None) -> int:
         help="size of the large log measured once (default 1000; 0 skips it; not with --quick)",
     )
     ap.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="another build of the package (a directory holding cuzk_diag, e.g. a pip install "
+        "--target of its wheel) measured in the same rounds of the main run, for a comparison "
+        "side by side",
+    )
+    ap.add_argument(
         "--no-snapshot",
         action="store_true",
         help="run the installed package in place instead of a copy taken at the start "
@@ -310,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     info = machine_info()  # at the start: the commit and code that are measured
     env: dict[str, str] | None = None
+    baseline_env: dict[str, str] | None = None
+    base: dict[str, str] = {}  # the --baseline build: its path, fingerprint and kind
     try:
         if not args.no_snapshot:
             env, snap_fp = snapshot_env(work)
@@ -319,9 +397,17 @@ def main(argv: list[str] | None = None) -> int:
             )
             info["src_fingerprint"] = snap_fp
         info["build"] = build_kind(env)
+        if args.baseline is not None:
+            baseline_env = baseline_environment(args.baseline.resolve())
+            base = {
+                "path": str(args.baseline.resolve()),
+                "fingerprint": fingerprint(args.baseline.resolve() / "cuzk_diag"),
+                "build": build_kind(baseline_env),
+            }
+            info["baseline"] = base
         log = ensure_log(args.mb, out, args.regen, env)
         print(f"main run: {len(tools)} tools × {reps} on {log.name}", file=sys.stderr)
-        res = measure(tools, log, reps, work, f"{args.mb}mb", env)
+        res = measure(tools, log, reps, work, f"{args.mb}mb", env, baseline_env)
         small: dict[str, Measure] | None = None
         small_mb = max(1, args.mb // 5)
         if not args.no_scaling:
@@ -374,6 +460,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{' with local changes in src/' if info['src_modified'] else ''}, package fingerprint "
         f"{info.get('src_fingerprint')} ({code_note}), {info.get('build')} build.",
         *(["", f"**Warning: {info['warning']}.**"] if "warning" in info else []),
+        *(
+            [
+                "",
+                f"Baseline (the rows marked{BASELINE}, measured in the same rounds): "
+                f"`{base['path']}`, package fingerprint {base['fingerprint']}, "
+                f"{base['build']} build.",
+            ]
+            if base
+            else []
+        ),
         "",
         f"Input: `{log.relative_to(REPO) if log.is_relative_to(REPO) else log}` "
         f"({log.stat().st_size / MB:.1f} MB).",
@@ -384,6 +480,13 @@ def main(argv: list[str] | None = None) -> int:
         "",
         *[f"- {t}: `{shell_join(m.cmd)}`" for t, m in res.items() if m.cmd],
     ]
+    if base:
+        lines += [
+            "",
+            "## This build against the baseline (the same rounds)",
+            "",
+            baseline_table(res),
+        ]
     if small is not None:
         lines += [
             "",

@@ -127,9 +127,16 @@ def snapshot_env(work: Path) -> tuple[dict[str, str], str]:
     if dest_root.exists():
         shutil.rmtree(dest_root)
     shutil.copytree(pkg, dest_root / pkg.name, ignore=shutil.ignore_patterns("__pycache__"))
+    return env_importing(dest_root, "the snapshot"), fingerprint(dest_root / pkg.name)
+
+
+def env_importing(root: Path, what: str) -> dict[str, str]:
+    """An environment whose ``cuzk-diag`` entry point and ``python -m cuzk_diag`` import the
+    package in ``root`` (``PYTHONPATH`` comes before site-packages), checked by importing it;
+    ``what`` names ``root`` in the error."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(dest_root), os.environ.get("PYTHONPATH", "")) if p
+        p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p
     )
     probe = subprocess.run(
         [sys.executable, "-c", "import cuzk_diag; print(cuzk_diag.__file__)"],
@@ -137,12 +144,12 @@ def snapshot_env(work: Path) -> tuple[dict[str, str], str]:
         text=True,
         env=env,
     )
-    if not probe.stdout.strip().startswith(str(dest_root)):
+    if not probe.stdout.strip().startswith(str(root)):
         raise BenchError(
-            f"the snapshot in {dest_root} is not the one imported "
-            f"({probe.stdout.strip() or probe.stderr.strip()})"
+            f"{what} in {root} is not the package imported "
+            f"({probe.stdout.strip() or probe.stderr.strip()[-300:]})"
         )
-    return env, fingerprint(dest_root / pkg.name)
+    return env
 
 
 def warm_cache(path: Path) -> int:

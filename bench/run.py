@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,6 +38,7 @@ from common import (
     build_kind,
     cuzk_diag_cmd,
     ensure_log,
+    env_importing,
     fingerprint,
     machine_info,
     shell_join,
@@ -296,24 +295,10 @@ def targets(
 
 
 def baseline_environment(path: Path) -> dict[str, str]:
-    """An environment whose ``cuzk-diag`` and ``python -m cuzk_diag`` import the build in
-    ``path`` (a directory holding ``cuzk_diag``), checked by importing it."""
+    """An environment that runs the build in ``path`` (a directory holding ``cuzk_diag``)."""
     if not (path / "cuzk_diag" / "__init__.py").is_file():
         raise BenchError(f"--baseline {path}: no cuzk_diag package in it")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(path), os.environ.get("PYTHONPATH")) if p)
-    probe = subprocess.run(
-        [sys.executable, "-c", "import cuzk_diag; print(cuzk_diag.__file__)"],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    if not probe.stdout.strip().startswith(str(path)):
-        raise BenchError(
-            f"--baseline {path}: the package imported is not that one "
-            f"({probe.stdout.strip() or probe.stderr.strip()[-300:]})"
-        )
-    return env
+    return env_importing(path, "--baseline")
 
 
 def main(argv: list[str] | None = None) -> int:

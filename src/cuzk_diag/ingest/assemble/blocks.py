@@ -34,20 +34,15 @@ _TID_FIELDS = frozenset(
 )
 _TID_KINDS = frozenset({"ntt_h", "ntt_msm_h", "barrier_wait", "batch_add", "tail_msm"})
 _TID_PRED = {"barrier_wait": "ntt_msm_h", "batch_add": "ntt_msm_h", "tail_msm": "batch_add"}
-#: The line a block must hold before it takes a line of each of these kinds (stage order aside).
-_AFTER = {
-    "prestage_setup": "prestage_vram",
-    "barrier_wait": "ntt_msm_h",
-    "batch_add": "ntt_msm_h",
-    "tail_msm": "batch_add",
-    "mutex_held": "tail_msm",
-}
+#: The line a block must hold before it takes a line of each of these kinds (stage order aside):
+#: a GPU thread's order (``_TID_PRED``), and T11-T13 after T10, T19 after T6.
+_AFTER = {**_TID_PRED, "prestage_setup": "prestage_vram", "mutex_held": "tail_msm"}
 #: Kinds of line that can end a block (``Block.closes_with``).
 CLOSING = frozenset({"mutex_held", "tail_msm"})
 #: Kinds of line that name the GPU (printed once per GPU).
 NAMES_GPU = frozenset({"pool_threshold", "d_a_cache"})
-#: Kinds of line each GPU thread of a call prints (``Block.tids``).
-_THREAD_LINES = frozenset({"ntt_msm_h", "batch_add", "tail_msm", "barrier_wait"})
+#: Kinds of line whose GPU thread ``Block.tids`` counts: every thread's lines but NTT_H.
+_THREAD_LINES = _TID_KINDS - {"ntt_h"}
 _JOINT_KINDS = frozenset({"prep_msm", "b_g2_msm"})
 _CPU_KINDS = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc", "host_register"})
 _CPU_EVERY = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc"})  # T1-T3, T8

@@ -2,4 +2,3 @@
 from cuzk_diag.ingest.assemble.blocks cimport Block
 from cuzk_diag.ingest.assemble.calls cimport Call, _span
 from cuzk_diag.ingest.assemble.state cimport State
-

@@ -12,8 +12,8 @@ measured in the same run are the meaningful figures; absolute seconds vary with 
 
 ``--baseline DIR`` measures another build of the package (a directory holding ``cuzk_diag``, e.g.
 ``pip install --target DIR`` of its wheel) in the same rounds: each cuzk-diag row of the main run
-is followed by the same command on that build, so that two versions are compared side by side
-rather than in two runs minutes apart.
+is measured next to the same command on that build (the baseline's first in every other round),
+so that two versions are compared side by side rather than in two runs minutes apart.
 
 Writes ``bench/out/results.md`` and ``bench/out/results.json`` (``results-quick.*`` with --quick).
 See bench/README.md.
@@ -116,8 +116,8 @@ def measure(
     baseline: dict[str, str] | None = None,
 ) -> dict[str, Measure]:
     """Run every tool ``reps`` times on ``log``, interleaved round by round; with ``baseline``
-    (the environment of another build), each cuzk-diag tool is followed in every round by its
-    row on that build (named with ``BASELINE``)."""
+    (the environment of another build), each cuzk-diag tool is measured in every round next to
+    its row on that build (named with ``BASELINE``), which goes first in every other round."""
     size = log.stat().st_size
     n_lines = warm_cache(log)
     results: dict[str, Measure] = {}
@@ -394,10 +394,11 @@ def main(argv: list[str] | None = None) -> int:
             info["src_fingerprint"] = snap_fp
         info["build"] = build_kind(env)
         if args.baseline is not None:
-            baseline_env = baseline_environment(args.baseline.resolve())
+            root = args.baseline.resolve()
+            baseline_env = baseline_environment(root)
             base = {
-                "path": str(args.baseline.resolve()),
-                "fingerprint": fingerprint(args.baseline.resolve() / "cuzk_diag"),
+                "path": str(root),
+                "fingerprint": fingerprint(root / "cuzk_diag"),
                 "build": build_kind(baseline_env),
             }
             info["baseline"] = base

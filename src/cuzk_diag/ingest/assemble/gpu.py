@@ -37,6 +37,7 @@ class GpuRegion(State):
         self.unattributed.append(ev) if len(self.unattributed) < 1000 else None
 
     def _gpu_line(self: State, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
+        b: Block  # (the blocks of the comprehensions below: compiled, their methods are C calls)
         f: dict[str, Value] = ev.fields  # (compiled, a dict read as one)
         tid = f.get("gpu_tid")
         tid = tid if isinstance(tid, int) else 0
@@ -106,17 +107,19 @@ class GpuRegion(State):
         snaps: dict[int, tuple[Any, ...]]  # (each hypothesis' block states)
         assert self.beam is not None
         may_skip = not (kind in STARTS_BLOCK and not tid)
-        open_blocks = {b.seq: b for b in self.blocks}
+        f: dict[str, Value] = ev.fields  # (read once: each read of an event attribute is a lookup)
         new: list[tuple[float, int, dict[int, tuple[Any, ...]]]] = []
         closing: dict[int, int] = {}
         order = 0
-        viewed: dict[int, tuple[Any, ...]] = {}  # block seq -> the hypothesis state it shows
+        viewed: dict[Block, tuple[Any, ...]] = {}  # block -> the hypothesis state it shows
         for cost, _, snaps in self.beam:
-            for seq, snap in snaps.items():
-                if seq in open_blocks:
-                    open_blocks[seq].view(snap)
-                    viewed[seq] = snap
-            mine = [b for b in self.blocks if b.seq in snaps]
+            mine: list[Block] = []  # the open blocks of the hypothesis, showing its states
+            for b in self.blocks:
+                snap = snaps.get(b.seq)
+                if snap is not None:
+                    b.view(snap)
+                    viewed[b] = snap
+                    mine.append(b)
             cands = [b for b in mine if b.accepts(kind, tid, ntt_era)]
             lenient = not cands and may_skip
             if lenient:
@@ -127,7 +130,7 @@ class GpuRegion(State):
                 c = self.GAP_COST * b.skipped(kind, tid, ntt_era) if lenient else 0.0
                 b.restore(snap)  # a copy of the hypothesis' state to place the line in
                 if not tid:
-                    lc, b.lock_lo, b.lock_hi = b.lock_cost(kind, ev.fields, lo, hi)
+                    lc, b.lock_lo, b.lock_hi = b.lock_cost(kind, f, lo, hi)
                     c += lc
                 _apply_gpu(b, ev, kind, tid)
                 c += b.relation_cost(kind)
@@ -141,8 +144,8 @@ class GpuRegion(State):
                 # it, and the next hypothesis shows its own state of b before reading it.)
         # Each block shows the last hypothesis state it showed (a view: the next change to it
         # is a placement here, which restores first, or the commit).
-        for seq, snap in viewed.items():
-            open_blocks[seq].view(snap)
+        for b, snap in viewed.items():
+            b.view(snap)
         if not new:
             # No hypothesis can take the line: settle on the best and let it open a block
             # (a line that cannot start one was lost from its block: unattributed).
@@ -152,7 +155,7 @@ class GpuRegion(State):
                 self._note_unattributed(ev)
                 return True
             return False
-        new.sort(key=lambda t: (t[0], t[1]))
+        new.sort()  # (by cost, then order: no two hypotheses have the same order)
         self.beam = new[: self.BEAM_WIDTH]
         best = self.beam[0]
         if best[1] in closing or len(self.beam) == 1:

@@ -29,6 +29,7 @@ cdef class Block:
     cdef public list gaps
     cdef public object doubt
 
+    @cython.locals(st=long)
     cpdef bint accepts(self, str kind, object tid, bint ntt_era, bint lenient=*)
     cpdef object lock_offset(self, str kind, dict f)
     cpdef tuple lock_cost(self, str kind, dict f, object lo, object hi)
@@ -46,6 +47,8 @@ cdef class Block:
 # dict lookup, not a method found by name).
 cdef dict _FIXED_OFFSET, _OWN_OFFSET, _RENAME, _TID_PRED, _AFTER
 cdef frozenset _TID_KINDS, _TID_FIELDS, _DROP, _RELATED, _THREAD_LINES
+cdef long _STAGE_MUTEX_WAIT, _STAGE_PRESTAGE_VRAM, _STAGE_NTT_H, _STAGE_NTT_MSM_H
+cdef long _STAGE_BATCH_ADD, _STAGE_MUTEX_HELD
 
 cdef object _iv(dict d, str k)
 cdef object _ivf(dict d, str k)
@@ -58,5 +61,5 @@ cpdef tuple _copied(tuple state)
 @cython.locals(ren=dict)
 cpdef _copy_fields(dict into, dict f, str kind)
 
-@cython.locals(f=dict, per=dict)
+@cython.locals(f=dict, per=dict, stage=long)
 cpdef _apply_gpu(Block blk, object ev, str kind, object tid)

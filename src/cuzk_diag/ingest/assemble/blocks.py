@@ -29,6 +29,15 @@ _STAGE = {
     "tail_msm": 9,  # T6
     "mutex_held": 10,  # T19, right before unlock
 }
+#: The stages of the kinds some rules below single out. (Compiled, a kind's stage, one table
+#: lookup, tells these kinds apart as C integers: each comparison of two different strings
+#: costs ~100 instructions.)
+_STAGE_MUTEX_WAIT = _STAGE["mutex_wait"]
+_STAGE_PRESTAGE_VRAM = _STAGE["prestage_vram"]
+_STAGE_NTT_H = _STAGE["ntt_h"]
+_STAGE_NTT_MSM_H = _STAGE["ntt_msm_h"]
+_STAGE_BATCH_ADD = _STAGE["batch_add"]
+_STAGE_MUTEX_HELD = _STAGE["mutex_held"]
 _TID_FIELDS = frozenset(
     {"ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms", "gpu_total_ms"}
 )
@@ -167,21 +176,22 @@ class Block:
                 and (kind, tid) not in self.tid_seen
                 and (kind not in _TID_PRED or (_TID_PRED[kind], tid) in self.tid_seen)
             )
-        if kind == "ntt_h":
-            if self.stage > _STAGE["ntt_h"]:
+        st = _STAGE[kind]
+        if st == _STAGE_NTT_H:
+            if self.stage > st:
                 return False
             # One NTT_H per circuit: a second one belongs here only for a batch call.
             return "ntt_h" not in seen or self.multi_circuit
-        if kind in seen or _STAGE[kind] <= self.stage:
+        if kind in seen or st <= self.stage:
             return False
         after = _AFTER.get(kind)
         if after is not None and after not in seen:
             return False
-        if kind == "ntt_msm_h":
+        if st == _STAGE_NTT_MSM_H:
             return "ntt_h" in seen or not ntt_era
-        if kind == "batch_add":
+        if st == _STAGE_BATCH_ADD:
             return "barrier_wait" in seen or not self.has_t17
-        if kind == "mutex_held":
+        if st == _STAGE_MUTEX_HELD:
             return self.has_t17
         return True
 
@@ -408,11 +418,9 @@ def _copy_fields(into: dict[str, Value], f: dict[str, Value], kind: str) -> None
     without the parser's own keys (``_DROP``, which none of them holds)."""
     ren = _RENAME.get(kind)
     if ren is None:
-        into.update(f)  # (in the line's key order, as the loop below)
-        if "gpu_tid" in into:  # (the keys of _DROP)
-            del into["gpu_tid"]
-        if "_words" in into:
-            del into["_words"]
+        into |= f  # (in the line's key order, as the loop below; compiled, no method call)
+        into.pop("gpu_tid", None)  # (the keys of _DROP)
+        into.pop("_words", None)
     else:
         for k, v in f.items():
             if k not in _DROP:
@@ -424,7 +432,8 @@ def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
     malformed line never comes here: ``Assembler.feed_many`` counts it and leaves it out.)"""
     blk.lines.append(ev.line)
     f: dict[str, Value] = ev.fields
-    if kind == "ntt_h":
+    stage = _STAGE[kind]
+    if stage == _STAGE_NTT_H:
         for k, v in f.items():
             if isinstance(v, int):
                 old = blk.fields.get(k)
@@ -448,11 +457,10 @@ def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
         blk.tids.add(tid)
     if not tid:
         blk.seen.add(kind)
-        stage = _STAGE[kind]
         if stage > blk.stage:
             blk.stage = stage
     blk.tid_seen.add((kind, tid))
-    if kind == "mutex_wait":
+    if stage == _STAGE_MUTEX_WAIT:
         blk.has_t17 = True
-    elif kind == "prestage_vram":
+    elif stage == _STAGE_PRESTAGE_VRAM:
         blk.has_t10 = True

@@ -31,10 +31,12 @@ cdef class Block:
 
     @cython.locals(st=long)
     cpdef bint accepts(self, str kind, object tid, bint ntt_era, bint lenient=*)
+    @cython.locals(fixed=tuple, own=tuple)
     cpdef object lock_offset(self, str kind, dict f)
-    cpdef tuple lock_cost(self, str kind, dict f, object lo, object hi)
+    # (cost, new_lo, new_hi) as a C struct: no tuple is made for the callers that unpack it.
+    cpdef (double, double, double) lock_cost(self, str kind, dict f, object lo, object hi)
     @cython.locals(old_lo=double, old_hi=double, new_lo=double, new_hi=double, t=double, miss=double)
-    cpdef tuple lock_cost_at(self, object off, object lo, object hi)
+    cpdef (double, double, double) lock_cost_at(self, tuple off, object lo, object hi)
     cpdef tuple snapshot(self)
     cpdef restore(self, tuple snap)
     cpdef view(self, tuple snap)

@@ -409,7 +409,7 @@ def _copied(state: tuple[Any, ...]) -> tuple[Any, ...]:
         lock_lo,
         lock_hi,
         dict(extra),
-        {k: dict(v) for k, v in per_tid.items()},
+        {k: dict(v) for k, v in per_tid.items()} if per_tid else {},  # (mostly empty: no loop)
     )
 
 

@@ -2,3 +2,6 @@
 from cuzk_diag.ingest.assemble.blocks cimport Block, _apply_gpu
 from cuzk_diag.ingest.assemble.calls cimport Call
 from cuzk_diag.ingest.assemble.state cimport State
+
+# The kind tables gpu.py imports, as C variables of their type (read without a lookup by name).
+cdef frozenset CLOSING, NAMES_GPU, STARTS_BLOCK

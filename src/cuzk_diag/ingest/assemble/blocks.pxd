@@ -31,7 +31,7 @@ cdef class Block:
 
     @cython.locals(st=long)
     cpdef bint accepts(self, str kind, object tid, bint ntt_era, bint lenient=*)
-    @cython.locals(fixed=tuple, own=tuple)
+    @cython.locals(fixed=tuple, own=tuple, key=str, latency=double, at=double)
     cpdef object lock_offset(self, str kind, dict f)
     # (cost, new_lo, new_hi) as a C struct: no tuple is made for the callers that unpack it.
     cpdef (double, double, double) lock_cost(self, str kind, dict f, object lo, object hi)
@@ -41,6 +41,7 @@ cdef class Block:
     cpdef restore(self, tuple snap)
     cpdef view(self, tuple snap)
     cpdef tuple take(self)
+    @cython.locals(seen=set, missing=list)
     cpdef list missing_stages(self, bint ntt_era)
     cpdef bint closes_with(self, str kind, object tid)
     cpdef double relation_cost(self, str kind)
@@ -48,6 +49,7 @@ cdef class Block:
 # Module constants read only here, as C variables of their type (a ``.get`` on them is then a
 # dict lookup, not a method found by name).
 cdef dict _FIXED_OFFSET, _OWN_OFFSET, _RENAME, _TID_PRED, _AFTER
+cdef tuple _NEED, _NEED_NTT, _NEED_MAIN
 cdef frozenset _TID_KINDS, _TID_FIELDS, _DROP, _RELATED, _THREAD_LINES
 cdef long _STAGE_MUTEX_WAIT, _STAGE_PRESTAGE_VRAM, _STAGE_NTT_H, _STAGE_NTT_MSM_H
 cdef long _STAGE_BATCH_ADD, _STAGE_MUTEX_HELD

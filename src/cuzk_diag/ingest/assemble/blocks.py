@@ -46,6 +46,11 @@ _TID_PRED = {"barrier_wait": "ntt_msm_h", "batch_add": "ntt_msm_h", "tail_msm": 
 #: The line a block must hold before it takes a line of each of these kinds (stage order aside):
 #: a GPU thread's order (``_TID_PRED``), and T11-T13 after T10, T19 after T6.
 _AFTER = {**_TID_PRED, "prestage_setup": "prestage_vram", "mutex_held": "tail_msm"}
+#: The stages every complete GPU region prints (``Block.missing_stages``, in this order): those
+#: of all code, with NTT_H first where the code prints it, and then those of main code (V11).
+_NEED = ("ntt_msm_h", "batch_add", "tail_msm")
+_NEED_NTT = ("ntt_h", *_NEED)
+_NEED_MAIN = ("mutex_wait", "barrier_wait", "mutex_held")
 #: Kinds of line that can end a block (``Block.closes_with``).
 CLOSING = frozenset({"mutex_held", "tail_msm"})
 #: Kinds of line that name the GPU (printed once per GPU).
@@ -200,28 +205,38 @@ class Block:
         fixed = _FIXED_OFFSET.get(kind)
         if fixed is not None:
             return fixed
+        # (Each bound is a sum of the log's ints plus a float: the ints' sum as a float, ``at``,
+        # plus the float, as Python adds an int and a float; compiled, ``at`` is a C double.)
         own = _OWN_OFFSET.get(kind)
         if own is not None:  # the line's own value (and a print latency)
-            v = f.get(own[0])
-            return (float(v), v + own[1]) if type(v) is int else None
+            key, latency = own
+            v = f.get(key)
+            if type(v) is not int:
+                return None
+            at = float(v)
+            return (at, at + latency)
         if kind == "ntt_h":
             total = _iv(f, "ntt_h_total_ms")
             if total is None:
                 return None
-            slack = 5000.0 if "d_a_cache" in self.seen else 60.0
-            return (float(total), total + slack)
+            at = float(total)
+            return (at, at + (5000.0 if "d_a_cache" in self.seen else 60.0))
         b = self.fields
         ntt = _iv(b, "ntt_msm_h_ms")
         if kind == "barrier_wait":
             v = _iv(f, "barrier_wait_ms")
-            return None if v is None or ntt is None else (float(ntt + v), ntt + v + 3.0)
+            if v is None or ntt is None:
+                return None
+            at = float(ntt + v)
+            return (at, at + 3.0)
         if kind == "batch_add":
             v = _iv(f, "batch_add_ms")
             if v is None or ntt is None:
                 return None
             bw = _iv(b, "barrier_wait_ms")
             if bw is not None:
-                return (float(ntt + bw + v), ntt + bw + v + 4.0)
+                at = float(ntt + bw + v)
+                return (at, at + 4.0)
             return (float(ntt + v), 1e12)
         return None
 
@@ -300,12 +315,11 @@ class Block:
 
     def missing_stages(self, ntt_era: bool) -> list[str]:
         """Stages every complete GPU region of this code prints but this block lacks."""
-        need = ["ntt_msm_h", "batch_add", "tail_msm"]
-        if ntt_era:
-            need.insert(0, "ntt_h")
-        if self.has_t17 or "mutex_held" in self.seen or "barrier_wait" in self.seen:
-            need += ["mutex_wait", "barrier_wait", "mutex_held"]  # main code (V11)
-        return [k for k in need if k not in self.seen]
+        seen = self.seen
+        missing = [k for k in (_NEED_NTT if ntt_era else _NEED) if k not in seen]
+        if self.has_t17 or "mutex_held" in seen or "barrier_wait" in seen:
+            missing += [k for k in _NEED_MAIN if k not in seen]  # main code (V11)
+        return missing
 
     def skipped(self, kind: str, tid: int, ntt_era: bool) -> int:
         """How many stages this block would take as lost if it took ``kind`` next."""

@@ -127,7 +127,7 @@ class GpuRegion(State):
                 self._doubt(kind)
             for b in cands:
                 snap = snaps[b.seq]
-                c = self.GAP_COST * b.skipped(kind, tid, ntt_era) if lenient else 0.0
+                c: float = self.GAP_COST * b.skipped(kind, tid, ntt_era) if lenient else 0.0
                 b.restore(snap)  # a copy of the hypothesis' state to place the line in
                 if not tid:
                     lc, b.lock_lo, b.lock_hi = b.lock_cost(kind, f, lo, hi)
@@ -268,7 +268,7 @@ class GpuRegion(State):
             self._bind_by_lock_time(blk)
             if blk.call is not None and not blk.confirmed and self._other_gpu_fits(blk):
                 blk.doubt = True
-            call = blk.call
+            call: Call | None = blk.call  # (compiled, its attributes read as a struct's)
             if call is not None and call.gpu is not None and call.start is not None:
                 # No T7 to confirm it later: a block whose lock came when the GPU's previous
                 # region (as bound) released it, not when its call arrived, was checked

@@ -44,6 +44,7 @@ cdef class Block:
     @cython.locals(seen=set, missing=list)
     cpdef list missing_stages(self, bint ntt_era)
     cpdef bint closes_with(self, str kind, object tid)
+    @cython.locals(st=long)
     cpdef double relation_cost(self, str kind)
 
 # Module constants read only here, as C variables of their type (a ``.get`` on them is then a
@@ -52,7 +53,7 @@ cdef dict _FIXED_OFFSET, _OWN_OFFSET, _RENAME, _TID_PRED, _AFTER
 cdef tuple _NEED, _NEED_NTT, _NEED_MAIN
 cdef frozenset _TID_KINDS, _TID_FIELDS, _DROP, _RELATED, _THREAD_LINES
 cdef long _STAGE_MUTEX_WAIT, _STAGE_PRESTAGE_VRAM, _STAGE_NTT_H, _STAGE_NTT_MSM_H
-cdef long _STAGE_BATCH_ADD, _STAGE_MUTEX_HELD
+cdef long _STAGE_BATCH_ADD, _STAGE_TAIL_MSM, _STAGE_MUTEX_HELD
 
 cdef object _iv(dict d, str k)
 cdef object _ivf(dict d, str k)

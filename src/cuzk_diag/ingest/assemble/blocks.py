@@ -37,6 +37,7 @@ _STAGE_PRESTAGE_VRAM = _STAGE["prestage_vram"]
 _STAGE_NTT_H = _STAGE["ntt_h"]
 _STAGE_NTT_MSM_H = _STAGE["ntt_msm_h"]
 _STAGE_BATCH_ADD = _STAGE["batch_add"]
+_STAGE_TAIL_MSM = _STAGE["tail_msm"]
 _STAGE_MUTEX_HELD = _STAGE["mutex_held"]
 _TID_FIELDS = frozenset(
     {"ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms", "gpu_total_ms"}
@@ -346,33 +347,38 @@ class Block:
         cost = 0.0
         if kind not in _RELATED:
             return cost
+        st = _STAGE[kind]
         if kind in NAMES_GPU:
             g = f.get("d_a_cache_gpu" if kind == "d_a_cache" else "pool_threshold_gpu")
             call = self.call
             if isinstance(g, int) and call is not None and call.gpu is not None and call.gpu != g:
                 cost += 1000.0
-        if kind == "ntt_h" and "d_a_cache" in self.seen:
+        if st == _STAGE_NTT_H and "d_a_cache" in self.seen:
             d_b = _ivf(f, "d_b_alloc_ms")
             if d_b is not None and d_b < 50:
                 cost += 500.0
-        if kind == "ntt_msm_h":
+        if st == _STAGE_NTT_MSM_H:
             ntt, total = _ivf(f, "ntt_msm_h_ms"), _ivf(f, "ntt_h_total_ms")
             if ntt is not None and total is not None and "ntt_h" in self.seen:
                 # T4 spans the NTT_H block plus the d_a lookup (large only on a GPU's first call).
                 slack = 10000.0 if "d_a_cache" in self.seen else 30.0
                 d = ntt - total
                 cost += max(0.0, -2 - d) + max(0.0, d - slack)
-        elif kind == "tail_msm":
+        elif st == _STAGE_TAIL_MSM:
             total = _ivf(f, "gpu_total_ms")
-            parts = [_ivf(f, "ntt_msm_h_ms"), _ivf(f, "batch_add_ms"), _ivf(f, "tail_msm_ms")]
-            if total is not None and None not in parts:
-                rest = total - sum(parts)  # type: ignore[arg-type]
+            ntt, add, tail = (
+                _ivf(f, "ntt_msm_h_ms"),
+                _ivf(f, "batch_add_ms"),
+                _ivf(f, "tail_msm_ms"),
+            )
+            if total is not None and ntt is not None and add is not None and tail is not None:
+                rest = total - (ntt + add + tail)
                 bw = _ivf(f, "barrier_wait_ms")
                 if bw is not None:
                     cost += max(0.0, abs(rest - bw) - 4)
                 else:
                     cost += max(0.0, -rest - 3)
-        elif kind == "mutex_held":
+        elif st == _STAGE_MUTEX_HELD:
             held, tot = _ivf(f, "mutex_held_ms"), _ivf(f, "total_start_fn_ms")
             gt, pre, wait = (
                 _ivf(f, "gpu_total_ms"),

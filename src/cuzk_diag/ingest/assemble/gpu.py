@@ -111,14 +111,12 @@ class GpuRegion(State):
         new: list[tuple[float, int, dict[int, tuple[Any, ...]]]] = []
         closing: dict[int, int] = {}
         order = 0
-        viewed: dict[Block, tuple[Any, ...]] = {}  # block -> the hypothesis state it shows
         for cost, _, snaps in self.beam:
             mine: list[Block] = []  # the open blocks of the hypothesis, showing its states
             for b in self.blocks:
                 snap = snaps.get(b.seq)
                 if snap is not None:
                     b.view(snap)
-                    viewed[b] = snap
                     mine.append(b)
             cands = [b for b in mine if b.accepts(kind, tid, ntt_era)]
             lenient = not cands and may_skip
@@ -143,9 +141,10 @@ class GpuRegion(State):
                 # (b now shows the new hypothesis' state: no other placement of this one reads
                 # it, and the next hypothesis shows its own state of b before reading it.)
         # Each block shows the last hypothesis state it showed (a view: the next change to it
-        # is a placement here, which restores first, or the commit).
-        for b, snap in viewed.items():
-            b.view(snap)
+        # is a placement here, which restores first, or the commit): the last hypothesis' state,
+        # as every hypothesis holds the same blocks (those open when the beam began).
+        for b in mine:
+            b.view(snaps[b.seq])
         if not new:
             # No hypothesis can take the line: settle on the best and let it open a block
             # (a line that cannot start one was lost from its block: unattributed).

@@ -63,21 +63,15 @@ class Group:
 
     def events(self, source: int) -> list[Event]:
         n = len(self.rows)
-        cols = [c.to_pylist() if isinstance(c, pa.Array) else [c] * n for c in self.cols]
-        fields = _dicts(self.names, cols)
+        cols = [c.to_pylist() if isinstance(c, pa.Array) else c for c in self.cols]
+        fields = _dicts(self.names, cols, n)
+        kinds = repeat(self.kind) if isinstance(self.kind, str) else _interned(self.kind)
         lines = self.lines.tolist()
-        fam = self.family
-        if isinstance(self.kind, str):
-            k = self.kind
-            return [
-                _new(Event, (no, source, fam, k, f, False))
-                for no, f in zip(lines, fields, strict=True)
-            ]
-        kinds = _interned(self.kind)
-        return [
-            _new(Event, (no, source, fam, k, f, False))
-            for no, k, f in zip(lines, kinds, fields, strict=True)
-        ]
+        rest = repeat(source), repeat(self.family), kinds, fields, repeat(False)
+        # (``tuple.__new__`` mapped over the zipped columns makes each event in C: a loop here
+        # built a tuple per event and passed it through a generic call, ~230 instructions more.
+        # Not strict: the repeats never end.)
+        return list(map(_new, repeat(Event), zip(lines, *rest, strict=False)))
 
 
 def extract_fixed(
@@ -149,24 +143,41 @@ def _rows(mask: pa.Array) -> np.ndarray:
     return rows
 
 
-def _dicts(keys: Sequence[str], cols: Sequence[list[Value]]) -> list[dict[str, Value]]:
-    """One dict per row of ``cols`` (one column per key, in key order)."""
-    if len(keys) == 1:
-        (k1,) = keys
-        return [{k1: a} for a in cols[0]]
-    if len(keys) == 2:
-        k1, k2 = keys
-        return [{k1: a, k2: b} for a, b in zip(cols[0], cols[1], strict=True)]
-    if len(keys) == 3:
-        k1, k2, k3 = keys
-        return [{k1: a, k2: b, k3: c} for a, b, c in zip(*cols, strict=True)]
-    if len(keys) == 4:
+def _dicts(
+    keys: Sequence[str], cols: Sequence[list[Value] | Value], n: int
+) -> list[dict[str, Value]]:
+    """One dict per row of ``n`` rows: a key per column of ``cols``, in key order; a column is a
+    list of each row's value, or a value every row has (not a list)."""
+    if len(keys) <= 4:
+        lists = [c if type(c) is list else [c] * n for c in cols]
+        if len(keys) == 1:
+            (k1,) = keys
+            return [{k1: a} for a in lists[0]]
+        if len(keys) == 2:
+            k1, k2 = keys
+            return [{k1: a, k2: b} for a, b in zip(lists[0], lists[1], strict=True)]
+        if len(keys) == 3:
+            k1, k2, k3 = keys
+            return [{k1: a, k2: b, k3: c} for a, b, c in zip(*lists, strict=True)]
         k1, k2, k3, k4 = keys
-        return [{k1: a, k2: b, k3: c, k4: d} for a, b, c, d in zip(*cols, strict=True)]
-    # (A dict display per row, as above, is several times faster than a dict of a zip: 120
-    # against 700-970 ns a row, compiled. Wider rows are rarer: each a dict of its zip with the
-    # keys, the calls made in C; every row has as many values as there are keys.)
-    return list(map(dict, map(zip, repeat(keys), zip(*cols, strict=True))))
+        return [{k1: a, k2: b, k3: c, k4: d} for a, b, c, d in zip(*lists, strict=True)]
+    # (A dict display per row, as above, is the fastest: 120 ns a row, compiled. Wider rows
+    # are rarer: each a copy of one dict with every key, in order, and the values every row
+    # has, whose other values are then set a column at a time: ~260 instructions a value,
+    # compiled, against ~700 for a dict of each row's zip with the keys.)
+    first = {k: None if type(c) is list else c for k, c in zip(keys, cols, strict=True)}
+    out = [first.copy() for _ in range(n)]
+    for k, c in zip(keys, cols, strict=True):
+        if type(c) is list:
+            _fill(out, k, c)
+    return out
+
+
+def _fill(out: list[dict[str, Value]], key: str, col: list[Value]) -> None:
+    """Set ``key`` of each dict of ``out`` to its value in ``col`` (as long as ``out``)."""
+    for i in range(len(out)):
+        d = out[i]
+        d[key] = col[i]
 
 
 def _int64(col: pa.Array) -> pa.Array:

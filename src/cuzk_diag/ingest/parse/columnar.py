@@ -63,7 +63,7 @@ class Group:
 
     def events(self, source: int) -> list[Event]:
         n = len(self.rows)
-        cols = [c.to_pylist() if isinstance(c, pa.Array) else c for c in self.cols]
+        cols = [_values(c) if isinstance(c, pa.Array) else c for c in self.cols]
         fields = _dicts(self.names, cols, n)
         kinds = repeat(self.kind) if isinstance(self.kind, str) else _interned(self.kind)
         lines = self.lines.tolist()
@@ -138,6 +138,14 @@ def _interned(col: pa.Array) -> list[Value]:
     return out
 
 
+def _values(col: pa.Array) -> list[Value]:
+    """The values of a column as Python objects; those of an integer column without nulls
+    through numpy (~40 instructions a value fewer than ``to_pylist``, the same ints)."""
+    if col.null_count or not pa.types.is_integer(col.type):
+        return col.to_pylist()  # type: ignore[no-any-return]
+    return col.to_numpy().tolist()  # type: ignore[no-any-return]
+
+
 def _rows(mask: pa.Array) -> np.ndarray:
     rows: np.ndarray = pc.indices_nonzero(mask).to_numpy()
     return rows
@@ -149,7 +157,7 @@ def _dicts(
     """One dict per row of ``n`` rows: a key per column of ``cols``, in key order; a column is a
     list of each row's value, or a value every row has (not a list)."""
     if len(keys) <= 4:
-        lists = [c if type(c) is list else [c] * n for c in cols]
+        lists: list[list[Value]] = [c if isinstance(c, list) else [c] * n for c in cols]
         if len(keys) == 1:
             (k1,) = keys
             return [{k1: a} for a in lists[0]]
@@ -165,10 +173,12 @@ def _dicts(
     # are rarer: each a copy of one dict with every key, in order, and the values every row
     # has, whose other values are then set a column at a time: ~260 instructions a value,
     # compiled, against ~700 for a dict of each row's zip with the keys.)
-    first = {k: None if type(c) is list else c for k, c in zip(keys, cols, strict=True)}
+    first: dict[str, Value] = {
+        k: None if isinstance(c, list) else c for k, c in zip(keys, cols, strict=True)
+    }
     out = [first.copy() for _ in range(n)]
     for k, c in zip(keys, cols, strict=True):
-        if type(c) is list:
+        if isinstance(c, list):
             _fill(out, k, c)
     return out
 

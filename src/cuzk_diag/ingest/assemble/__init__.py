@@ -118,7 +118,8 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         """Take events in order; returns the records they completed, with a ``SegmentEnd``
         after the last record of each clock segment that ended (the engine restarted)."""
         out: list[Any] = []
-        kinds_seen, era = self._kinds_seen, self.era
+        kinds_seen = self._kinds_seen
+        era: EraDetector = self.era
         for ev in events:
             fam = ev.family
             if fam is _TIMING or fam is _NTT_H:
@@ -147,9 +148,10 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                 # which places the C++ lines waiting for it and moves the clock on (never back).
                 t: float | None = None
                 f: dict[str, Value] = ev.fields  # (compiled, a dict read as one)
+                kind = ev.kind
                 if fam is _TIMELINE:
-                    era.observe(ev)
-                    if ev.kind == "torn":
+                    era.observe_timeline(kind, f, ev)
+                    if kind == "torn":
                         continue
                     off = f.get("offset_ms")
                     if isinstance(off, int):
@@ -167,11 +169,11 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                     clock = self.clock or 0.0
                     self.clock = t if t > clock else clock  # (max(clock, t), without the call)
                 if fam is _TIMELINE:
-                    self._timeline(ev)
-                elif ev.kind != "clock":
+                    self._timeline(ev, kind, f)
+                elif kind != "clock":
                     # (The one kind of line that ends a clock segment: the engine's start.)
                     segment = self.segment
-                    self._tracing(ev)
+                    self._tracing(ev, kind, f)
                     if self.segment != segment:
                         out.extend(self._take_out())
                         out.append(SegmentEnd(self.segment))

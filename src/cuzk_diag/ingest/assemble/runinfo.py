@@ -67,6 +67,8 @@ def note_run_info(info: RunInfo, ev: Event) -> None:
         _bench(info, ev)
         return
     kind = ev.kind
+    if kind not in _KINDS:
+        return  # (most tracing lines: one set lookup, not the string comparisons below)
     f: dict[str, Value] = ev.fields
     if kind == "tracing":
         level = f.get("level")

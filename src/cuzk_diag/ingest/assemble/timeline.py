@@ -20,15 +20,14 @@ from cuzk_diag.records import (
 class EngineEvents(State):
     """Part of ``Assembler`` (see the package text)."""
 
-    def _timeline(self: State, ev: Event) -> None:
-        f: dict[str, Value] = ev.fields
+    def _timeline(self: State, ev: Event, kind: str, f: dict[str, Value]) -> None:
+        """A TIMELINE line (``kind`` and fields ``f`` as ``feed_many`` read them)."""
         key = timeline_key(f)
         job, part = key
-        tl = self.tl.get(key)
+        tl: dict[str, Value] | None = self.tl.get(key)
         if tl is None:
             tl = self.tl[key] = {}
         off = f.get("offset_ms")
-        kind = ev.kind
         if kind == "SYNTH_START":
             tl["synth_start_ms"] = off
             if isinstance(f.get("kind"), str):
@@ -139,11 +138,10 @@ class EngineEvents(State):
 
     # -- tracing ----------------------------------------------------------------------------------
 
-    def _tracing(self: State, ev: Event) -> None:
-        """A tracing line: its run facts (``runinfo``), then what it tells about calls."""
+    def _tracing(self: State, ev: Event, kind: str, f: dict[str, Value]) -> None:
+        """A tracing line: its run facts (``runinfo``), then what it tells about calls (``kind``
+        and fields ``f`` as ``feed_many`` read them)."""
         note_run_info(self.info, ev)
-        kind = ev.kind
-        f: dict[str, Value] = ev.fields
         if kind == "engine_start":
             if self.clock is not None or self.calls:
                 self._new_segment()

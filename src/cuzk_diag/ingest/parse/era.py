@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cuzk_diag.records import Event, Family, RunInfo
+from cuzk_diag.records import Event, Family, RunInfo, Value
 
 ERAS = ("phase4-8", "phase9-11", "phase12", "pool-cache", "main")
 ERA_LABELS = {
@@ -15,6 +15,8 @@ ERA_LABELS = {
 }
 
 _TIMING, _NTT_H, _TIMELINE = Family.TIMING, Family.NTT_H, Family.TIMELINE  # (see records.Family)
+#: TIMELINE kinds that are era markers themselves.
+_TIMELINE_MARKERS = {"GPU_QUEUE": "gpu_queue", "CHAN_SEND": "chan_send"}
 
 
 class EraDetector:
@@ -47,20 +49,22 @@ class EraDetector:
             if "ntt_h" not in m:
                 m["ntt_h"] = ev.line
         elif fam is _TIMELINE:
-            # (Every TIMELINE line comes here: a few lookups, no more.)
-            k = ev.kind
-            f = ev.fields
-            if k == "GPU_QUEUE":
-                if "gpu_queue" not in m:
-                    m["gpu_queue"] = ev.line
-            elif k == "CHAN_SEND" and "chan_send" not in m:
-                m["chan_send"] = ev.line
-            if "snap_partition" in f and "snap_partition" not in m:
-                m["snap_partition"] = ev.line
-            if "partition" in f and "timeline_partition" not in m:
-                m["timeline_partition"] = ev.line
-            if ("kind" in f or "monolithic" in f) and "timeline_monolithic" not in m:
-                m["timeline_monolithic"] = ev.line
+            self.observe_timeline(ev.kind, ev.fields, ev)
+
+    def observe_timeline(self, kind: str, f: dict[str, Value], ev: Event) -> None:
+        """``observe`` for a TIMELINE line whose kind and fields the caller has read."""
+        # (Every TIMELINE line comes here: a few lookups, no more; a table, not a chain of
+        # string comparisons.)
+        m = self.markers
+        key = _TIMELINE_MARKERS.get(kind)
+        if key is not None and key not in m:
+            m[key] = ev.line
+        if "snap_partition" in f and "snap_partition" not in m:
+            m["snap_partition"] = ev.line
+        if "partition" in f and "timeline_partition" not in m:
+            m["timeline_partition"] = ev.line
+        if ("kind" in f or "monolithic" in f) and "timeline_monolithic" not in m:
+            m["timeline_monolithic"] = ev.line
 
     @property
     def era(self) -> str:

@@ -5,3 +5,4 @@ from cuzk_diag.ingest.assemble.calls cimport Call, _ts_ms
 from cuzk_diag.ingest.assemble.state cimport State
 from cuzk_diag.ingest.assemble.runinfo cimport note_run_info
 from cuzk_diag.ingest.parse.era cimport EraDetector
+cdef frozenset _AFTER_PREP

@@ -67,6 +67,11 @@ _TIMING, _NTT_H, _TIMELINE, _TRACING, _BENCH = (  # (see records.Family)
 )
 
 
+#: Lines placed after the prep lines before them (``_drain``; a set: a chain of string
+#: comparisons cost ~100 instructions each).
+_AFTER_PREP = frozenset({"epilogue", "async_dealloc", "split_vectors"})
+
+
 @dataclass(frozen=True)
 class SegmentEnd:
     """In a record list: the records of a clock segment are out (the engine restarted)."""
@@ -120,6 +125,8 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         out: list[Any] = []
         kinds_seen = self._kinds_seen
         era: EraDetector = self.era
+        # (Methods found once: finding a method by name costs ~200 instructions a line.)
+        drain, timeline, tracing = self._drain, self._timeline, self._tracing
         for ev in events:
             fam = ev.family
             if fam is _TIMING or fam is _NTT_H:
@@ -142,7 +149,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                 pending = self.pending  # (_drain replaces the list)
                 pending.append(ev)
                 if len(pending) > 256:
-                    self._drain(None)
+                    drain(None)
             elif fam is _TIMELINE or fam is _TRACING:
                 # A timestamped line: first a clock reading (at ``t`` on the TIMELINE clock),
                 # which places the C++ lines waiting for it and moves the clock on (never back).
@@ -165,15 +172,15 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                             t = ms - epoch
                 if t is not None:
                     if self.pending:
-                        self._drain(t)
+                        drain(t)
                     clock = self.clock or 0.0
                     self.clock = t if t > clock else clock  # (max(clock, t), without the call)
                 if fam is _TIMELINE:
-                    self._timeline(ev, kind, f)
+                    timeline(ev, kind, f)
                 elif kind != "clock":
                     # (The one kind of line that ends a clock segment: the engine's start.)
                     segment = self.segment
-                    self._tracing(ev, kind, f)
+                    tracing(ev, kind, f)
                     if self.segment != segment:
                         out.extend(self._take_out())
                         out.append(SegmentEnd(self.segment))
@@ -269,15 +276,17 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
             if kind in _JOINT_KINDS:
                 joint.append((idx, ev))
                 continue
-            if joint and kind in ("epilogue", "async_dealloc", "split_vectors"):
+            if joint and kind in _AFTER_PREP:
                 # These depend on the prep lines before them (T7 after T3, T8 after T7).
                 self._solve_prep_lines(joint, anchors, lo, hi)
                 joint = []
             if kind in _STAGE:
                 self._anchor = None
                 self._gpu_line(ev, kind, lo, hi)
-                if self._anchor is not None:
-                    anchors.append((idx, *self._anchor))
+                anchor = self._anchor
+                if anchor is not None:
+                    # (Not ``(idx, *anchor)``: compiled, that builds the tuple through a list.)
+                    anchors.append((idx, anchor[0], anchor[1]))
             elif kind in _CPU_KINDS:
                 self._cpu_line(ev, kind, lo, hi)
             elif kind == "epilogue":
@@ -312,14 +321,15 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         los: list[float | None] = []
         his: list[float | None] = []
         for idx, _ in indexed:
+            # The bracket, narrowed by the anchors before and after the line.
             a_lo = [t for i, t, _ in anchors if i < idx]
             a_hi = [t for i, _, t in anchors if i > idx]
-            los.append(
-                max(([lo] if lo is not None else []) + a_lo) if (lo is not None or a_lo) else None
-            )
-            his.append(
-                min(([hi] if hi is not None else []) + a_hi) if (hi is not None or a_hi) else None
-            )
+            if lo is not None:
+                a_lo.append(lo)
+            if hi is not None:
+                a_hi.append(hi)
+            los.append(max(a_lo) if a_lo else None)
+            his.append(min(a_hi) if a_hi else None)
         search = PrepSearch(lines, los, his, self._prep_candidates, self.CPU_MARGIN)
         search.dfs(0, 0.0, -1e18)
         best, ends = search.best, search.ends
@@ -331,7 +341,9 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         ambiguous = best[2] > 1 or any(
             c <= best[0] + self.CPU_MARGIN and k != best[1][0] for c, k in ends
         )
-        for ev, call in zip(lines, best[1][1], strict=True):
+        choice: list[Call | None] = best[1][1]  # (a call per line)
+        for i, ev in enumerate(lines):
+            call = choice[i]
             if call is None:
                 self._note_unattributed(ev)
                 continue

@@ -19,6 +19,7 @@ from cuzk_diag.ingest.assemble.calls import (
     _int0,
     _t0,
 )
+from cuzk_diag.ingest.assemble.identity import _best_fits, _clock_costs
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
     Event,
@@ -127,11 +128,12 @@ class CpuSide(State):
         if not strong and pred is not None and (lo is not None or hi is not None):
             timed = [c for c in cands if c.start is not None]
             if timed:
-                fit = self._by_clock(timed, pred, lo, hi)
+                scored = _clock_costs(timed, pred, lo, hi)  # (as ``_by_clock``, scored once)
+                fit = _best_fits(scored)
                 # One call fits clearly better than any other (not just by a few ms).
-                strong = len(self._by_clock(timed, pred, lo, hi, self.CPU_MARGIN)) == 1
+                strong = len(_best_fits(scored, self.CPU_MARGIN)) == 1
                 cands = fit[:1]
-        call = min(cands, key=lambda c: c.seq)
+        call = _first_started(cands)
         self._put_cpu(call, ev, kind)
         if not strong or unsure:
             call.cpu_weak = True
@@ -195,8 +197,9 @@ class CpuSide(State):
 
     def _put_cpu(self: State, call: Call, ev: Event, kind: str) -> None:
         call.kinds.add(kind)
-        call.lines.append(ev.line)
-        call.klines[kind] = ev.line
+        line = ev.line
+        call.lines.append(line)
+        call.klines[kind] = line
         _copy_fields(call.fields, ev.fields, kind)
         if call.attr_cpu is _NONE:
             call.attr_cpu = _INFERRED
@@ -204,3 +207,13 @@ class CpuSide(State):
             self._maybe_emit(call)
 
     # -- emission ---------------------------------------------------------------------------------
+
+
+def _first_started(cands: list) -> Call:  # (list[Call]: Cython matches no list[...] to cpu.pxd)
+    """Of ``cands`` (calls), the one that started first (``min`` by ``seq``, without a call of a
+    key function per call)."""
+    first = cands[0]
+    for c in cands:
+        if c.seq < first.seq:
+            first = c
+    return first

@@ -123,22 +123,7 @@ class Identity(State):
         Ordered by predicted time: lines print in time order, so of several calls that fit,
         the one due first is the one printing now.
         """
-        scored = []
-        for c in cands:
-            if c.start is None:
-                scored.append((0.0, 0.0, c))
-                continue
-            p = predict(c)
-            cost = 0.0
-            if lo is not None and p < lo - TOL_MS:
-                cost += lo - TOL_MS - p
-            if hi is not None and p > hi + TOL_MS:
-                cost += p - hi - TOL_MS
-            scored.append((cost, p, c))
-        best = min(s for s, _, _ in scored)
-        fit = [(p, c.seq, c) for s, p, c in scored if s <= best + slack]
-        fit.sort(key=lambda t: (t[0], t[1]))
-        return [c for _, _, c in fit]
+        return _best_fits(_clock_costs(cands, predict, lo, hi), slack)
 
     def _anonymous_call(self, ev: Event) -> Call:
         # Reuse the oldest anonymous call that entered (T1) but has no block yet.
@@ -187,7 +172,8 @@ class Identity(State):
         worker, part = f.get("worker_id"), f.get("partition")
         if not isinstance(p_ms, int):
             return
-        self._drain(None)
+        if self.pending:  # (a method call only when lines wait)
+            self._drain(None)
         best: Block | None = None
         best_gap = None
         for blk in self.closed_blocks:
@@ -262,7 +248,8 @@ class Identity(State):
 
     def _confirm_by_t7(self, call: Call, gpu_ms: int) -> None:
         """GPU_END follows T7 on the same thread: the T7 with gpu_ms >= pre_destructor_ms."""
-        self._drain(None)
+        if self.pending:  # (a method call only when lines wait)
+            self._drain(None)
         best = None
         best_gap = None
         for c in self.calls:
@@ -304,3 +291,31 @@ class Identity(State):
             self._rebind(blk, call)
 
     # -- CPU-side lines ---------------------------------------------------------------------------
+
+
+def _clock_costs(
+    cands: list[Call], predict: Callable[[Call], float], lo: float | None, hi: float | None
+) -> list[tuple[float, float, Call]]:
+    """``_by_clock``'s scores: each call with how far its predicted print time misses the clock
+    bracket, and that time. (A caller that picks twice from the same calls scores them once.)"""
+    scored = []
+    for c in cands:
+        if c.start is None:
+            scored.append((0.0, 0.0, c))
+            continue
+        p = predict(c)
+        cost = 0.0
+        if lo is not None and p < lo - TOL_MS:
+            cost += lo - TOL_MS - p
+        if hi is not None and p > hi + TOL_MS:
+            cost += p - hi - TOL_MS
+        scored.append((cost, p, c))
+    return scored
+
+
+def _best_fits(scored: list[tuple[float, float, Call]], slack: float = 1e-9) -> list[Call]:
+    """The calls ``_clock_costs`` scored within ``slack`` ms of the best, by predicted time."""
+    best = min(s for s, _, _ in scored)
+    fit = [(p, c.seq, c) for s, p, c in scored if s <= best + slack]
+    fit.sort()  # (by time, then start order: a call's seq is its own, so calls are never compared)
+    return [c for _, _, c in fit]

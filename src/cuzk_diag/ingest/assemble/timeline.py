@@ -86,7 +86,8 @@ class EngineEvents(State):
             call = self._call_without_start(job, part, f, ev)
             if call is None:
                 return
-        self._drain(None)
+        if self.pending:  # (a method call only when lines wait)
+            self._drain(None)
         if "b_g2_msm" not in call.kinds and "prep_msm" in call.kinds:
             # Its T3 always precedes GPU_END: if a tie gave it to another open call, take it back.
             self._reclaim(call, "b_g2_msm", ("b_g2_msm_ms", "num_circuits"))

@@ -1,9 +1,6 @@
 # The compiled build's view of cpu.py: the extension types of blocks.pxd, calls.pxd and state.pxd,
-# and its own C function ``_first_started``.
-cimport cython
+# and the C function ``_first_started`` of identity.pxd.
 from cuzk_diag.ingest.assemble.blocks cimport Block, _copy_fields
 from cuzk_diag.ingest.assemble.calls cimport Call
 from cuzk_diag.ingest.assemble.state cimport State
-
-@cython.locals(first=Call, c=Call)
-cdef Call _first_started(list cands)
+from cuzk_diag.ingest.assemble.identity cimport _first_started

@@ -19,7 +19,7 @@ from cuzk_diag.ingest.assemble.calls import (
     _int0,
     _t0,
 )
-from cuzk_diag.ingest.assemble.identity import _best_fits, _clock_costs
+from cuzk_diag.ingest.assemble.identity import _best_fits, _clock_costs, _first_started
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
     Event,
@@ -207,13 +207,3 @@ class CpuSide(State):
             self._maybe_emit(call)
 
     # -- emission ---------------------------------------------------------------------------------
-
-
-def _first_started(cands: list) -> Call:  # (list[Call]: Cython matches no list[...] to cpu.pxd)
-    """Of ``cands`` (calls), the one that started first (``min`` by ``seq``, without a call of a
-    key function per call)."""
-    first = cands[0]
-    for c in cands:
-        if c.seq < first.seq:
-            first = c
-    return first

@@ -103,7 +103,8 @@ class Identity(State):
                     blk.lock_lo = max(blk.lock_lo, t - TOL_MS)
                     blk.lock_hi = min(blk.lock_hi, t + TOL_MS)
         # FIFO: the call that entered the C++ function first (T1 seen first), then start order.
-        best = min(cands, key=lambda c: (0 if "split_vectors" in c.kinds else 1, c.seq))
+        entered = [c for c in cands if "split_vectors" in c.kinds]
+        best = _first_started(entered or cands)
         blk.call = best
         best.block = blk
         if best.gpu is None and len({c.gpu for c in cands}) <= 1:
@@ -319,3 +320,14 @@ def _best_fits(scored: list[tuple[float, float, Call]], slack: float = 1e-9) -> 
     fit = [(p, c.seq, c) for s, p, c in scored if s <= best + slack]
     fit.sort()  # (by time, then start order: a call's seq is its own, so calls are never compared)
     return [c for _, _, c in fit]
+
+
+def _first_started(cands: list) -> Call:
+    """Of ``cands`` (calls), the one that started first: ``min`` by ``seq`` without a call of a
+    key function per call. (``list``, not ``list[Call]``: Cython matches no ``list[...]`` to the
+    declaration in identity.pxd.)"""
+    first = cands[0]
+    for c in cands:
+        if c.seq < first.seq:
+            first = c
+    return first

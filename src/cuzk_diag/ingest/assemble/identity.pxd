@@ -1,0 +1,9 @@
+# The compiled build's view of identity.py: the extension types of blocks.pxd, calls.pxd and
+# state.pxd, and its own C function ``_first_started`` (cpu.pxd cimports it).
+cimport cython
+from cuzk_diag.ingest.assemble.blocks cimport Block
+from cuzk_diag.ingest.assemble.calls cimport Call
+from cuzk_diag.ingest.assemble.state cimport State
+
+@cython.locals(first=Call, c=Call)
+cpdef Call _first_started(list cands)

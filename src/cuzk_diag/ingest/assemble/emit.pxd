@@ -2,3 +2,10 @@
 from cuzk_diag.ingest.assemble.blocks cimport Block
 from cuzk_diag.ingest.assemble.calls cimport Call, _span
 from cuzk_diag.ingest.assemble.state cimport State
+
+# Module constants read only here, as C variables of their type (a lookup in them is then a
+# direct set or dict operation).
+cdef frozenset _RECORD_COLUMNS
+cdef dict _NO_FIELDS
+
+cdef _into_record(dict src, dict rec, dict extra)

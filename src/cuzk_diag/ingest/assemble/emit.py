@@ -31,6 +31,20 @@ _EXACT_TEXT, _INFERRED_TEXT, _AMBIGUOUS_TEXT, _NONE_TEXT = (
     for a in (Attribution.EXACT, Attribution.INFERRED, Attribution.AMBIGUOUS, Attribution.NONE)
 )
 
+#: The TIMELINE entry of a call without one (read, never written to).
+_NO_FIELDS: dict[str, Value] = {}
+
+
+def _into_record(src: dict[str, Value], rec: dict[str, Any], extra: dict[str, Value]) -> None:
+    """A call's or a block's fields into its record: the record's columns as they are (most of
+    the values), the rest, but for the assembly's own ``_`` keys, into ``extra``. (No column
+    name starts with ``_``.)"""
+    for k, v in src.items():
+        if k in _RECORD_COLUMNS:
+            rec[k] = v
+        elif not k.startswith("_"):
+            extra[k] = v
+
 
 class Emission(State):
     """Part of ``Assembler`` (see the package text)."""
@@ -56,7 +70,10 @@ class Emission(State):
         if "async_dealloc" not in call.kinds and call.status != "failed":
             # T8 (and, from Phase 12 on, T3) come after GPU_END; wait for them unless the worker
             # has moved on twice since (then they are not coming for this call).
-            later = sum(1 for c in self.calls if c.worker == call.worker and c.seq > call.seq)
+            later = 0  # (a loop: ``sum`` over a generator made a generator object per call)
+            for c in self.calls:
+                if c.worker == call.worker and c.seq > call.seq:
+                    later += 1
             if later < 2:
                 return
         self._emit(call)
@@ -67,38 +84,32 @@ class Emission(State):
         call.emitted = True
         if call in self.calls:
             self.calls.remove(call)
-        blk = call.block
-        rec: dict[str, Any] = {}
-        tl = call.tl or {}
-        rec["record"] = blk.seq if blk is not None else None
-        rec["source"] = call.source
-        rec["job_id"] = call.job_id
-        rec["partition"] = call.partition
-        rec["worker"] = call.worker
-        rec["gpu"] = call.gpu if call.gpu is not None else self._only_gpu()
-        rec["proof_kind"] = tl.get("proof_kind")
-        rec["era"] = self.era.era
-        for k in (
-            "synth_start_ms",
-            "synth_end_ms",
-            "queue_ms",
-            "pickup_ms",
-            "start_ms",
-            "end_ms",
-            "synth_ms",
-            "gpu_ms",
-        ):
-            rec[k] = tl.get(k)
+        blk: Block | None = call.block
+        tl: dict[str, Value] = call.tl if call.tl is not None else _NO_FIELDS
+        # (One dict display: made at its size at once, where a dict filled key by key grows
+        # twice on the way.)
+        rec: dict[str, Any] = {
+            "record": blk.seq if blk is not None else None,
+            "source": call.source,
+            "job_id": call.job_id,
+            "partition": call.partition,
+            "worker": call.worker,
+            "gpu": call.gpu if call.gpu is not None else self._only_gpu(),
+            "proof_kind": tl.get("proof_kind"),
+            "era": self.era.era,
+            "synth_start_ms": tl.get("synth_start_ms"),
+            "synth_end_ms": tl.get("synth_end_ms"),
+            "queue_ms": tl.get("queue_ms"),
+            "pickup_ms": tl.get("pickup_ms"),
+            "start_ms": tl.get("start_ms"),
+            "end_ms": tl.get("end_ms"),
+            "synth_ms": tl.get("synth_ms"),
+            "gpu_ms": tl.get("gpu_ms"),
+        }
         extra: dict[str, Value] = {}
-        for src in (call.fields, blk.fields if blk is not None else {}):
-            # The record's columns as they are (most of the values); the rest, but for the
-            # assembly's own ``_`` keys, into ``extra``. (No column name starts with ``_``.)
-            rec.update(src)
-            for k in [key for key in src if key not in _RECORD_COLUMNS]:
-                v = rec.pop(k)
-                if not k.startswith("_"):
-                    extra[k] = v
+        _into_record(call.fields, rec, extra)
         if blk is not None:
+            _into_record(blk.fields, rec, extra)
             extra.update(blk.extra)
             if blk.tids:
                 rec["gpu_threads"] = len(blk.tids)

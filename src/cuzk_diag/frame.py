@@ -18,11 +18,12 @@ _STR_COLS = [name for name, typ in PARTITION_COLUMNS if pa.types.is_string(typ)]
 
 
 _NONE = type(None)
-#: The value types each column takes as they are (anything else goes through ``_fit``).
-_FITS: dict[str, frozenset[type]] = {
-    **{k: frozenset({int, _NONE}) for k in _INT_COLS},
-    **{k: frozenset({int, float, _NONE}) for k in _FLOAT_COLS},
-    **{k: frozenset({str, _NONE}) for k in _STR_COLS},
+#: The value types each column takes as they are (anything else goes through ``_fit``), the
+#: most common first (a test of a type in a tuple compares identities, in order).
+_FITS: dict[str, tuple[type, ...]] = {
+    **{k: (int, _NONE) for k in _INT_COLS},
+    **{k: (float, int, _NONE) for k in _FLOAT_COLS},
+    **{k: (str, _NONE) for k in _STR_COLS},
 }
 
 
@@ -77,15 +78,48 @@ def records_to_table(records: Iterable[dict[str, Any]]) -> pa.Table:
     """Build the partition table; every column of ``PARTITION_SCHEMA``, in order (the columns
     without a value shared, ``share_nulls``).
 
-    Records whose values are of their columns' types go in as they are; when one holds a value
-    Arrow cannot take (an integer beyond int64, say, from a line with 25 digits), every record
-    of the batch goes through ``_fit``."""
-    rows = [_coerce(r) for r in records]
+    Records whose values are of their columns' types go in as they are, and a record that holds
+    a value of another type goes through ``_fit`` (``_coerce``); when one holds a value Arrow
+    cannot take (an integer beyond int64, say, from a line with 25 digits), every record of the
+    batch goes through ``_fit``."""
+    rows = list(records)
+    columns = _columns(rows, check=True)
+    if columns is None:
+        rows = [_coerce(r) for r in rows]
+        columns = _columns(rows, check=False)
     try:
-        table = pa.Table.from_pylist(rows, schema=PARTITION_SCHEMA)
+        table = pa.Table.from_arrays(columns, schema=PARTITION_SCHEMA)
     except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
-        table = pa.Table.from_pylist([_fit(r) for r in rows], schema=PARTITION_SCHEMA)
+        columns = _columns([_fit(r) for r in rows], check=False)
+        table = pa.Table.from_arrays(columns, schema=PARTITION_SCHEMA)
     return share_nulls(table)
+
+
+def _columns(rows: list[dict[str, Any]], *, check: bool) -> list[Any] | None:
+    """The columns of ``PARTITION_SCHEMA`` over ``rows`` as ``pa.Table.from_pylist`` reads
+    them (a value list each), made in one pass over each record's items (``from_pylist`` looks
+    every column up in every record, twice), and a column without a value as the shared
+    all-null array (``null_array``: no list of nulls for Arrow to read). With ``check``, None
+    when a value is not of its column's types (``_FITS``, as ``_coerce`` checks them)."""
+    n = len(rows)
+    # Per column: its values, the types it takes as they are (None: any), whether it has one.
+    cols: dict[str, list[Any]] = {
+        name: [[None] * n, _FITS.get(name), False] for name, _ in PARTITION_COLUMNS
+    }
+    for i in range(n):  # (compiled, ``i`` is then a C integer)
+        for k, v in rows[i].items():
+            col = cols.get(k)
+            if col is None or v is None:
+                continue  # (a key that is no column, left as ``from_pylist`` leaves it; or None)
+            ok = col[1]
+            if check and ok is not None and type(v) not in ok:
+                return None
+            col[0][i] = v
+            col[2] = True
+    return [
+        values if has or not n else null_array(typ, n)
+        for (values, _, has), (_, typ) in zip(cols.values(), PARTITION_COLUMNS, strict=True)
+    ]
 
 
 #: All-null arrays by (type, length), made once: see ``share_nulls``.

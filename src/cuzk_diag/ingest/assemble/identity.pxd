@@ -6,4 +6,4 @@ from cuzk_diag.ingest.assemble.calls cimport Call
 from cuzk_diag.ingest.assemble.state cimport State
 
 @cython.locals(first=Call, c=Call)
-cpdef Call _first_started(list cands)
+cpdef Call _first_started(object cands)

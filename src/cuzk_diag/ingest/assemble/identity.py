@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from cuzk_diag.ingest.assemble.blocks import (
     _ANON_MISS,
@@ -107,8 +107,6 @@ class Identity(State):
         best = _first_started(entered or cands)
         blk.call = best
         best.block = blk
-        if best.gpu is None and len({c.gpu for c in cands}) <= 1:
-            pass
 
     def _by_clock(
         self,
@@ -322,10 +320,9 @@ def _best_fits(scored: list[tuple[float, float, Call]], slack: float = 1e-9) -> 
     return [c for _, _, c in fit]
 
 
-def _first_started(cands: list) -> Call:
+def _first_started(cands: Sequence[Call]) -> Call:
     """Of ``cands`` (calls), the one that started first: ``min`` by ``seq`` without a call of a
-    key function per call. (``list``, not ``list[Call]``: Cython matches no ``list[...]`` to the
-    declaration in identity.pxd.)"""
+    key function per call."""
     first = cands[0]
     for c in cands:
         if c.seq < first.seq:

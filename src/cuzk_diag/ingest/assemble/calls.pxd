@@ -31,6 +31,13 @@ cdef class Call:
 @cython.locals(lo=long, hi=long, n=long)
 cpdef tuple _span(list lines)
 
-@cython.locals(us=long, i=long, d=long)
+@cython.locals(us=long, i=long, d=long, n=long)
 cpdef object _ts_ms(str ts)
+cdef _note_minute(str minute)
 cdef object _epoch_minute(str minute)
+
+# The minute ``_ts_ms`` read last, as C variables (compared and read without a lookup by name).
+cdef str _last_minute
+cdef long _last_sec
+cdef bint _last_ok
+cdef long _EXACT_US

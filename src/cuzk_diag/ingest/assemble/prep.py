@@ -73,6 +73,9 @@ class PrepSearch:
             choice.pop()
             return
         temp = self.temp
+        # (The line's kind and value, read once for all its candidates.)
+        kind = ev.kind
+        value = _int0(ev.fields.get("prep_msm_ms" if kind == "prep_msm" else "b_g2_msm_ms"))
         for c in cs:
             p = self.predict(ev, c)
             extra = 0.0
@@ -86,10 +89,8 @@ class PrepSearch:
                 if p < last - TOL_MS:
                     extra += last - TOL_MS - p
                 nxt = max(last, p)
-            temp.setdefault(c.seq, {})[ev.kind] = _int0(
-                ev.fields.get("prep_msm_ms" if ev.kind == "prep_msm" else "b_g2_msm_ms")
-            )
+            temp.setdefault(c.seq, {})[kind] = value
             choice.append(c)
             self.dfs(i + 1, cost + extra, nxt)
             choice.pop()
-            del temp[c.seq][ev.kind]
+            del temp[c.seq][kind]

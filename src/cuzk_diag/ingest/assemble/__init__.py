@@ -39,7 +39,7 @@ from cuzk_diag.ingest.assemble.calls import (
     Call,
     _ts_ms,
 )
-from cuzk_diag.ingest.assemble.cpu import CpuSide
+from cuzk_diag.ingest.assemble.cpu import CpuSide, put_cpu
 from cuzk_diag.ingest.assemble.emit import Emission
 from cuzk_diag.ingest.assemble.gpu import GpuRegion
 from cuzk_diag.ingest.assemble.identity import Identity
@@ -297,7 +297,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
             self._solve_prep_lines(joint, anchors, lo, hi)
 
     def _solve_prep_lines(
-        self,
+        self: State,
         indexed: list[tuple[int, Event]],
         anchors: list[tuple[int, float, float]],
         lo: float | None,
@@ -316,7 +316,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
             only = self._prep_candidates(lines[0], {})
             if len(only) == 1:
                 # One line that only one call can take: no assignment to weigh.
-                self._put_cpu(only[0], lines[0], lines[0].kind)
+                put_cpu(self, only[0], lines[0], lines[0].kind)
                 return
         los: list[float | None] = []
         his: list[float | None] = []
@@ -347,7 +347,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
             if call is None:
                 self._note_unattributed(ev)
                 continue
-            self._put_cpu(call, ev, ev.kind)
+            put_cpu(self, call, ev, ev.kind)
             if ambiguous:
                 call.cpu_weak = True
 

@@ -19,12 +19,26 @@ from cuzk_diag.ingest.assemble.calls import (
     _int0,
     _t0,
 )
+from cuzk_diag.ingest.assemble.emit import maybe_emit
 from cuzk_diag.ingest.assemble.identity import _best_fits, _clock_costs, _first_started
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
     Event,
     Value,
 )
+
+
+def put_cpu(self: State, call: Call, ev: Event, kind: str) -> None:
+    """A CPU-side line of ``kind`` into ``call`` (``CpuSide._put_cpu``)."""
+    call.kinds.add(kind)
+    line = ev.line
+    call.lines.append(line)
+    call.klines[kind] = line
+    _copy_fields(call.fields, ev.fields, kind)
+    if call.attr_cpu is _NONE:
+        call.attr_cpu = _INFERRED
+    if kind == "async_dealloc":
+        maybe_emit(self, call)
 
 
 class CpuSide(State):
@@ -45,7 +59,7 @@ class CpuSide(State):
                 pred = lambda c, s=s: _t0(c) + s  # noqa: E731
             if not cands:
                 call = self._anonymous_for_t1(ev)
-                self._put_cpu(call, ev, kind)
+                put_cpu(self, call, ev, kind)
                 return
         elif kind == "host_register":
             # T9 replaces T10 (no pre-staging after a failed host registration): it belongs to
@@ -134,7 +148,7 @@ class CpuSide(State):
                 strong = len(_best_fits(scored, self.CPU_MARGIN)) == 1
                 cands = fit[:1]
         call = _first_started(cands)
-        self._put_cpu(call, ev, kind)
+        put_cpu(self, call, ev, kind)
         if not strong or unsure:
             call.cpu_weak = True
 
@@ -195,15 +209,6 @@ class CpuSide(State):
             call.cpu_weak = True
             return
 
-    def _put_cpu(self: State, call: Call, ev: Event, kind: str) -> None:
-        call.kinds.add(kind)
-        line = ev.line
-        call.lines.append(line)
-        call.klines[kind] = line
-        _copy_fields(call.fields, ev.fields, kind)
-        if call.attr_cpu is _NONE:
-            call.attr_cpu = _INFERRED
-        if kind == "async_dealloc":
-            self._maybe_emit(call)
-
-    # -- emission ---------------------------------------------------------------------------------
+    # (The module function above: compiled, a C function that the parts cimporting it call
+    # directly, where a method is found by name.)
+    _put_cpu = put_cpu

@@ -9,3 +9,8 @@ cdef frozenset _RECORD_COLUMNS
 cdef dict _NO_FIELDS
 
 cdef _into_record(dict src, dict rec, dict extra)
+
+# ``maybe_emit`` and ``emit`` (``Emission._maybe_emit`` and ``_emit``) as C functions: cpu.pxd,
+# timeline.pxd and the module itself call them directly.
+cpdef maybe_emit(State self, Call call)
+cpdef emit(State self, Call call)

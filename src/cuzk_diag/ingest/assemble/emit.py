@@ -46,135 +46,137 @@ def _into_record(src: dict[str, Value], rec: dict[str, Any], extra: dict[str, Va
             extra[k] = v
 
 
+def maybe_emit(self: State, call: Call) -> None:
+    """Emit a call once nothing more can arrive for it."""
+    c: Call  # (the calls counted below)
+    if call.emitted or not call.ended:
+        return
+    blk = call.block
+    if self.beam is not None and blk is not None and not blk.closed and blk.seq in self.beam[0][2]:
+        # Its block's lines are still being weighed between hypotheses: wait for the verdict.
+        self.deferred.append(call)
+        return
+    if blk is None or not blk.closed:
+        if call.status != "failed":
+            return
+    if "async_dealloc" not in call.kinds and call.status != "failed":
+        # T8 (and, from Phase 12 on, T3) come after GPU_END; wait for them unless the worker
+        # has moved on twice since (then they are not coming for this call).
+        later = 0  # (a loop: ``sum`` over a generator made a generator object per call)
+        for c in self.calls:
+            if c.worker == call.worker and c.seq > call.seq:
+                later += 1
+        if later < 2:
+            return
+    emit(self, call)
+
+
+def emit(self: State, call: Call) -> None:
+    if call.emitted:
+        return
+    call.emitted = True
+    if call in self.calls:
+        self.calls.remove(call)
+    blk: Block | None = call.block
+    tl: dict[str, Value] = call.tl if call.tl is not None else _NO_FIELDS
+    # (One dict display: made at its size at once, where a dict filled key by key grows
+    # twice on the way.)
+    rec: dict[str, Any] = {
+        "record": blk.seq if blk is not None else None,
+        "source": call.source,
+        "job_id": call.job_id,
+        "partition": call.partition,
+        "worker": call.worker,
+        "gpu": call.gpu if call.gpu is not None else self._only_gpu(),
+        "proof_kind": tl.get("proof_kind"),
+        "era": self.era.era,
+        "synth_start_ms": tl.get("synth_start_ms"),
+        "synth_end_ms": tl.get("synth_end_ms"),
+        "queue_ms": tl.get("queue_ms"),
+        "pickup_ms": tl.get("pickup_ms"),
+        "start_ms": tl.get("start_ms"),
+        "end_ms": tl.get("end_ms"),
+        "synth_ms": tl.get("synth_ms"),
+        "gpu_ms": tl.get("gpu_ms"),
+    }
+    extra: dict[str, Value] = {}
+    _into_record(call.fields, rec, extra)
+    if blk is not None:
+        _into_record(blk.fields, rec, extra)
+        extra.update(blk.extra)
+        if blk.tids:
+            rec["gpu_threads"] = len(blk.tids)
+        if rec.get("gpu") is None and isinstance(blk.fields.get("d_a_cache_gpu"), int):
+            rec["gpu"] = blk.fields["d_a_cache_gpu"]
+    nc = call.fields.get("num_circuits")
+    if nc is None and call.partition is not None:
+        nc = 1  # the partition path proves one circuit per call (T3 may be missing)
+    rec["num_circuits"] = nc
+    if call.status == "ok" and (blk is None or not blk.closed or blk.gaps):
+        # Lines of the call are missing from the log (or it never ended).
+        rec["status"] = "incomplete"
+    else:
+        rec["status"] = call.status if call.ended else "incomplete"
+    rec["attr_ids"] = str(call.attr_ids)
+    if blk is None:
+        rec["attr_gpu"] = _NONE_TEXT
+    elif blk.doubt or blk.gaps:
+        rec["attr_gpu"] = _AMBIGUOUS_TEXT
+    elif blk.confirmed or call.job_id is None:
+        rec["attr_gpu"] = _EXACT_TEXT
+    else:
+        rec["attr_gpu"] = _INFERRED_TEXT
+    if call.attr_cpu is _NONE:
+        rec["attr_cpu"] = _NONE_TEXT
+    else:
+        # A call that ended well without one of the CPU-side lines every version prints:
+        # another call took it, so its placements around there are a guess.
+        short = call.status == "ok" and not _CPU_EVERY <= call.kinds
+        weak = call.cpu_weak or short
+        rec["attr_cpu"] = _AMBIGUOUS_TEXT if weak else _INFERRED_TEXT
+    lines = call.lines + (blk.lines if blk is not None else [])
+    rec["first_line"], rec["last_line"] = _span(lines)
+    rec["extra"] = json.dumps(extra, sort_keys=True) if extra else None
+    if call.job_id is None and blk is None and not call.fields:
+        return
+    if call.job_id is None and self.timeline_calls and blk is not None:
+        owner = self._blockless_call(blk)
+        if owner is not None:
+            # A GPU region no call took while a call that started before it has none:
+            # most likely that call's (its binding was lost to damage or a swap).
+            self._rebind(blk, owner)
+            blk.confirmed = False
+            blk.doubt = True
+            maybe_emit(self, owner)
+            return
+    if call.job_id is None and self.timeline_calls and blk is not None and self.pickups:
+        # A GPU region no call took, and a call picked up whose GPU_START line is lost.
+        self._claim_pickup(call, rec)
+    if call.job_id is None and self.timeline_calls:
+        # The TIMELINE shows this run's calls and none of them took these C++ lines: they
+        # are a fragment of a call whose other lines are lost, not a call of their own.
+        for line in sorted(lines):
+            self.acc.note_unattributed(line)
+        if blk is not None and blk in self.closed_blocks:
+            self.closed_blocks.remove(blk)
+        return
+    self.out.append(rec)
+    # The TIMELINE entry of an emitted call is done with (keeps memory flat on long logs).
+    if call.job_id is not None:
+        key = (call.job_id, call.partition)
+        if call.tl is not None and self.tl.get(key) is call.tl:
+            del self.tl[key]
+    if blk is not None and blk in self.closed_blocks:
+        self.closed_blocks.remove(blk)
+
+
 class Emission(State):
     """Part of ``Assembler`` (see the package text)."""
 
-    def _maybe_emit(self: State, call: Call) -> None:
-        """Emit a call once nothing more can arrive for it."""
-        c: Call  # (the calls counted below)
-        if call.emitted or not call.ended:
-            return
-        blk = call.block
-        if (
-            self.beam is not None
-            and blk is not None
-            and not blk.closed
-            and blk.seq in self.beam[0][2]
-        ):
-            # Its block's lines are still being weighed between hypotheses: wait for the verdict.
-            self.deferred.append(call)
-            return
-        if blk is None or not blk.closed:
-            if call.status != "failed":
-                return
-        if "async_dealloc" not in call.kinds and call.status != "failed":
-            # T8 (and, from Phase 12 on, T3) come after GPU_END; wait for them unless the worker
-            # has moved on twice since (then they are not coming for this call).
-            later = 0  # (a loop: ``sum`` over a generator made a generator object per call)
-            for c in self.calls:
-                if c.worker == call.worker and c.seq > call.seq:
-                    later += 1
-            if later < 2:
-                return
-        self._emit(call)
-
-    def _emit(self: State, call: Call) -> None:
-        if call.emitted:
-            return
-        call.emitted = True
-        if call in self.calls:
-            self.calls.remove(call)
-        blk: Block | None = call.block
-        tl: dict[str, Value] = call.tl if call.tl is not None else _NO_FIELDS
-        # (One dict display: made at its size at once, where a dict filled key by key grows
-        # twice on the way.)
-        rec: dict[str, Any] = {
-            "record": blk.seq if blk is not None else None,
-            "source": call.source,
-            "job_id": call.job_id,
-            "partition": call.partition,
-            "worker": call.worker,
-            "gpu": call.gpu if call.gpu is not None else self._only_gpu(),
-            "proof_kind": tl.get("proof_kind"),
-            "era": self.era.era,
-            "synth_start_ms": tl.get("synth_start_ms"),
-            "synth_end_ms": tl.get("synth_end_ms"),
-            "queue_ms": tl.get("queue_ms"),
-            "pickup_ms": tl.get("pickup_ms"),
-            "start_ms": tl.get("start_ms"),
-            "end_ms": tl.get("end_ms"),
-            "synth_ms": tl.get("synth_ms"),
-            "gpu_ms": tl.get("gpu_ms"),
-        }
-        extra: dict[str, Value] = {}
-        _into_record(call.fields, rec, extra)
-        if blk is not None:
-            _into_record(blk.fields, rec, extra)
-            extra.update(blk.extra)
-            if blk.tids:
-                rec["gpu_threads"] = len(blk.tids)
-            if rec.get("gpu") is None and isinstance(blk.fields.get("d_a_cache_gpu"), int):
-                rec["gpu"] = blk.fields["d_a_cache_gpu"]
-        nc = call.fields.get("num_circuits")
-        if nc is None and call.partition is not None:
-            nc = 1  # the partition path proves one circuit per call (T3 may be missing)
-        rec["num_circuits"] = nc
-        if call.status == "ok" and (blk is None or not blk.closed or blk.gaps):
-            # Lines of the call are missing from the log (or it never ended).
-            rec["status"] = "incomplete"
-        else:
-            rec["status"] = call.status if call.ended else "incomplete"
-        rec["attr_ids"] = str(call.attr_ids)
-        if blk is None:
-            rec["attr_gpu"] = _NONE_TEXT
-        elif blk.doubt or blk.gaps:
-            rec["attr_gpu"] = _AMBIGUOUS_TEXT
-        elif blk.confirmed or call.job_id is None:
-            rec["attr_gpu"] = _EXACT_TEXT
-        else:
-            rec["attr_gpu"] = _INFERRED_TEXT
-        if call.attr_cpu is _NONE:
-            rec["attr_cpu"] = _NONE_TEXT
-        else:
-            # A call that ended well without one of the CPU-side lines every version prints:
-            # another call took it, so its placements around there are a guess.
-            short = call.status == "ok" and not _CPU_EVERY <= call.kinds
-            weak = call.cpu_weak or short
-            rec["attr_cpu"] = _AMBIGUOUS_TEXT if weak else _INFERRED_TEXT
-        lines = call.lines + (blk.lines if blk is not None else [])
-        rec["first_line"], rec["last_line"] = _span(lines)
-        rec["extra"] = json.dumps(extra, sort_keys=True) if extra else None
-        if call.job_id is None and blk is None and not call.fields:
-            return
-        if call.job_id is None and self.timeline_calls and blk is not None:
-            owner = self._blockless_call(blk)
-            if owner is not None:
-                # A GPU region no call took while a call that started before it has none:
-                # most likely that call's (its binding was lost to damage or a swap).
-                self._rebind(blk, owner)
-                blk.confirmed = False
-                blk.doubt = True
-                self._maybe_emit(owner)
-                return
-        if call.job_id is None and self.timeline_calls and blk is not None and self.pickups:
-            # A GPU region no call took, and a call picked up whose GPU_START line is lost.
-            self._claim_pickup(call, rec)
-        if call.job_id is None and self.timeline_calls:
-            # The TIMELINE shows this run's calls and none of them took these C++ lines: they
-            # are a fragment of a call whose other lines are lost, not a call of their own.
-            for line in sorted(lines):
-                self.acc.note_unattributed(line)
-            if blk is not None and blk in self.closed_blocks:
-                self.closed_blocks.remove(blk)
-            return
-        self.out.append(rec)
-        # The TIMELINE entry of an emitted call is done with (keeps memory flat on long logs).
-        if call.job_id is not None:
-            key = (call.job_id, call.partition)
-            if call.tl is not None and self.tl.get(key) is call.tl:
-                del self.tl[key]
-        if blk is not None and blk in self.closed_blocks:
-            self.closed_blocks.remove(blk)
+    # (The module functions above: compiled, they are C functions that the parts cimporting
+    # them call directly, where a method is found by name.)
+    _maybe_emit = maybe_emit
+    _emit = emit
 
     def _blockless_call(self, blk: Block) -> Call | None:
         """The oldest TIMELINE call without a GPU region that started before ``blk``'s lock."""

@@ -52,6 +52,7 @@ class State:
     finish: Callable[..., list[dict[str, Any]]]
     _drain: Callable[..., None]
     _solve_prep_lines: Callable[..., None]
+    _prep_candidates: Callable[..., list[Call]]
     _new_segment: Callable[..., None]
     _timeline: Callable[..., None]
     _start_call: Callable[..., None]

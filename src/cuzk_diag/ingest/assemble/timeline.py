@@ -9,6 +9,7 @@ from cuzk_diag.ingest.assemble.calls import (
     Call,
     _ts_ms,
 )
+from cuzk_diag.ingest.assemble.emit import maybe_emit
 from cuzk_diag.ingest.assemble.runinfo import note_run_info, timeline_key
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
@@ -98,7 +99,7 @@ class EngineEvents(State):
         # Phases 4-11: T7 of this call printed just before on the same thread; confirm its block.
         if isinstance(gpu_ms, int):
             self._confirm_by_t7(call, gpu_ms)
-        self._maybe_emit(call)
+        maybe_emit(self, call)
 
     def _call_without_start(
         self, job: str, part: int | None, f: dict[str, Value], ev: Event
@@ -172,7 +173,7 @@ class EngineEvents(State):
                     call.status = "failed"
                     call.ended = True
                     call.closed_out = True
-                    self._maybe_emit(call)
+                    maybe_emit(self, call)
                     break
 
     # -- C++ lines ---------------------------------------------------------------------------------

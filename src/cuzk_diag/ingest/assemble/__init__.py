@@ -46,7 +46,7 @@ from cuzk_diag.ingest.assemble.identity import Identity
 from cuzk_diag.ingest.assemble.prep import PrepSearch
 from cuzk_diag.ingest.assemble.runinfo import note_run_info
 from cuzk_diag.ingest.assemble.state import State
-from cuzk_diag.ingest.assemble.timeline import EngineEvents
+from cuzk_diag.ingest.assemble.timeline import EngineEvents, timeline_line, tracing_line
 from cuzk_diag.ingest.parse.era import EraDetector
 from cuzk_diag.records import (
     Accounting,
@@ -72,6 +72,42 @@ _TIMING, _NTT_H, _TIMELINE, _TRACING, _BENCH = (  # (see records.Family)
 _AFTER_PREP = frozenset({"epilogue", "async_dealloc", "split_vectors"})
 
 
+def drain(self: State, hi: float | None) -> None:
+    """Place the C++ lines read since the last clock reading; ``hi`` is the new reading."""
+    if not self.pending:
+        return
+    pending, self.pending = self.pending, []
+    lo = self.clock
+    # Prep-thread lines wait for a joint placement; GPU lines placed meanwhile whose block
+    # has a known lock time are clock readings of their own (anchors) for them.
+    joint: list[tuple[int, Event]] = []
+    anchors: list[tuple[int, float, float]] = []
+    for idx, ev in enumerate(pending):
+        kind = ev.kind  # ("ntt_h" for the NTT_H family)
+        if kind in _JOINT_KINDS:
+            joint.append((idx, ev))
+            continue
+        if joint and kind in _AFTER_PREP:
+            # These depend on the prep lines before them (T7 after T3, T8 after T7).
+            self._solve_prep_lines(joint, anchors, lo, hi)
+            joint = []
+        if kind in _STAGE:
+            self._anchor = None
+            self._gpu_line(ev, kind, lo, hi)
+            anchor = self._anchor
+            if anchor is not None:
+                # (Not ``(idx, *anchor)``: compiled, that builds the tuple through a list.)
+                anchors.append((idx, anchor[0], anchor[1]))
+        elif kind in _CPU_KINDS:
+            self._cpu_line(ev, kind, lo, hi)
+        elif kind == "epilogue":
+            self._t7(ev, lo, hi)
+        else:
+            self._note_unattributed(ev)
+    if joint:
+        self._solve_prep_lines(joint, anchors, lo, hi)
+
+
 @dataclass(frozen=True)
 class SegmentEnd:
     """In a record list: the records of a clock segment are out (the engine restarted)."""
@@ -81,6 +117,9 @@ class SegmentEnd:
 
 class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
     """Incremental: ``feed(event)`` returns the records it completed; ``finish()`` the rest."""
+
+    # (The module function above: compiled, a C function that feed_many calls directly.)
+    _drain = drain
 
     def __init__(self, accounting: Accounting | None = None, info: RunInfo | None = None) -> None:
         self.acc = accounting if accounting is not None else Accounting()
@@ -125,8 +164,10 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         out: list[Any] = []
         kinds_seen = self._kinds_seen
         era: EraDetector = self.era
-        # (Methods found once: finding a method by name costs ~200 instructions a line.)
-        drain, timeline, tracing = self._drain, self._timeline, self._tracing
+        # (``timeline_line`` and ``tracing_line`` are the methods ``_timeline`` and ``_tracing``:
+        # compiled, C functions called directly; ``_drain`` found once, for it costs ~200
+        # instructions a line to find a method by name.)
+        drain = self._drain
         for ev in events:
             fam = ev.family
             if fam is _TIMING or fam is _NTT_H:
@@ -176,11 +217,11 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                     clock = self.clock or 0.0
                     self.clock = t if t > clock else clock  # (max(clock, t), without the call)
                 if fam is _TIMELINE:
-                    timeline(ev, kind, f)
+                    timeline_line(self, ev, kind, f)
                 elif kind != "clock":
                     # (The one kind of line that ends a clock segment: the engine's start.)
                     segment = self.segment
-                    tracing(ev, kind, f)
+                    tracing_line(self, ev, kind, f)
                     if self.segment != segment:
                         out.extend(self._take_out())
                         out.append(SegmentEnd(self.segment))
@@ -260,41 +301,6 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
             rec["era"] = self.info.era
         out, self.out = self.out, []
         return out
-
-    def _drain(self: State, hi: float | None) -> None:
-        """Place the C++ lines read since the last clock reading; ``hi`` is the new reading."""
-        if not self.pending:
-            return
-        pending, self.pending = self.pending, []
-        lo = self.clock
-        # Prep-thread lines wait for a joint placement; GPU lines placed meanwhile whose block
-        # has a known lock time are clock readings of their own (anchors) for them.
-        joint: list[tuple[int, Event]] = []
-        anchors: list[tuple[int, float, float]] = []
-        for idx, ev in enumerate(pending):
-            kind = ev.kind  # ("ntt_h" for the NTT_H family)
-            if kind in _JOINT_KINDS:
-                joint.append((idx, ev))
-                continue
-            if joint and kind in _AFTER_PREP:
-                # These depend on the prep lines before them (T7 after T3, T8 after T7).
-                self._solve_prep_lines(joint, anchors, lo, hi)
-                joint = []
-            if kind in _STAGE:
-                self._anchor = None
-                self._gpu_line(ev, kind, lo, hi)
-                anchor = self._anchor
-                if anchor is not None:
-                    # (Not ``(idx, *anchor)``: compiled, that builds the tuple through a list.)
-                    anchors.append((idx, anchor[0], anchor[1]))
-            elif kind in _CPU_KINDS:
-                self._cpu_line(ev, kind, lo, hi)
-            elif kind == "epilogue":
-                self._t7(ev, lo, hi)
-            else:
-                self._note_unattributed(ev)
-        if joint:
-            self._solve_prep_lines(joint, anchors, lo, hi)
 
     def _solve_prep_lines(
         self: State,

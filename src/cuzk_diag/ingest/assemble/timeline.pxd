@@ -5,3 +5,8 @@ from cuzk_diag.ingest.assemble.calls cimport Call, _ts_ms
 from cuzk_diag.ingest.assemble.state cimport State
 from cuzk_diag.ingest.assemble.runinfo cimport note_run_info, timeline_key
 from cuzk_diag.ingest.assemble.emit cimport maybe_emit
+
+# The TIMELINE and tracing lines' functions (``EngineEvents._timeline`` and ``_tracing``) as C
+# functions: __init__.pxd cimports them for ``feed_many``, which calls them for every such line.
+cpdef timeline_line(State self, object ev, str kind, dict f)
+cpdef tracing_line(State self, object ev, str kind, dict f)

@@ -18,54 +18,123 @@ from cuzk_diag.records import (
 )
 
 
+def timeline_line(self: State, ev: Event, kind: str, f: dict[str, Value]) -> None:
+    """A TIMELINE line (``kind`` and fields ``f`` as ``feed_many`` read them)."""
+    key = timeline_key(f)
+    job, part = key
+    tl: dict[str, Value] | None = self.tl.get(key)
+    if tl is None:
+        tl = self.tl[key] = {}
+    off = f.get("offset_ms")
+    if kind == "SYNTH_START":
+        tl["synth_start_ms"] = off
+        if isinstance(f.get("kind"), str):
+            tl["proof_kind"] = f["kind"]
+    elif kind == "SYNTH_END":
+        tl["synth_end_ms"] = off
+        tl["synth_ms"] = f.get("synth_ms")
+    elif kind in ("CHAN_SEND", "GPU_QUEUE"):
+        tl["queue_ms"] = off
+    elif kind == "GPU_PICKUP":
+        tl["pickup_ms"] = off
+        worker = f.get("worker")
+        if isinstance(worker, int):
+            self.pickups[key] = worker
+    elif kind == "GPU_START":
+        tl["start_ms"] = off
+        self.pickups.pop(key, None)
+        worker = f.get("worker")
+        worker = worker if isinstance(worker, int) else None
+        start_call(self, job, part, worker, float(off) if isinstance(off, int) else None, ev)
+        # the new call shares its TIMELINE dict
+        self.calls[-1].tl = tl
+    elif kind == "GPU_END":
+        tl["end_ms"] = off
+        tl["gpu_ms"] = f.get("gpu_ms")
+        end_call(self, job, part, f, ev)
+
+
+def start_call(
+    self: State, job: str, part: int | None, worker: int | None, start: float | None, ev: Event
+) -> None:
+    self.seq += 1
+    self.timeline_calls += 1
+    call = Call(self.seq, job, part, worker, start, self.segment, ev.source)
+    call.lines.append(ev.line)
+    if worker is not None:
+        call.gpu = self._gpu_of(worker)
+    self.calls.append(call)
+
+
+def end_call(self: State, job: str, part: int | None, f: dict[str, Value], ev: Event) -> None:
+    worker = f.get("worker")
+    gpu_ms = f.get("gpu_ms")
+    call = self._find_call(job, part, worker if isinstance(worker, int) else None)
+    if call is None:
+        call = self._call_without_start(job, part, f, ev)
+        if call is None:
+            return
+    if self.pending:  # (a method call only when lines wait)
+        self._drain(None)
+    if "b_g2_msm" not in call.kinds and "prep_msm" in call.kinds:
+        # Its T3 always precedes GPU_END: if a tie gave it to another open call, take it back.
+        self._reclaim(call, "b_g2_msm", ("b_g2_msm_ms", "num_circuits"))
+    call.ended = True
+    call.closed_out = True
+    call.status = "ok"
+    call.lines.append(ev.line)
+    # Phases 4-11: T7 of this call printed just before on the same thread; confirm its block.
+    if isinstance(gpu_ms, int):
+        self._confirm_by_t7(call, gpu_ms)
+    maybe_emit(self, call)
+
+
+def tracing_line(self: State, ev: Event, kind: str, f: dict[str, Value]) -> None:
+    """A tracing line: its run facts (``runinfo``), then what it tells about calls (``kind``
+    and fields ``f`` as ``feed_many`` read them)."""
+    note_run_info(self.info, ev)
+    if kind == "engine_start":
+        if self.clock is not None or self.calls:
+            self._new_segment()
+        ts = f.get("ts")
+        self.epoch_ms = _ts_ms(ts) if isinstance(ts, str) else None
+    elif kind == "gpu_timing_prove_start":
+        self._confirm_by_prove_start(ev)
+    elif kind == "gpu_prove_time":
+        ms = f.get("gpu_prove_time_ms")
+        part = f.get("partition")
+        if isinstance(ms, float):
+            for call in reversed(self.calls):
+                if call.block is not None and (part is None or call.partition == part):
+                    if "gpu_prove_time_ms" not in call.fields:
+                        call.fields["gpu_prove_time_ms"] = ms
+                    break
+    elif kind == "fin_timing_finalizer":
+        w, p = f.get("worker_id"), f.get("partition")
+        for call in reversed(self.calls):
+            if call.worker == w and call.partition == p:
+                call.fields["finish_ms"] = f.get("finish_ms")
+                break
+    elif kind in ("partition_gpu_failed", "skip_failed_job"):
+        job, part = f.get("job_id"), f.get("partition")
+        for call in reversed(self.calls):
+            if call.job_id == job and call.partition == part:
+                call.status = "failed"
+                call.ended = True
+                call.closed_out = True
+                maybe_emit(self, call)
+                break
+
+
 class EngineEvents(State):
     """Part of ``Assembler`` (see the package text)."""
 
-    def _timeline(self: State, ev: Event, kind: str, f: dict[str, Value]) -> None:
-        """A TIMELINE line (``kind`` and fields ``f`` as ``feed_many`` read them)."""
-        key = timeline_key(f)
-        job, part = key
-        tl: dict[str, Value] | None = self.tl.get(key)
-        if tl is None:
-            tl = self.tl[key] = {}
-        off = f.get("offset_ms")
-        if kind == "SYNTH_START":
-            tl["synth_start_ms"] = off
-            if isinstance(f.get("kind"), str):
-                tl["proof_kind"] = f["kind"]
-        elif kind == "SYNTH_END":
-            tl["synth_end_ms"] = off
-            tl["synth_ms"] = f.get("synth_ms")
-        elif kind in ("CHAN_SEND", "GPU_QUEUE"):
-            tl["queue_ms"] = off
-        elif kind == "GPU_PICKUP":
-            tl["pickup_ms"] = off
-            worker = f.get("worker")
-            if isinstance(worker, int):
-                self.pickups[key] = worker
-        elif kind == "GPU_START":
-            tl["start_ms"] = off
-            self.pickups.pop(key, None)
-            worker = f.get("worker")
-            worker = worker if isinstance(worker, int) else None
-            self._start_call(job, part, worker, float(off) if isinstance(off, int) else None, ev)
-            # the new call shares its TIMELINE dict
-            self.calls[-1].tl = tl
-        elif kind == "GPU_END":
-            tl["end_ms"] = off
-            tl["gpu_ms"] = f.get("gpu_ms")
-            self._end_call(job, part, f, ev)
-
-    def _start_call(
-        self: State, job: str, part: int | None, worker: int | None, start: float | None, ev: Event
-    ) -> None:
-        self.seq += 1
-        self.timeline_calls += 1
-        call = Call(self.seq, job, part, worker, start, self.segment, ev.source)
-        call.lines.append(ev.line)
-        if worker is not None:
-            call.gpu = self._gpu_of(worker)
-        self.calls.append(call)
+    # (The module functions above; compiled, ``timeline_line`` and ``tracing_line`` are C
+    # functions that ``feed_many`` calls directly, where a method is found by name.)
+    _timeline = timeline_line
+    _start_call = start_call
+    _end_call = end_call
+    _tracing = tracing_line
 
     def _gpu_of(self: State, worker: int) -> int | None:
         info = self.info
@@ -78,28 +147,6 @@ class EngineEvents(State):
         if info.gw and info.n_gpus:
             return worker // info.gw
         return None
-
-    def _end_call(self: State, job: str, part: int | None, f: dict[str, Value], ev: Event) -> None:
-        worker = f.get("worker")
-        gpu_ms = f.get("gpu_ms")
-        call = self._find_call(job, part, worker if isinstance(worker, int) else None)
-        if call is None:
-            call = self._call_without_start(job, part, f, ev)
-            if call is None:
-                return
-        if self.pending:  # (a method call only when lines wait)
-            self._drain(None)
-        if "b_g2_msm" not in call.kinds and "prep_msm" in call.kinds:
-            # Its T3 always precedes GPU_END: if a tie gave it to another open call, take it back.
-            self._reclaim(call, "b_g2_msm", ("b_g2_msm_ms", "num_circuits"))
-        call.ended = True
-        call.closed_out = True
-        call.status = "ok"
-        call.lines.append(ev.line)
-        # Phases 4-11: T7 of this call printed just before on the same thread; confirm its block.
-        if isinstance(gpu_ms, int):
-            self._confirm_by_t7(call, gpu_ms)
-        maybe_emit(self, call)
 
     def _call_without_start(
         self, job: str, part: int | None, f: dict[str, Value], ev: Event
@@ -137,43 +184,5 @@ class EngineEvents(State):
             ):
                 return call
         return None
-
-    # -- tracing ----------------------------------------------------------------------------------
-
-    def _tracing(self: State, ev: Event, kind: str, f: dict[str, Value]) -> None:
-        """A tracing line: its run facts (``runinfo``), then what it tells about calls (``kind``
-        and fields ``f`` as ``feed_many`` read them)."""
-        note_run_info(self.info, ev)
-        if kind == "engine_start":
-            if self.clock is not None or self.calls:
-                self._new_segment()
-            ts = f.get("ts")
-            self.epoch_ms = _ts_ms(ts) if isinstance(ts, str) else None
-        elif kind == "gpu_timing_prove_start":
-            self._confirm_by_prove_start(ev)
-        elif kind == "gpu_prove_time":
-            ms = f.get("gpu_prove_time_ms")
-            part = f.get("partition")
-            if isinstance(ms, float):
-                for call in reversed(self.calls):
-                    if call.block is not None and (part is None or call.partition == part):
-                        if "gpu_prove_time_ms" not in call.fields:
-                            call.fields["gpu_prove_time_ms"] = ms
-                        break
-        elif kind == "fin_timing_finalizer":
-            w, p = f.get("worker_id"), f.get("partition")
-            for call in reversed(self.calls):
-                if call.worker == w and call.partition == p:
-                    call.fields["finish_ms"] = f.get("finish_ms")
-                    break
-        elif kind in ("partition_gpu_failed", "skip_failed_job"):
-            job, part = f.get("job_id"), f.get("partition")
-            for call in reversed(self.calls):
-                if call.job_id == job and call.partition == part:
-                    call.status = "failed"
-                    call.ended = True
-                    call.closed_out = True
-                    maybe_emit(self, call)
-                    break
 
     # -- C++ lines ---------------------------------------------------------------------------------

@@ -31,12 +31,21 @@ cdef class Block:
 
     @cython.locals(st=long)
     cpdef bint accepts(self, str kind, object tid, bint ntt_era, bint lenient=*)
-    @cython.locals(fixed=tuple, own=tuple, key=str, latency=double, at=double)
+    @cython.locals(found=bint, early=double, late=double)
     cpdef object lock_offset(self, str kind, dict f)
+    @cython.locals(fixed=tuple, own=tuple, key=str, latency=double, at=double)
+    cdef (bint, double, double) _offset(self, str kind, dict f)
     # (cost, new_lo, new_hi) as a C struct: no tuple is made for the callers that unpack it.
+    @cython.locals(found=bint, early=double, late=double)
     cpdef (double, double, double) lock_cost(self, str kind, dict f, object lo, object hi)
-    @cython.locals(old_lo=double, old_hi=double, new_lo=double, new_hi=double, t=double, miss=double)
     cpdef (double, double, double) lock_cost_at(self, tuple off, object lo, object hi)
+    @cython.locals(
+        old_lo=double, old_hi=double, new_lo=double, new_hi=double, t=double, miss=double,
+        bound=double
+    )
+    cdef (double, double, double) _cost_at(
+        self, bint found, double early, double late, object lo, object hi
+    )
     cpdef tuple snapshot(self)
     cpdef restore(self, tuple snap)
     cpdef view(self, tuple snap)
@@ -54,6 +63,7 @@ cdef tuple _NEED, _NEED_NTT, _NEED_MAIN
 cdef frozenset _TID_KINDS, _TID_FIELDS, _DROP, _RELATED, _THREAD_LINES
 cdef long _STAGE_MUTEX_WAIT, _STAGE_PRESTAGE_VRAM, _STAGE_NTT_H, _STAGE_NTT_MSM_H
 cdef long _STAGE_BATCH_ADD, _STAGE_TAIL_MSM, _STAGE_MUTEX_HELD
+cdef double _TOL_MS_F
 
 cdef object _iv(dict d, str k)
 cdef object _ivf(dict d, str k)

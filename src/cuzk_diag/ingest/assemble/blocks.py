@@ -94,6 +94,7 @@ _OWN_OFFSET = {
 
 _ANON_MISS = 1000.0  # cost of leaving a block with a call formed from C++ lines alone
 TOL_MS = 6  # clock truncation (gettimeofday +-1 ms, each value truncated) plus print latency
+_TOL_MS_F = float(TOL_MS)  # (as a float: compiled, a C double; Python adds an int as this)
 
 
 def _iv(d: dict[str, Value], k: str) -> int | None:
@@ -203,9 +204,15 @@ class Block:
 
     def lock_offset(self, kind: str, f: dict[str, Value]) -> tuple[float, float] | None:
         """How long after the lock a line of ``kind`` prints, from its values and the block's."""
+        found, early, late = self._offset(kind, f)
+        return (early, late) if found else None
+
+    def _offset(self, kind: str, f: dict[str, Value]) -> tuple[bool, float, float]:
+        """``lock_offset`` as (found, early, late). (Compiled, a C struct: ``lock_cost`` makes
+        no tuple and no float objects of it.)"""
         fixed = _FIXED_OFFSET.get(kind)
         if fixed is not None:
-            return fixed
+            return True, fixed[0], fixed[1]
         # (Each bound is a sum of the log's ints plus a float: the ints' sum as a float, ``at``,
         # plus the float, as Python adds an int and a float; compiled, ``at`` is a C double.)
         own = _OWN_OFFSET.get(kind)
@@ -213,56 +220,68 @@ class Block:
             key, latency = own
             v = f.get(key)
             if type(v) is not int:
-                return None
+                return False, 0.0, 0.0
             at = float(v)
-            return (at, at + latency)
+            return True, at, at + latency
         if kind == "ntt_h":
             total = _iv(f, "ntt_h_total_ms")
             if total is None:
-                return None
+                return False, 0.0, 0.0
             at = float(total)
-            return (at, at + (5000.0 if "d_a_cache" in self.seen else 60.0))
+            return True, at, at + (5000.0 if "d_a_cache" in self.seen else 60.0)
         b = self.fields
         ntt = _iv(b, "ntt_msm_h_ms")
         if kind == "barrier_wait":
             v = _iv(f, "barrier_wait_ms")
             if v is None or ntt is None:
-                return None
+                return False, 0.0, 0.0
             at = float(ntt + v)
-            return (at, at + 3.0)
+            return True, at, at + 3.0
         if kind == "batch_add":
             v = _iv(f, "batch_add_ms")
             if v is None or ntt is None:
-                return None
+                return False, 0.0, 0.0
             bw = _iv(b, "barrier_wait_ms")
             if bw is not None:
                 at = float(ntt + bw + v)
-                return (at, at + 4.0)
-            return (float(ntt + v), 1e12)
-        return None
+                return True, at, at + 4.0
+            return True, float(ntt + v), 1e12
+        return False, 0.0, 0.0
 
     def lock_cost(
         self, kind: str, f: dict[str, Value], lo: float | None, hi: float | None
     ) -> tuple[float, float, float]:
         """(cost, new_lo, new_hi): how far the line's clock bracket misses the lock interval."""
-        return self.lock_cost_at(self.lock_offset(kind, f), lo, hi)
+        found, early, late = self._offset(kind, f)
+        return self._cost_at(found, early, late, lo, hi)
 
     def lock_cost_at(
         self, off: tuple[float, float] | None, lo: float | None, hi: float | None
     ) -> tuple[float, float, float]:
         """``lock_cost`` for an offset already computed."""
+        if off is None:
+            return self._cost_at(False, 0.0, 0.0, lo, hi)
+        return self._cost_at(True, off[0], off[1], lo, hi)
+
+    def _cost_at(
+        self, found: bool, early: float, late: float, lo: float | None, hi: float | None
+    ) -> tuple[float, float, float]:
+        """``lock_cost`` for the offset (``found``) ``early``-``late``. (The bracket's arithmetic
+        as Python does it on floats: a bound that is an int is converted to a float first.)"""
         old_lo, old_hi = self.lock_lo, self.lock_hi
-        if off is None or (lo is None and hi is None):
+        if not found or (lo is None and hi is None):
             return 0.0, old_lo, old_hi
         # (max and min of two, written out: the first of equal values, as the builtins)
         new_lo = old_lo
         if lo is not None:
-            t = lo - off[1] - TOL_MS
+            bound: float = lo
+            t = bound - late - _TOL_MS_F
             if t > old_lo:
                 new_lo = t
         new_hi = old_hi
         if hi is not None:
-            t = hi - off[0] + TOL_MS
+            bound = hi
+            t = bound - early + _TOL_MS_F
             if t < old_hi:
                 new_hi = t
         miss = new_lo - new_hi
@@ -473,7 +492,7 @@ def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
             else:
                 vals = [d[k] for d in blk.per_tid.values() if isinstance(d.get(k), int)]
                 blk.fields[k] = max(vals)  # type: ignore[type-var]
-    if kind in _THREAD_LINES:
+    if _STAGE_NTT_MSM_H <= stage <= _STAGE_TAIL_MSM:  # kind in _THREAD_LINES (no set lookup)
         blk.tids.add(tid)
     if not tid:
         blk.seen.add(kind)

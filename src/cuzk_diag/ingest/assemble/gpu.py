@@ -82,7 +82,7 @@ class GpuRegion(State):
         if not tid:
             off = blk.lock_offset(kind, f)
             _, blk.lock_lo, blk.lock_hi = blk.lock_cost_at(off, lo, hi)
-        self._put_gpu(blk, ev, kind, tid, off)
+        _put_line(self, blk, ev, kind, tid, off)
 
     BEAM_WIDTH = 8
     GAP_COST = 1000.0  # per stage a hypothesis must take as lost (lines are rarely lost)
@@ -238,18 +238,7 @@ class GpuRegion(State):
         tid: int,
         off: tuple[float, float] | None = None,
     ) -> None:
-        _apply_gpu(blk, ev, kind, tid)
-        if not tid and kind != "ntt_h" and blk.lock_lo > -1e17 and blk.lock_hi < 1e17:
-            if off is None:
-                off = blk.lock_offset(kind, ev.fields)
-            if off is not None and off[1] < 1e11 and blk.lock_hi - blk.lock_lo < 50:
-                self._anchor = (blk.lock_lo + off[0], blk.lock_hi + off[1])
-        if kind in NAMES_GPU:
-            g = ev.fields.get("gpu")
-            if isinstance(g, int):
-                self.gpus_seen.add(g)
-        elif kind in CLOSING and blk.closes_with(kind, tid):
-            self._close_block(blk)
+        _put_line(self, blk, ev, kind, tid, off)
 
     def _close_block(self: State, blk: Block) -> None:
         if blk.closed:
@@ -399,3 +388,27 @@ class GpuRegion(State):
                     c.block.doubt = True  # the two could be swapped either way
                 return True
         return False
+
+
+#: A GPU thread number. (An alias: compiled, an ``int`` annotation is a type the C function
+#: ``_put_line`` would check, which gpu.pxd does not declare.)
+_Tid = int
+
+
+def _put_line(
+    self: State, blk: Block, ev: Event, kind: str, tid: _Tid, off: tuple[float, float] | None
+) -> None:
+    """``GpuRegion._put_gpu``: a line into its block. (A module function: compiled, a C
+    function that ``_gpu_line`` calls directly, not a method found by name.)"""
+    _apply_gpu(blk, ev, kind, tid)
+    if not tid and kind != "ntt_h" and blk.lock_lo > -1e17 and blk.lock_hi < 1e17:
+        if off is None:
+            off = blk.lock_offset(kind, ev.fields)
+        if off is not None and off[1] < 1e11 and blk.lock_hi - blk.lock_lo < 50:
+            self._anchor = (blk.lock_lo + off[0], blk.lock_hi + off[1])
+    if kind in NAMES_GPU:
+        g = ev.fields.get("gpu")
+        if isinstance(g, int):
+            self.gpus_seen.add(g)
+    elif kind in CLOSING and blk.closes_with(kind, tid):
+        self._close_block(blk)

@@ -95,8 +95,8 @@ class Identity(State):
         if kind == "mutex_wait" and (lo is not None or hi is not None):
             pre, wait = f.get("pre_lock_cpu_ms"), f.get("mutex_wait_ms")
             if isinstance(pre, int) and isinstance(wait, int):
-                cands = self._by_clock(cands, lambda c: c.start + pre + wait, lo, hi)[:1]
-                c0 = cands[0]
+                c0 = _lock_fit(cands, pre, wait, lo, hi)
+                cands = [c0]
                 if c0.start is not None:
                     # main prints when the lock was taken: entry + pre-lock CPU + wait.
                     t = c0.start + pre + wait
@@ -318,6 +318,34 @@ def _best_fits(scored: list[tuple[float, float, Call]], slack: float = 1e-9) -> 
     fit = [(p, c.seq, c) for s, p, c in scored if s <= best + slack]
     fit.sort()  # (by time, then start order: a call's seq is its own, so calls are never compared)
     return [c for _, _, c in fit]
+
+
+def _lock_fit(cands: list[Call], pre: int, wait: int, lo: float | None, hi: float | None) -> Call:
+    """``_by_clock(cands, lambda c: c.start + pre + wait, lo, hi)[0]``: the call whose lock
+    time fits a T17 line's clock bracket best, first by that time and then by start order.
+    (Its scores in one pass and the pick in another: no call of a predict function per call,
+    no scored tuples and no sorted list of the calls that fit.)"""
+    c: Call
+    misses = []
+    for c in cands:
+        cost = 0.0
+        if c.start is not None:
+            p = c.start + pre + wait
+            if lo is not None and p < lo - TOL_MS:
+                cost += lo - TOL_MS - p
+            if hi is not None and p > hi + TOL_MS:
+                cost += p - hi - TOL_MS
+        misses.append(cost)
+    limit = min(misses) + 1e-9  # (``_by_clock``'s slack)
+    found = cands[0]
+    found_p = None
+    for i in range(len(cands)):
+        if misses[i] <= limit:
+            c = cands[i]
+            p = c.start + pre + wait if c.start is not None else 0.0
+            if found_p is None or p < found_p or (p == found_p and c.seq < found.seq):
+                found, found_p = c, p
+    return found
 
 
 def _first_started(cands: Sequence[Call]) -> Call:

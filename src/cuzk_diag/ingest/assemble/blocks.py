@@ -189,7 +189,7 @@ class Block:
                 return False
             # One NTT_H per circuit: a second one belongs here only for a batch call.
             return "ntt_h" not in seen or self.multi_circuit
-        if kind in seen or st <= self.stage:
+        if st <= self.stage or kind in seen:  # (the C comparison first)
             return False
         after = _AFTER.get(kind)
         if after is not None and after not in seen:
@@ -406,8 +406,8 @@ class Block:
             )
             if held is not None and gt is not None:
                 cost += max(0.0, gt - held - 1)
-            if None not in (held, tot, pre, wait):
-                cost += max(0.0, abs(tot - pre - wait - held) - 3)  # type: ignore[operator]
+            if held is not None and tot is not None and pre is not None and wait is not None:
+                cost += max(0.0, abs(tot - pre - wait - held) - 3)
         return cost
 
 

@@ -6,5 +6,7 @@ from cuzk_diag.ingest.assemble.state cimport State
 # The kind tables gpu.py imports, as C variables of their type (read without a lookup by name).
 cdef frozenset CLOSING, NAMES_GPU, STARTS_BLOCK
 
-# ``GpuRegion._put_gpu`` as a C function (``_gpu_line`` calls it directly).
-cdef _put_line(State self, Block blk, object ev, str kind, object tid, tuple off)
+# A GPU-region line into its block, as a C function (``_gpu_line`` calls it directly).
+cdef _put_line(
+    State self, Block blk, object ev, str kind, object tid, bint found, double early, double late
+)

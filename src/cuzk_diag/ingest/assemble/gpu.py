@@ -78,11 +78,15 @@ class GpuRegion(State):
                 self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
                 self._extend_beam(ev, kind, tid, lo, hi, ntt_era)
                 return
-        off = None
+        # The line's offset from the lock (``Block.lock_offset``) as C values: no tuple, and no
+        # float objects but those the block keeps.
+        found: bool = False
+        early: float = 0.0
+        late: float = 0.0
         if not tid:
-            off = blk.lock_offset(kind, f)
-            _, blk.lock_lo, blk.lock_hi = blk.lock_cost_at(off, lo, hi)
-        _put_line(self, blk, ev, kind, tid, off)
+            found, early, late = blk._offset(kind, f)
+            _, blk.lock_lo, blk.lock_hi = blk._cost_at(found, early, late, lo, hi)
+        _put_line(self, blk, ev, kind, tid, found, early, late)
 
     BEAM_WIDTH = 8
     GAP_COST = 1000.0  # per stage a hypothesis must take as lost (lines are rarely lost)
@@ -229,16 +233,6 @@ class GpuRegion(State):
                     other.extra["gpu_region_cut_short"] = 1
                     self._close_block(other)
         return blk
-
-    def _put_gpu(
-        self: State,
-        blk: Block,
-        ev: Event,
-        kind: str,
-        tid: int,
-        off: tuple[float, float] | None = None,
-    ) -> None:
-        _put_line(self, blk, ev, kind, tid, off)
 
     def _close_block(self: State, blk: Block) -> None:
         if blk.closed:
@@ -396,16 +390,24 @@ _Tid = int
 
 
 def _put_line(
-    self: State, blk: Block, ev: Event, kind: str, tid: _Tid, off: tuple[float, float] | None
+    self: State,
+    blk: Block,
+    ev: Event,
+    kind: str,
+    tid: _Tid,
+    found: bool,
+    early: float,
+    late: float,
 ) -> None:
-    """``GpuRegion._put_gpu``: a line into its block. (A module function: compiled, a C
-    function that ``_gpu_line`` calls directly, not a method found by name.)"""
+    """A GPU-region line into its block, whose offset from the lock ``_gpu_line`` found
+    (``found``: ``early``-``late``), or not. (A module function: compiled, a C function that
+    ``_gpu_line`` calls directly, not a method found by name.)"""
     _apply_gpu(blk, ev, kind, tid)
     if not tid and kind != "ntt_h" and blk.lock_lo > -1e17 and blk.lock_hi < 1e17:
-        if off is None:
-            off = blk.lock_offset(kind, ev.fields)
-        if off is not None and off[1] < 1e11 and blk.lock_hi - blk.lock_lo < 50:
-            self._anchor = (blk.lock_lo + off[0], blk.lock_hi + off[1])
+        if not found:
+            found, early, late = blk._offset(kind, ev.fields)
+        if found and late < 1e11 and blk.lock_hi - blk.lock_lo < 50:
+            self._anchor = (blk.lock_lo + early, blk.lock_hi + late)
     if kind in NAMES_GPU:
         g = ev.fields.get("gpu")
         if isinstance(g, int):

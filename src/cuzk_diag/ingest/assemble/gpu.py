@@ -71,7 +71,9 @@ class GpuRegion(State):
             # Blocks of several GPUs are open and more than one can take this line. When the
             # clock alone rules all but one out, take it; otherwise keep every placement as a
             # hypothesis until a closing line's arithmetic decides (beam search).
-            costs = sorted((b.lock_cost(kind, f, lo, hi)[0], b.seq, b) for b in cands)
+            # (A list, not a generator: compiled, a generator here would make every call of
+            # this method keep its variables in a closure object.)
+            costs = sorted([(b.lock_cost(kind, f, lo, hi)[0], b.seq, b) for b in cands])
             if costs[0][0] == 0.0 and costs[1][0] >= 50.0:
                 blk = costs[0][2]
             else:

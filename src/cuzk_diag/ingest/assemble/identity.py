@@ -326,7 +326,10 @@ def _lock_fit(cands: list[Call], pre: int, wait: int, lo: float | None, hi: floa
     (Its scores in one pass and the pick in another: no call of a predict function per call,
     no scored tuples and no sorted list of the calls that fit.)"""
     c: Call
-    misses = []
+    if len(cands) == 1:
+        return cands[0]
+    misses: list[float] = []
+    best = 0.0
     for c in cands:
         cost = 0.0
         if c.start is not None:
@@ -335,8 +338,10 @@ def _lock_fit(cands: list[Call], pre: int, wait: int, lo: float | None, hi: floa
                 cost += lo - TOL_MS - p
             if hi is not None and p > hi + TOL_MS:
                 cost += p - hi - TOL_MS
+        if not misses or cost < best:  # (``min``: the first of equal values)
+            best = cost
         misses.append(cost)
-    limit = min(misses) + 1e-9  # (``_by_clock``'s slack)
+    limit = best + 1e-9  # (``_by_clock``'s slack)
     found = cands[0]
     found_p = None
     for i in range(len(cands)):

@@ -76,5 +76,6 @@ cpdef tuple _copied(tuple state)
 @cython.locals(ren=dict)
 cpdef _copy_fields(dict into, dict f, str kind)
 
-@cython.locals(f=dict, per=dict, stage=long)
 cpdef _apply_gpu(Block blk, object ev, str kind, object tid)
+@cython.locals(per=dict, stage=long)
+cpdef _apply_line(Block blk, object line, dict f, str kind, object tid)

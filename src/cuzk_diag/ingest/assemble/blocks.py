@@ -469,8 +469,13 @@ def _copy_fields(into: dict[str, Value], f: dict[str, Value], kind: str) -> None
 def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
     """Add a GPU-region line to a block's state (no side effects beyond the block). (A
     malformed line never comes here: ``Assembler.feed_many`` counts it and leaves it out.)"""
-    blk.lines.append(ev.line)
-    f: dict[str, Value] = ev.fields
+    _apply_line(blk, ev.line, ev.fields, kind, tid)
+
+
+def _apply_line(blk: Block, line: int, f: dict[str, Value], kind: str, tid: int) -> None:
+    """``_apply_gpu`` for a line's number and fields (``ev.line``, ``ev.fields``) that the
+    caller has read already: compiled, each read of an event attribute is a lookup."""
+    blk.lines.append(line)
     stage = _STAGE[kind]
     if stage == _STAGE_NTT_H:
         for k, v in f.items():

@@ -1,5 +1,5 @@
 # The compiled build's view of gpu.py: the extension types of blocks.pxd, calls.pxd and state.pxd.
-from cuzk_diag.ingest.assemble.blocks cimport Block, _apply_gpu
+from cuzk_diag.ingest.assemble.blocks cimport Block, _apply_line
 from cuzk_diag.ingest.assemble.calls cimport Call
 from cuzk_diag.ingest.assemble.state cimport State
 
@@ -8,5 +8,13 @@ cdef frozenset CLOSING, NAMES_GPU, STARTS_BLOCK
 
 # A GPU-region line into its block, as a C function (``_gpu_line`` calls it directly).
 cdef _put_line(
-    State self, Block blk, object ev, str kind, object tid, bint found, double early, double late
+    State self,
+    Block blk,
+    object ev,
+    dict f,
+    str kind,
+    object tid,
+    bint found,
+    double early,
+    double late,
 )

@@ -16,7 +16,7 @@ from cuzk_diag.ingest.assemble.blocks import (
     STARTS_BLOCK,
     TOL_MS,
     Block,
-    _apply_gpu,
+    _apply_line,
 )
 from cuzk_diag.ingest.assemble.calls import (
     Call,
@@ -88,7 +88,7 @@ class GpuRegion(State):
         if not tid:
             found, early, late = blk._offset(kind, f)
             _, blk.lock_lo, blk.lock_hi = blk._cost_at(found, early, late, lo, hi)
-        _put_line(self, blk, ev, kind, tid, found, early, late)
+        _put_line(self, blk, ev, f, kind, tid, found, early, late)
 
     BEAM_WIDTH = 8
     GAP_COST = 1000.0  # per stage a hypothesis must take as lost (lines are rarely lost)
@@ -114,6 +114,7 @@ class GpuRegion(State):
         assert self.beam is not None
         may_skip = not (kind in STARTS_BLOCK and not tid)
         f: dict[str, Value] = ev.fields  # (read once: each read of an event attribute is a lookup)
+        line = ev.line
         new: list[tuple[float, int, dict[int, tuple[Any, ...]]]] = []
         closing: dict[int, int] = {}
         order = 0
@@ -136,7 +137,7 @@ class GpuRegion(State):
                 if not tid:
                     lc, b.lock_lo, b.lock_hi = b.lock_cost(kind, f, lo, hi)
                     c += lc
-                _apply_gpu(b, ev, kind, tid)
+                _apply_line(b, line, f, kind, tid)
                 c += b.relation_cost(kind)
                 order += 1
                 snaps2 = dict(snaps)
@@ -395,23 +396,24 @@ def _put_line(
     self: State,
     blk: Block,
     ev: Event,
+    f: dict[str, Value],
     kind: str,
     tid: _Tid,
     found: bool,
     early: float,
     late: float,
 ) -> None:
-    """A GPU-region line into its block, whose offset from the lock ``_gpu_line`` found
-    (``found``: ``early``-``late``), or not. (A module function: compiled, a C function that
-    ``_gpu_line`` calls directly, not a method found by name.)"""
-    _apply_gpu(blk, ev, kind, tid)
+    """A GPU-region line (``f``: its fields) into its block, whose offset from the lock
+    ``_gpu_line`` found (``found``: ``early``-``late``), or not. (A module function: compiled,
+    a C function that ``_gpu_line`` calls directly, not a method found by name.)"""
+    _apply_line(blk, ev.line, f, kind, tid)
     if not tid and kind != "ntt_h" and blk.lock_lo > -1e17 and blk.lock_hi < 1e17:
         if not found:
-            found, early, late = blk._offset(kind, ev.fields)
+            found, early, late = blk._offset(kind, f)
         if found and late < 1e11 and blk.lock_hi - blk.lock_lo < 50:
             self._anchor = (blk.lock_lo + early, blk.lock_hi + late)
     if kind in NAMES_GPU:
-        g = ev.fields.get("gpu")
+        g = f.get("gpu")
         if isinstance(g, int):
             self.gpus_seen.add(g)
     elif kind in CLOSING and blk.closes_with(kind, tid):

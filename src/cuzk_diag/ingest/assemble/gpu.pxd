@@ -1,4 +1,5 @@
 # The compiled build's view of gpu.py: the extension types of blocks.pxd, calls.pxd and state.pxd.
+cimport cython
 from cuzk_diag.ingest.assemble.blocks cimport Block, _apply_line
 from cuzk_diag.ingest.assemble.calls cimport Call
 from cuzk_diag.ingest.assemble.state cimport State
@@ -18,3 +19,6 @@ cdef _put_line(
     double early,
     double late,
 )
+# ``GpuRegion._could_open`` as a C function (``_gpu_line`` calls it directly).
+@cython.locals(st=long)
+cdef bint _opens_block(str kind, Block blk, object ev) except -1

@@ -65,7 +65,7 @@ class GpuRegion(State):
             blk = cands[0]
             # A line that starts a block (T17, T10, T14, or T4 in old code) while another block
             # is open could also open a new block on another GPU.
-            if kind in STARTS_BLOCK and self._could_open(kind, blk, ev):
+            if kind in STARTS_BLOCK and _opens_block(kind, blk, ev):
                 blk = self._open_block(ev, kind, lo, hi)
         else:
             # Blocks of several GPUs are open and more than one can take this line. When the
@@ -201,26 +201,7 @@ class GpuRegion(State):
 
     def _could_open(self, kind: str, blk: Block, ev: Event | None = None) -> bool:
         """Is a new block more plausible than continuing ``blk``?"""
-        st = _STAGE[kind]
-        if kind == "mutex_wait":
-            return True  # T17 always starts a block
-        if (
-            kind == "ntt_h"
-            and ev is not None
-            and "d_a_cache" in blk.seen
-            and "ntt_h" not in blk.seen
-        ):
-            # A GPU's first call allocates the pool-cached d_b (hundreds of ms); an NTT_H line
-            # without that allocation belongs to a later call on another GPU.
-            d_b = ev.fields.get("d_b_alloc_ms")
-            if isinstance(d_b, int) and d_b < 50:
-                return True
-        if blk.has_t17 or blk.has_t10:
-            return False
-        if kind == "prestage_vram":
-            return True
-        # Old code (no T17/T10): a T4 or NTT_H line when blk already has a later stage
-        return blk.stage >= st and not (kind == "ntt_h" and blk.stage == st)
+        return _opens_block(kind, blk, ev)
 
     def _open_block(self: State, ev: Event, kind: str, lo: float | None, hi: float | None) -> Block:
         self.block_seq += 1
@@ -418,3 +399,23 @@ def _put_line(
             self.gpus_seen.add(g)
     elif kind in CLOSING and blk.closes_with(kind, tid):
         self._close_block(blk)
+
+
+def _opens_block(kind: str, blk: Block, ev: Event | None) -> bool:
+    """``GpuRegion._could_open``. (A module function: compiled, a C function that ``_gpu_line``
+    calls directly, not a method found by name.)"""
+    st = _STAGE[kind]
+    if kind == "mutex_wait":
+        return True  # T17 always starts a block
+    if kind == "ntt_h" and ev is not None and "d_a_cache" in blk.seen and "ntt_h" not in blk.seen:
+        # A GPU's first call allocates the pool-cached d_b (hundreds of ms); an NTT_H line
+        # without that allocation belongs to a later call on another GPU.
+        d_b = ev.fields.get("d_b_alloc_ms")
+        if isinstance(d_b, int) and d_b < 50:
+            return True
+    if blk.has_t17 or blk.has_t10:
+        return False
+    if kind == "prestage_vram":
+        return True
+    # Old code (no T17/T10): a T4 or NTT_H line when blk already has a later stage
+    return blk.stage >= st and not (kind == "ntt_h" and blk.stage == st)

@@ -155,7 +155,13 @@ class LineParser:
         index = chunk.index
         size = len(index)
         groups = extract_fixed(
-            chunk.selected, index, lineno, chunk.clock, chunk.tracing, full=self.full
+            chunk.selected,
+            index,
+            lineno,
+            chunk.clock,
+            chunk.tracing,
+            full=self.full,
+            prefixed=chunk.prefixed,
         )
         done = np.zeros(size, dtype=bool)
         for g in groups:

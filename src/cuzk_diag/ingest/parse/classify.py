@@ -72,6 +72,9 @@ class Classified:
     selected: pa.StringArray  # those lines
     clock: np.ndarray | None  # per selected line: a tracing line wanted for its timestamp only
     tracing: np.ndarray  # per selected line: it has a tracing line's header
+    #: per selected line: it starts with ``TIMING_PREFIX``, ``NTT_H_PREFIX``, ``TIMELINE_PREFIX``
+    #: (the column-wise parse picks its lines by these)
+    prefixed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def split_lines(text: str, max_line: int) -> tuple[pa.StringArray, int]:
@@ -95,33 +98,55 @@ def classify(arr: pa.StringArray, *, full: bool) -> Classified:
     timing = pc.starts_with(arr, "CUZK_")
     timeline = pc.starts_with(arr, TIMELINE_PREFIX)
     tracing = tracing_heads(arr)
+    timing_lines = pc.starts_with(arr, TIMING_PREFIX)
+    ntt_h_lines = pc.starts_with(arr, NTT_H_PREFIX)
     counts = Counter[str]()
-    counts["timing"] = pc.sum(pc.starts_with(arr, TIMING_PREFIX)).as_py() or 0
-    counts["ntt_h"] = pc.sum(pc.starts_with(arr, NTT_H_PREFIX)).as_py() or 0
+    counts["timing"] = pc.sum(timing_lines).as_py() or 0
+    counts["ntt_h"] = pc.sum(ntt_h_lines).as_py() or 0
     counts["timeline"] = pc.sum(timeline).as_py() or 0
     counts["tracing"] = pc.sum(tracing).as_py() or 0
     counts["blank"] = pc.sum(pc.equal(pc.binary_length(arr), 0)).as_py() or 0
     counts["other"] = n - sum(counts.values())  # bench lines are moved by the parse loop
+    is_tracing = _bools(tracing)
     if full:
-        return Classified(arr, counts, np.arange(n), arr, None, _bools(tracing))
+        prefixed = _bools(timing_lines), _bools(ntt_h_lines), _bools(timeline)
+        return Classified(arr, counts, np.arange(n), arr, None, is_tracing, prefixed)
     relevant = _where(tracing, _RELEVANT_RE2, arr)
-    bench = pc.and_not(pc.match_substring_regex(arr, _BENCH_HEAD_RE2), tracing)
-    damaged = pc.starts_with(arr, DAMAGED)  # (a kernel costs less than a search of the text)
-    selected = pc.or_(pc.or_(pc.or_(timing, timeline), pc.or_(relevant, bench)), damaged)
-    cpp = timing.to_numpy(zero_copy_only=False)
+    cpp = _bools(timing)
+    is_timeline = _bools(timeline)
+    # Bench output and damaged lines start with neither ``CUZK_`` nor ``TIMELINE,`` nor a
+    # tracing header (the bench regex is anchored at a space, ``=``, ``[`` or a lowercase word):
+    # both tests run on the other lines only, mostly none.
+    other = ~(cpp | is_timeline | is_tracing)
+    if other.any():
+        rows = np.flatnonzero(other)
+        lines = arr.take(pa.array(rows))
+        found = pc.or_(
+            pc.match_substring_regex(lines, _BENCH_HEAD_RE2),
+            pc.starts_with(lines, DAMAGED),  # (a kernel costs less than a search of the text)
+        )
+        other[rows] = _bools(found)
+    selected = cpp | is_timeline | _bools(relevant) | other
     near = np.zeros(len(cpp), dtype=bool)
     if len(cpp) > 1:
         near[:-1] |= cpp[1:]
         near[1:] |= cpp[:-1]
-    clock = pc.and_not(pc.and_(tracing, pa.array(near)), relevant)
-    selected = pc.or_(selected, clock)
+    clock = near & is_tracing & ~_bools(relevant)
+    selected |= clock
+    index = np.flatnonzero(selected)
+    prefixed = (
+        _bools(timing_lines)[index],
+        _bools(ntt_h_lines)[index],
+        is_timeline[index],
+    )
     return Classified(
         arr,
         counts,
-        pc.indices_nonzero(selected).to_numpy(),
-        arr.filter(selected),
-        _bools(clock.filter(selected)),
-        _bools(tracing.filter(selected)),
+        index,
+        arr.take(pa.array(index)),
+        clock[index],
+        is_tracing[index],
+        prefixed,
     )
 
 

@@ -89,6 +89,7 @@ def extract_fixed(
     tracing: np.ndarray,
     *,
     full: bool = False,
+    prefixed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> list[Group]:
     """The lines of ``sel`` (selected lines of a chunk) that have a fixed form, as columns.
 
@@ -96,15 +97,21 @@ def extract_fixed(
     position); ``clock`` marks the selected lines wanted for their timestamp only, ``tracing``
     those with a tracing header (``classify``). The other tracing lines of a frequent printed
     shape are columns too (``shapes``; without ``full``, only those the per-line parser reads
-    whole then too).
+    whole then too). ``prefixed`` marks the selected lines that start with each family's prefix
+    (``classify.Classified.prefixed``; tested here without it).
     """
     groups: list[Group] = []
     if not len(sel):
         return groups
     nos = index + lineno
-    _timing(sel, nos, groups)
-    _ntt_h(sel, nos, groups)
-    _timeline(sel, nos, groups)
+    if prefixed is None:
+        prefixes = (TIMING_PREFIX, NTT_H_PREFIX, TIMELINE_PREFIX)
+        timing, ntt_h, timeline = (_bools(pc.starts_with(sel, p)) for p in prefixes)
+    else:
+        timing, ntt_h, timeline = prefixed
+    _timing(sel, nos, np.flatnonzero(timing), groups)
+    _ntt_h(sel, nos, np.flatnonzero(ntt_h), groups)
+    _timeline(sel, nos, np.flatnonzero(timeline), groups)
     if clock is not None:
         _clock(sel, nos, clock, groups)
     from cuzk_diag.ingest.parse.shapes import tracing_groups
@@ -153,11 +160,6 @@ def _values(col: pa.Array) -> list[Value]:
     return col.to_numpy().tolist()  # type: ignore[no-any-return]
 
 
-def _rows(mask: pa.Array) -> np.ndarray:
-    rows: np.ndarray = pc.indices_nonzero(mask).to_numpy()
-    return rows
-
-
 def _dicts(
     keys: Sequence[str], cols: Sequence[list[Value] | Value], n: int
 ) -> list[dict[str, Value]]:
@@ -201,19 +203,18 @@ def _int64(col: pa.Array) -> pa.Array:
     return pc.cast(col, pa.int64())
 
 
-def _timing(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
+def _timing(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list[Group]) -> None:
     """Integer ``CUZK_TIMING:`` lines in the exact form of their format string: grouped by
     their words with the values taken out, each value read from its word. A line with a value
-    that is not a whole number (``_int_values``) is the per-line parser's."""
-    rows = _rows(pc.starts_with(sel, TIMING_PREFIX))
+    that is not a whole number (``_int_values``) is the per-line parser's. ``rows``: the lines
+    of ``sel`` that start with ``TIMING_PREFIX``."""
     if not len(rows):
         return
-    p = _Pairs.of(sel.take(rows), " ")
+    p = _Pairs.of(sel.take(pa.array(rows)), " ")
     good, ints = _int_values(p.values)
     odd = p.lines_with(p.bad_values(good))
-    shape = p.shapes(" ")
-    codes = shape.indices.to_numpy(zero_copy_only=False)
-    for code, text in enumerate(shape.dictionary.to_pylist()):
+    codes, shape_texts = p.shapes(" ")
+    for code, text in enumerate(shape_texts):
         plan = _TIMING_SHAPES.get(text)
         if plan is None:
             continue  # not a format string's text: the per-line parser's
@@ -256,14 +257,43 @@ class _Pairs:
             parts.take(starts[has_value] + 1),
         )
 
-    def shapes(self, sep: str) -> pa.DictionaryArray:
-        """Each text with its values taken out: its keys, each with ``=`` when it had a value,
-        joined by ``sep`` again."""
+    def shapes(self, sep: str) -> tuple[np.ndarray, list[str]]:
+        """Each text with its values taken out (its keys, each with ``=`` when it had a value,
+        joined by ``sep`` again) as a code per text, and the text of each code, numbered in the
+        order of their first texts (as ``dictionary_encode`` numbers them).
+
+        A word's key and ``=`` are a digit (1 to ``base`` - 1) and a text's digits one integer,
+        unique to its shape: one encoding of the words' keys and one of those integers, where
+        joining the words' texts took three kernels over every word and one over every text.
+        Texts of too many words for an int64 are joined."""
+        keys = pc.dictionary_encode(self.keys)
+        names = keys.dictionary.to_pylist()
+        digit = keys.indices.to_numpy(zero_copy_only=False) * 2 + self.has_value + 1
+        base = 2 * len(names) + 1
+        at = self.line_at
+        size = np.diff(at)
+        if not len(size) or base ** int(size.max()) > 2**62:
+            return self._joined_shapes(sep)
+        place = np.arange(len(digit)) - np.repeat(at[:-1], size)
+        number = np.add.reduceat(digit.astype(np.int64) * base**place, at[:-1])
+        enc = pc.dictionary_encode(pa.array(number))
+        codes: np.ndarray = enc.indices.to_numpy(zero_copy_only=False)
+        _, first = np.unique(codes, return_index=True)
+        marks = ("", "=")
+        texts = [
+            sep.join([names[(d - 1) >> 1] + marks[(d - 1) & 1] for d in digit[a:b].tolist()])
+            for a, b in zip(at[first].tolist(), at[first + 1].tolist(), strict=True)
+        ]
+        return codes, texts
+
+    def _joined_shapes(self, sep: str) -> tuple[np.ndarray, list[str]]:
         marked = pc.if_else(
             pa.array(self.has_value), pc.binary_join_element_wise(self.keys, "", "="), self.keys
         )
         by_text = pa.ListArray.from_arrays(pa.array(self.line_at, pa.int32()), marked)
-        return pc.dictionary_encode(pc.binary_join(by_text, sep))
+        shape = pc.dictionary_encode(pc.binary_join(by_text, sep))
+        codes: np.ndarray = shape.indices.to_numpy(zero_copy_only=False)
+        return codes, shape.dictionary.to_pylist()
 
     def bad_values(self, good: np.ndarray) -> np.ndarray:
         """Per word: it has a value, and ``good`` (per value) says that value is not good."""
@@ -290,14 +320,14 @@ def _int_values(col: pa.StringArray, *, signed: bool = True) -> tuple[np.ndarray
     return _bools(good), ints
 
 
-def _ntt_h(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
+def _ntt_h(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list[Group]) -> None:
     """``CUZK_NTT_H:`` lines in the exact printed form (``_NTT_H_RE2``), each value cut from its
     word (``key=<value>ms``). The regex only tests the lines: RE2 finds a match's groups by a
-    second, slower search, which cost more than the split and the cuts."""
-    rows = _rows(pc.starts_with(sel, NTT_H_PREFIX))
+    second, slower search, which cost more than the split and the cuts. ``rows``: the lines of
+    ``sel`` that start with ``NTT_H_PREFIX``."""
     if not len(rows):
         return
-    lines = sel.take(rows)
+    lines = sel.take(pa.array(rows))
     ok = pc.match_substring_regex(lines, _NTT_H_RE2)
     if not pc.all(ok).as_py():
         if not pc.any(ok).as_py():
@@ -312,9 +342,10 @@ def _ntt_h(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
     groups.append(Group(rows, nos[rows], Family.NTT_H, "ntt_h", names, cols))
 
 
-def _timeline(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None:
-    """Whole TIMELINE lines whose detail is ``key=value`` pairs of known keys."""
-    found = _timeline_parts(sel)
+def _timeline(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list[Group]) -> None:
+    """Whole TIMELINE lines whose detail is ``key=value`` pairs of known keys (``rows``: the
+    lines of ``sel`` that start with ``TIMELINE_PREFIX``)."""
+    found = _timeline_parts(sel, rows)
     if found is None:
         return
     rows, m, offsets = found
@@ -322,10 +353,8 @@ def _timeline(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None
     good, ints = _int_values(p.values)
     # (A ``kind`` is text: any value of it is good.)
     odd = p.lines_with(p.bad_values(good) & ~_bools(pc.equal(p.keys, "kind")))
-    shape = p.shapes(",")
-    codes = shape.indices.to_numpy(zero_copy_only=False)
-    counts = np.bincount(codes, minlength=len(shape.dictionary))
-    texts = shape.dictionary.to_pylist()
+    codes, texts = p.shapes(",")
+    counts = np.bincount(codes, minlength=len(texts))
     for code in np.argsort(-counts, kind="stable")[:_MAX_SHAPES].tolist():
         keys = _detail_plan(texts[code])
         if keys is None:
@@ -349,7 +378,7 @@ def _timeline(sel: pa.StringArray, nos: np.ndarray, groups: list[Group]) -> None
 
 
 def _timeline_parts(
-    sel: pa.StringArray,
+    sel: pa.StringArray, rows: np.ndarray
 ) -> tuple[np.ndarray, pa.StructArray, np.ndarray] | None:
     """The rows of ``sel`` that are whole TIMELINE lines (``TIMELINE,<offset>,<event>,<job>,``
     and a detail: an offset of 1-18 ASCII digits, an event the engine prints, and no other
@@ -358,10 +387,9 @@ def _timeline_parts(
     Split at the first four commas rather than matched by a regex with groups: RE2 finds a
     match's groups by a second, slower search, which cost more than all the kernels here.
     """
-    rows = _rows(pc.starts_with(sel, TIMELINE_PREFIX))
     if not len(rows):
         return None
-    lines = sel.take(rows)
+    lines = sel.take(pa.array(rows))
     split = pc.split_pattern(lines, ",", max_splits=4)
     whole = pc.equal(pc.list_value_length(split), 5)
     if not pc.all(whole).as_py():

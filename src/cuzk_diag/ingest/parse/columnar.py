@@ -314,9 +314,13 @@ def _int_values(col: pa.StringArray, *, signed: bool = True) -> tuple[np.ndarray
     does), and their values (0 for the others)."""
     digits = col
     if signed:
-        digits = pc.if_else(pc.starts_with(col, "-"), pc.utf8_slice_codeunits(col, 1), col)
+        minus = pc.starts_with(col, "-")
+        if pc.any(minus).as_py():  # (mostly none: then neither the cut nor the choice)
+            digits = pc.if_else(minus, pc.utf8_slice_codeunits(col, 1), col)
     good = pc.and_(pc.ascii_is_decimal(digits), pc.less_equal(pc.binary_length(digits), 18))
-    ints: np.ndarray = pc.cast(pc.if_else(good, col, "0"), pa.int64()).to_numpy()
+    if not pc.all(good).as_py():
+        col = pc.if_else(good, col, "0")
+    ints: np.ndarray = pc.cast(col, pa.int64()).to_numpy()
     return _bools(good), ints
 
 

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cuzk_diag.ingest.parse.columnar import _INT, Group
+from cuzk_diag.ingest.parse.columnar import _INT, Group, _int_texts
 from cuzk_diag.ingest.parse.tracing import _scalar, parse_tracing
 from cuzk_diag.records import Family, Value
 
@@ -336,7 +336,10 @@ def _check_classes(found: list[_Found]) -> None:
             by_class.setdefault(cls, []).append((col, one))
     for cls, items in by_class.items():
         every = pa.concat_arrays([col for col, _ in items])
-        good = pc.match_substring_regex(every, _CLASSES[cls][0])
+        if cls == "int":
+            good = _int_texts(every)  # (the class's regex in cheaper kernels)
+        else:
+            good = pc.match_substring_regex(every, _CLASSES[cls][0])
         if cls == "text":
             good = pc.and_not(good, pc.match_substring_regex(every, _NOT_TEXT_RE2))
         flags = good.to_numpy(zero_copy_only=False)

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cuzk_diag.ingest.parse.columnar import _INT, Group, _int_texts
+from cuzk_diag.ingest.parse.columnar import _INT, Group, _int_texts, byte_slice, first_space
 from cuzk_diag.ingest.parse.tracing import _scalar, parse_tracing
 from cuzk_diag.records import Family, Value
 
@@ -239,7 +239,11 @@ def tracing_groups(
     if len(rows) < MIN_LINES:
         return []
     texts = sel.take(pa.array(rows))
-    after_ts = pc.list_element(pc.split_pattern(texts, " ", max_splits=1), 1)
+    at = first_space(texts)
+    if at is None:
+        after_ts = pc.list_element(pc.split_pattern(texts, " ", max_splits=1), 1)
+    else:
+        after_ts = byte_slice(texts, at + 1)
     shape = pc.replace_substring_regex(after_ts, _SHAPE_VALUE_RE2, "=")
     enc = pc.dictionary_encode(shape)
     codes = enc.indices.to_numpy(zero_copy_only=False)

@@ -32,13 +32,11 @@ cdef class Block:
     @cython.locals(st=long)
     cpdef bint accepts(self, str kind, object tid, bint ntt_era, bint lenient=*)
     @cython.locals(found=bint, early=double, late=double)
-    cpdef object lock_offset(self, str kind, dict f)
     @cython.locals(fixed=tuple, own=tuple, key=str, latency=double, at=double)
     cdef (bint, double, double) _offset(self, str kind, dict f)
     # (cost, new_lo, new_hi) as a C struct: no tuple is made for the callers that unpack it.
     @cython.locals(found=bint, early=double, late=double)
     cpdef (double, double, double) lock_cost(self, str kind, dict f, object lo, object hi)
-    cpdef (double, double, double) lock_cost_at(self, tuple off, object lo, object hi)
     @cython.locals(
         old_lo=double, old_hi=double, new_lo=double, new_hi=double, t=double, miss=double,
         bound=double

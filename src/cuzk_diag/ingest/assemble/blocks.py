@@ -76,7 +76,7 @@ _RENAME = {
 _DROP = frozenset({"gpu_tid", "_words"})
 _RECORD_COLUMNS = frozenset(name for name, _ in PARTITION_COLUMNS)
 
-#: ``Block.lock_offset`` of the lines printed a fixed time after the lock.
+#: ``Block._offset`` of the lines printed a fixed time after the lock.
 _FIXED_OFFSET = {
     "mutex_wait": (0.0, 2.0),
     "pool_threshold": (0.0, 30.0),  # printed as the GPU thread starts, before the d_a allocation
@@ -84,7 +84,7 @@ _FIXED_OFFSET = {
     "prestage_setup": (0.0, 300.0),
     "d_a_cache": (0.0, 5000.0),
 }
-#: ``Block.lock_offset`` of the lines printed their own value after the lock: (its key, the
+#: ``Block._offset`` of the lines printed their own value after the lock: (its key, the
 #: print latency).
 _OWN_OFFSET = {
     "ntt_msm_h": ("ntt_msm_h_ms", 2.0),
@@ -202,14 +202,10 @@ class Block:
             return self.has_t17
         return True
 
-    def lock_offset(self, kind: str, f: dict[str, Value]) -> tuple[float, float] | None:
-        """How long after the lock a line of ``kind`` prints, from its values and the block's."""
-        found, early, late = self._offset(kind, f)
-        return (early, late) if found else None
-
     def _offset(self, kind: str, f: dict[str, Value]) -> tuple[bool, float, float]:
-        """``lock_offset`` as (found, early, late). (Compiled, a C struct: ``lock_cost`` makes
-        no tuple and no float objects of it.)"""
+        """How long after the lock a line of ``kind`` prints, from its values and the block's:
+        (found, early, late). (Compiled, a C struct: ``lock_cost`` makes no tuple and no float
+        objects of it.)"""
         fixed = _FIXED_OFFSET.get(kind)
         if fixed is not None:
             return True, fixed[0], fixed[1]
@@ -254,14 +250,6 @@ class Block:
         """(cost, new_lo, new_hi): how far the line's clock bracket misses the lock interval."""
         found, early, late = self._offset(kind, f)
         return self._cost_at(found, early, late, lo, hi)
-
-    def lock_cost_at(
-        self, off: tuple[float, float] | None, lo: float | None, hi: float | None
-    ) -> tuple[float, float, float]:
-        """``lock_cost`` for an offset already computed."""
-        if off is None:
-            return self._cost_at(False, 0.0, 0.0, lo, hi)
-        return self._cost_at(True, off[0], off[1], lo, hi)
 
     def _cost_at(
         self, found: bool, early: float, late: float, lo: float | None, hi: float | None

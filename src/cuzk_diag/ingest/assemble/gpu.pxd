@@ -19,6 +19,6 @@ cdef _put_line(
     double early,
     double late,
 )
-# ``GpuRegion._could_open`` as a C function (``_gpu_line`` calls it directly).
+# Whether a line opens a new block, as a C function (``_gpu_line`` calls it directly).
 @cython.locals(st=long)
 cdef bint _opens_block(str kind, Block blk, object ev) except -1

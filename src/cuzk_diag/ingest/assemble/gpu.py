@@ -80,7 +80,7 @@ class GpuRegion(State):
                 self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
                 self._extend_beam(ev, kind, tid, lo, hi, ntt_era)
                 return
-        # The line's offset from the lock (``Block.lock_offset``) as C values: no tuple, and no
+        # The line's offset from the lock (``Block._offset``) as C values: no tuple, and no
         # float objects but those the block keeps.
         found: bool = False
         early: float = 0.0
@@ -198,10 +198,6 @@ class GpuRegion(State):
         deferred, self.deferred = self.deferred, []
         for call in deferred:
             self._maybe_emit(call)
-
-    def _could_open(self, kind: str, blk: Block, ev: Event | None = None) -> bool:
-        """Is a new block more plausible than continuing ``blk``?"""
-        return _opens_block(kind, blk, ev)
 
     def _open_block(self: State, ev: Event, kind: str, lo: float | None, hi: float | None) -> Block:
         self.block_seq += 1
@@ -402,8 +398,9 @@ def _put_line(
 
 
 def _opens_block(kind: str, blk: Block, ev: Event | None) -> bool:
-    """``GpuRegion._could_open``. (A module function: compiled, a C function that ``_gpu_line``
-    calls directly, not a method found by name.)"""
+    """Is a new block more plausible than continuing ``blk`` for a line of ``kind`` that can
+    start one? (A module function: compiled, a C function that ``_gpu_line`` calls directly,
+    not a method found by name.)"""
     st = _STAGE[kind]
     if kind == "mutex_wait":
         return True  # T17 always starts a block

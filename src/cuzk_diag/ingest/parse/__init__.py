@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from cuzk_diag.ingest.parse.bench import MiscParser
-from cuzk_diag.ingest.parse.classify import classify, family_counted, split_lines
+from cuzk_diag.ingest.parse.classify import classify, family_counted, ints_array, split_lines
 from cuzk_diag.ingest.parse.columnar import Group, extract_fixed, fixed_events
 from cuzk_diag.ingest.parse.era import ERA_LABELS, ERAS, EraDetector
 from cuzk_diag.ingest.parse.timeline import TIMELINE_PREFIX, intruder_at, parse_timeline
@@ -179,7 +179,7 @@ class LineParser:
                 if size and index[0] == 0:
                     part.cleared.append(0)
         source, acc, full, misc = self.source, self.acc, self.full, self.misc.parse
-        texts = chunk.selected.take(rest).to_pylist()
+        texts = chunk.selected.take(ints_array(rest)).to_pylist()
         for r, j, ln in zip(rest.tolist(), index[rest].tolist(), texts, strict=True):
             if j == skip:
                 continue

@@ -79,13 +79,26 @@ class Classified:
 
 def split_lines(text: str, max_line: int) -> tuple[pa.StringArray, int]:
     """The lines of ``text`` (whole lines, each ending in a newline) as one Arrow array, and
-    how many of them were longer than ``max_line`` (cut to it)."""
-    arr = pc.list_flatten(pc.split_pattern(pa.array([text]), "\n"))
-    n = len(arr) - 1 if text.endswith("\n") or not text else len(arr)
-    arr = arr.slice(0, n)
+    how many of them were longer than ``max_line`` (cut to it).
+
+    The array is made from buffers: the text's bytes without its newlines, and each line's
+    end found among them by numpy. (A split kernel copied every line on its own, and the
+    ``pa.array`` of the text made pyarrow import pandas.)"""
+    data = text.encode("utf-8")
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    n = len(ends) + (not text.endswith("\n") and bool(text))
+    offsets = np.empty(n + 1, dtype=np.int32)
+    offsets[0] = 0
+    # (the end of line i among the bytes with the i newlines before it taken out)
+    offsets[1 : len(ends) + 1] = ends - np.arange(len(ends))
+    if n > len(ends):
+        offsets[n] = len(data) - len(ends)
+    arr = pa.StringArray.from_buffers(
+        n, pa.py_buffer(offsets), pa.py_buffer(data.replace(b"\n", b""))
+    )
     cut = 0
-    if len(text) > max_line and (pc.max(pc.binary_length(arr)).as_py() or 0) > max_line:
-        long = pc.greater(pc.utf8_length(arr), max_line)
+    if len(text) > max_line and n and int(np.diff(offsets).max()) > max_line:
+        long = pc.greater(pc.utf8_length(arr), scalar(max_line))
         cut = pc.sum(long).as_py() or 0
         arr = pc.if_else(long, pc.utf8_slice_codeunits(arr, 0, max_line), arr)
     return arr, cut
@@ -110,7 +123,7 @@ def classify(arr: pa.StringArray, *, full: bool) -> Classified:
     counts["ntt_h"] = pc.sum(ntt_h_lines).as_py() or 0
     counts["timeline"] = int(np.count_nonzero(is_timeline))
     counts["tracing"] = int(np.count_nonzero(is_tracing))
-    counts["blank"] = pc.sum(pc.equal(pc.binary_length(arr), 0)).as_py() or 0
+    counts["blank"] = pc.sum(pc.equal(pc.binary_length(arr), scalar(0))).as_py() or 0
     counts["other"] = n - sum(counts.values())  # bench lines are moved by the parse loop
     if full:
         prefixed = _bools(timing_lines), _bools(ntt_h_lines), is_timeline
@@ -122,7 +135,7 @@ def classify(arr: pa.StringArray, *, full: bool) -> Classified:
     other = ~(cpp | is_timeline | is_tracing)
     if other.any():
         rows = np.flatnonzero(other)
-        lines = arr.take(pa.array(rows))
+        lines = arr.take(ints_array(rows))
         found = pc.or_(
             pc.match_substring_regex(lines, _BENCH_HEAD_RE2),
             pc.starts_with(lines, DAMAGED),  # (a kernel costs less than a search of the text)
@@ -145,7 +158,7 @@ def classify(arr: pa.StringArray, *, full: bool) -> Classified:
         arr,
         counts,
         index,
-        arr.take(pa.array(index)),
+        arr.take(ints_array(index)),
         clock[index],
         is_tracing[index],
         prefixed,
@@ -165,12 +178,71 @@ def _where(mask: np.ndarray, pattern: str, arr: pa.StringArray) -> np.ndarray:
     rows = np.flatnonzero(mask)
     out = np.zeros(len(arr), dtype=bool)
     if len(rows):
-        out[rows] = _bools(pc.match_substring_regex(arr.take(pa.array(rows)), pattern))
+        out[rows] = _bools(pc.match_substring_regex(arr.take(ints_array(rows)), pattern))
     return out
 
 
+def ints_array(values: np.ndarray) -> pa.Int64Array:
+    """An int64 Arrow array of numpy integers, on their buffer. (``pa.array`` of a numpy
+    array, or of a list, makes pyarrow import pandas; so does a numpy array given to a
+    kernel, which converts it by ``pa.array``.)"""
+    a = np.ascontiguousarray(values, dtype=np.int64)
+    out: pa.Int64Array = pa.Array.from_buffers(pa.int64(), len(a), [None, pa.py_buffer(a)])
+    return out
+
+
+def bools_array(mask: np.ndarray) -> pa.BooleanArray:
+    """A boolean Arrow array of numpy booleans (see ``ints_array``)."""
+    bits = pa.py_buffer(np.packbits(mask, bitorder="little"))
+    out: pa.BooleanArray = pa.Array.from_buffers(pa.bool_(), len(mask), [None, bits])
+    return out
+
+
+_SCALARS: dict[object, pa.Scalar] = {}
+
+
+def scalar(value: int | str) -> pa.Scalar:
+    """An int64 or string scalar for a kernel: one taken from an array, as a Python value
+    given to a kernel is made one by ``pa.scalar``, which makes pyarrow import pandas."""
+    out = _SCALARS.get((type(value), value))
+    if out is None:
+        if isinstance(value, str):
+            data = value.encode("utf-8")
+            offsets = np.array([0, len(data)], dtype=np.int32)
+            col = pa.StringArray.from_buffers(1, pa.py_buffer(offsets), pa.py_buffer(data))
+        else:
+            col = ints_array(np.array([value]))
+        out = _SCALARS[(type(value), value)] = col[0]
+    return out
+
+
+_NUMPY_INTS = {pa.int64(): np.int64, pa.int32(): np.int32}
+
+
+def numbers(col: pa.Array) -> np.ndarray:
+    """The values of an int64 or int32 Arrow array (a read-only view on its buffer, as
+    ``to_numpy`` gives): ``to_numpy`` makes pyarrow import pandas. (One with nulls, never
+    made here, takes ``to_numpy``.)"""
+    if col.null_count:
+        return col.to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
+    dtype = _NUMPY_INTS[col.type]
+    data = col.buffers()[1]
+    if data is None:
+        return np.zeros(0, dtype=dtype)
+    return np.frombuffer(data, dtype=dtype, count=len(col), offset=col.offset * dtype().itemsize)
+
+
 def _bools(mask: pa.BooleanArray) -> np.ndarray:
-    out: np.ndarray = mask.to_numpy(zero_copy_only=False)
+    """The values of a boolean Arrow array without nulls, unpacked from its bits (see
+    ``numbers``)."""
+    if mask.null_count:
+        return mask.to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
+    data = mask.buffers()[1]
+    n, at = len(mask), mask.offset
+    if data is None or not n:
+        return np.zeros(n, dtype=bool)
+    bits = np.frombuffer(data, dtype=np.uint8, count=(at + n + 7) >> 3)
+    out: np.ndarray = np.unpackbits(bits, count=at + n, bitorder="little")[at:].view(bool)
     return out
 
 

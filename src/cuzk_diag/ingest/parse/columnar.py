@@ -22,7 +22,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cuzk_diag.ingest.parse.classify import _bools, tracing_heads
+from cuzk_diag.ingest.parse.classify import (
+    _bools,
+    bools_array,
+    ints_array,
+    numbers,
+    scalar,
+    split_lines,
+    tracing_heads,
+)
 from cuzk_diag.ingest.parse.timeline import (
     _TIMELINE_DETAIL_KEYS,
     TIMELINE_EVENTS,
@@ -48,7 +56,7 @@ _TIMING_SHAPES = {
 }
 _NTT_H_RE2 = "^" + NTT_H_PREFIX + " ".join(f"{k}={_INT}ms" for k in NTT_H_KEYS) + "$"
 _TIMELINE_PARTS = ("off", "event", "job", "detail")  # (after the prefix, split at commas)
-_TIMELINE_EVENT_SET = pa.array(sorted(TIMELINE_EVENTS))
+_TIMELINE_EVENT_SET = split_lines("".join(f"{e}\n" for e in sorted(TIMELINE_EVENTS)), 64)[0]
 # What makes the per-line TIMELINE parser look closer (another writer's line inside it).
 _TIMELINE_SUSPECT_RE2 = r"CUZK_|Z |.TIMELINE,"
 #: At most this many detail shapes of one chunk are parsed in bulk (each costs a few kernels).
@@ -136,7 +144,7 @@ def parse_fixed(
     sel: pa.StringArray, index: np.ndarray, lineno: int, source: int, clock: np.ndarray | None
 ) -> list[Event | None]:
     """Events of the selected lines ``sel`` that have a fixed form, None for the others."""
-    tracing = tracing_heads(sel).to_numpy(zero_copy_only=False)
+    tracing = _bools(tracing_heads(sel))
     return fixed_events(extract_fixed(sel, index, lineno, clock, tracing), len(sel), source)
 
 
@@ -148,7 +156,7 @@ def _interned(col: pa.Array) -> list[Value]:
     if enc.null_count:
         return col.to_pylist()  # type: ignore[no-any-return]
     names = np.array([sys.intern(k) for k in enc.dictionary.to_pylist()], dtype=object)
-    out: list[Value] = names[enc.indices.to_numpy()].tolist()
+    out: list[Value] = names[numbers(enc.indices)].tolist()
     return out
 
 
@@ -157,7 +165,7 @@ def _values(col: pa.Array) -> list[Value]:
     through numpy (~40 instructions a value fewer than ``to_pylist``, the same ints)."""
     if col.null_count or not pa.types.is_integer(col.type):
         return col.to_pylist()  # type: ignore[no-any-return]
-    return col.to_numpy().tolist()  # type: ignore[no-any-return]
+    return numbers(col).tolist()  # type: ignore[no-any-return]
 
 
 def _dicts(
@@ -210,7 +218,7 @@ def _timing(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list
     of ``sel`` that start with ``TIMING_PREFIX``."""
     if not len(rows):
         return
-    p = _Pairs.of(sel.take(pa.array(rows)), " ")
+    p = _Pairs.of(sel.take(ints_array(rows)), " ")
     good, ints = _int_values(p.values)
     odd = p.lines_with(p.bad_values(good))
     codes, shape_texts = p.shapes(" ")
@@ -224,7 +232,7 @@ def _timing(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list
             continue
         at = p.line_at[:-1][pick] + 1  # (the first word is the prefix)
         cols: list[pa.Array | Value] = [
-            pa.array(ints[p.value_at[at + i]]) for i in range(len(names))
+            ints_array(ints[p.value_at[at + i]]) for i in range(len(names))
         ]
         r = rows[pick]
         groups.append(Group(r, nos[r], Family.TIMING, kind, list(names), cols))
@@ -245,16 +253,16 @@ class _Pairs:
     def of(cls, texts: pa.StringArray, sep: str) -> _Pairs:
         words = pc.split_pattern(texts, sep)
         kv = pc.split_pattern(words.flatten(), "=", max_splits=1)
-        kv_at = kv.offsets.to_numpy()
+        kv_at = numbers(kv.offsets)
         parts = kv.flatten()
         has_value = np.diff(kv_at) == 2
         starts = kv_at[:-1]
         return cls(
-            words.offsets.to_numpy(),
-            parts.take(starts),
+            numbers(words.offsets),
+            parts.take(ints_array(starts)),
             has_value,
             np.cumsum(has_value) - 1,
-            parts.take(starts[has_value] + 1),
+            parts.take(ints_array(starts[has_value] + 1)),
         )
 
     def shapes(self, sep: str) -> tuple[np.ndarray, list[str]]:
@@ -268,7 +276,7 @@ class _Pairs:
         Texts of too many words for an int64 are joined."""
         keys = pc.dictionary_encode(self.keys)
         names = keys.dictionary.to_pylist()
-        digit = keys.indices.to_numpy(zero_copy_only=False) * 2 + self.has_value + 1
+        digit = numbers(keys.indices) * 2 + self.has_value + 1
         base = 2 * len(names) + 1
         at = self.line_at
         size = np.diff(at)
@@ -276,8 +284,8 @@ class _Pairs:
             return self._joined_shapes(sep)
         place = np.arange(len(digit)) - np.repeat(at[:-1], size)
         number = np.add.reduceat(digit.astype(np.int64) * base**place, at[:-1])
-        enc = pc.dictionary_encode(pa.array(number))
-        codes: np.ndarray = enc.indices.to_numpy(zero_copy_only=False)
+        enc = pc.dictionary_encode(ints_array(number))
+        codes: np.ndarray = numbers(enc.indices)
         _, first = np.unique(codes, return_index=True)
         marks = ("", "=")
         texts = [
@@ -288,11 +296,13 @@ class _Pairs:
 
     def _joined_shapes(self, sep: str) -> tuple[np.ndarray, list[str]]:
         marked = pc.if_else(
-            pa.array(self.has_value), pc.binary_join_element_wise(self.keys, "", "="), self.keys
+            bools_array(self.has_value),
+            pc.binary_join_element_wise(self.keys, scalar(""), scalar("=")),
+            self.keys,
         )
-        by_text = pa.ListArray.from_arrays(pa.array(self.line_at, pa.int32()), marked)
-        shape = pc.dictionary_encode(pc.binary_join(by_text, sep))
-        codes: np.ndarray = shape.indices.to_numpy(zero_copy_only=False)
+        by_text = pa.ListArray.from_arrays(pc.cast(ints_array(self.line_at), pa.int32()), marked)
+        shape = pc.dictionary_encode(pc.binary_join(by_text, scalar(sep)))
+        codes: np.ndarray = numbers(shape.indices)
         return codes, shape.dictionary.to_pylist()
 
     def bad_values(self, good: np.ndarray) -> np.ndarray:
@@ -319,7 +329,7 @@ def _int_texts(col: pa.StringArray, *, signed: bool = True) -> pa.BooleanArray:
         if pc.any(minus).as_py():  # (mostly none: then neither the cut nor the choice)
             digits = pc.if_else(minus, pc.utf8_slice_codeunits(col, 1), col)
     good: pa.BooleanArray = pc.and_(
-        pc.ascii_is_decimal(digits), pc.less_equal(pc.binary_length(digits), 18)
+        pc.ascii_is_decimal(digits), pc.less_equal(pc.binary_length(digits), scalar(18))
     )
     return good
 
@@ -329,8 +339,8 @@ def _int_values(col: pa.StringArray, *, signed: bool = True) -> tuple[np.ndarray
     others)."""
     good = _int_texts(col, signed=signed)
     if not pc.all(good).as_py():
-        col = pc.if_else(good, col, "0")
-    ints: np.ndarray = pc.cast(col, pa.int64()).to_numpy()
+        col = pc.if_else(good, col, scalar("0"))
+    ints: np.ndarray = numbers(pc.cast(col, pa.int64()))
     return _bools(good), ints
 
 
@@ -341,7 +351,7 @@ def _ntt_h(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list[
     ``sel`` that start with ``NTT_H_PREFIX``."""
     if not len(rows):
         return
-    lines = sel.take(pa.array(rows))
+    lines = sel.take(ints_array(rows))
     ok = pc.match_substring_regex(lines, _NTT_H_RE2)
     if not pc.all(ok).as_py():
         if not pc.any(ok).as_py():
@@ -349,7 +359,7 @@ def _ntt_h(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list[
         rows, lines = rows[_bools(ok)], lines.filter(ok)
     words = pc.split_pattern(lines, " ")  # (the prefix, then a word per key)
     cols: list[pa.Array | Value] = [
-        _int64(pc.utf8_slice_codeunits(pc.list_element(words, i + 1), len(k) + 1, -2))
+        _int64(pc.utf8_slice_codeunits(pc.list_element(words, scalar(i + 1)), len(k) + 1, -2))
         for i, k in enumerate(NTT_H_KEYS)
     ]
     names = [_NTT_H_COLUMN[k] for k in NTT_H_KEYS]
@@ -366,7 +376,7 @@ def _timeline(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: li
     p = _Pairs.of(m.field("detail"), ",")
     good, ints = _int_values(p.values)
     # (A ``kind`` is text: any value of it is good.)
-    odd = p.lines_with(p.bad_values(good) & ~_bools(pc.equal(p.keys, "kind")))
+    odd = p.lines_with(p.bad_values(good) & ~_bools(pc.equal(p.keys, scalar("kind"))))
     codes, texts = p.shapes(",")
     counts = np.bincount(codes, minlength=len(texts))
     for code in np.argsort(-counts, kind="stable")[:_MAX_SHAPES].tolist():
@@ -377,15 +387,15 @@ def _timeline(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: li
         if not pick.any():
             continue
         at = p.line_at[:-1][pick]
-        part = m.filter(pa.array(pick))
-        cols: list[pa.Array | Value] = [pa.array(offsets[pick]), part.field("job")]
+        part = m.filter(bools_array(pick))
+        cols: list[pa.Array | Value] = [ints_array(offsets[pick]), part.field("job")]
         for i, (_, how) in enumerate(keys):
             if how == "one":
                 cols.append(1)
             elif how == "text":
-                cols.append(p.values.take(p.value_at[at + i]))
+                cols.append(p.values.take(ints_array(p.value_at[at + i])))
             else:
-                cols.append(pa.array(ints[p.value_at[at + i]]))
+                cols.append(ints_array(ints[p.value_at[at + i]]))
         names = ["offset_ms", "job_id"] + [k for k, _ in keys]
         r = rows[pick]
         groups.append(Group(r, nos[r], Family.TIMELINE, part.field("event"), names, cols))
@@ -403,12 +413,12 @@ def _timeline_parts(
     """
     if not len(rows):
         return None
-    lines = sel.take(pa.array(rows))
+    lines = sel.take(ints_array(rows))
     split = pc.split_pattern(lines, ",", max_splits=4)
-    whole = pc.equal(pc.list_value_length(split), 5)
+    whole = pc.equal(pc.list_value_length(split), scalar(5))
     if not pc.all(whole).as_py():
         rows, lines, split = rows[_bools(whole)], lines.filter(whole), split.filter(whole)
-    cols = [pc.list_element(split, i + 1) for i in range(4)]
+    cols = [pc.list_element(split, scalar(i + 1)) for i in range(4)]
     good, offsets = _int_values(cols[0], signed=False)
     ok = good & ~_bools(
         pc.or_(
@@ -419,7 +429,7 @@ def _timeline_parts(
     if not ok.any():
         return None
     parts = pa.StructArray.from_arrays(cols, names=_TIMELINE_PARTS)
-    return rows[ok], parts.filter(pa.array(ok)), offsets[ok]
+    return rows[ok], parts.filter(bools_array(ok)), offsets[ok]
 
 
 def _detail_plan(shape: str) -> list[tuple[str, str]] | None:
@@ -447,10 +457,10 @@ def _clock(sel: pa.StringArray, nos: np.ndarray, clock: np.ndarray, groups: list
     rows = np.flatnonzero(clock)
     if not len(rows):
         return
-    lines = sel.take(pa.array(rows))
+    lines = sel.take(ints_array(rows))
     at = first_space(lines)
     if at is None:
-        ts = pc.list_element(pc.split_pattern(lines, " ", max_splits=1), 0)
+        ts = pc.list_element(pc.split_pattern(lines, " ", max_splits=1), scalar(0))
     else:
         ts = byte_slice(lines, 0, at)
     groups.append(Group(rows, nos[rows], Family.TRACING, "clock", ["ts"], [ts]))

@@ -31,6 +31,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cuzk_diag.ingest.parse.classify import (
+    _bools,
+    bools_array,
+    ints_array,
+    numbers,
+    scalar,
+)
 from cuzk_diag.ingest.parse.columnar import _INT, Group, _int_texts, byte_slice, first_space
 from cuzk_diag.ingest.parse.tracing import _scalar, parse_tracing
 from cuzk_diag.records import Family, Value
@@ -115,9 +122,9 @@ class Cut(NamedTuple):
         """The piece of each line whose ``words`` are given."""
         first, last, a, b = self
         if first == last:
-            col = pc.list_element(words, first)
+            col = pc.list_element(words, scalar(first))
         else:
-            col = pc.binary_join(pc.list_slice(words, first, last + 1), " ")
+            col = pc.binary_join(pc.list_slice(words, first, last + 1), scalar(" "))
         if a or b:
             col = pc.utf8_slice_codeunits(col, a, -b if b else None)
         return col
@@ -238,15 +245,15 @@ def tracing_groups(
     rows = np.flatnonzero(free)
     if len(rows) < MIN_LINES:
         return []
-    texts = sel.take(pa.array(rows))
+    texts = sel.take(ints_array(rows))
     at = first_space(texts)
     if at is None:
-        after_ts = pc.list_element(pc.split_pattern(texts, " ", max_splits=1), 1)
+        after_ts = pc.list_element(pc.split_pattern(texts, " ", max_splits=1), scalar(1))
     else:
         after_ts = byte_slice(texts, at + 1)
     shape = pc.replace_substring_regex(after_ts, _SHAPE_VALUE_RE2, "=")
     enc = pc.dictionary_encode(shape)
-    codes = enc.indices.to_numpy(zero_copy_only=False)
+    codes = numbers(enc.indices)
     counts = np.bincount(codes, minlength=len(enc.dictionary))
     found: list[_Found] = []
     for code in np.argsort(-counts, kind="stable")[:MAX_SHAPES].tolist():
@@ -256,7 +263,7 @@ def tracing_groups(
         plan = shape_plan(texts[int(pick[0])].as_py())
         if plan is None or not full and plan.kind == "tracing" and plan.level not in _WHOLE:
             continue
-        one = _Found.cut(texts.take(pa.array(pick)), rows[pick], plan)
+        one = _Found.cut(texts.take(ints_array(pick)), rows[pick], plan)
         if one is not None:
             found.append(one)
     _check_classes(found)
@@ -276,12 +283,12 @@ class _Found:
     @classmethod
     def cut(cls, texts: pa.StringArray, rows: np.ndarray, plan: Plan) -> _Found | None:
         words = pc.split_pattern(texts, " ")
-        fit = pc.equal(pc.list_value_length(words), plan.words)
+        fit = pc.equal(pc.list_value_length(words), scalar(plan.words))
         if not pc.all(fit).as_py():
             if not pc.any(fit).as_py():
                 return None
             words = words.filter(fit)
-            rows = rows[fit.to_numpy(zero_copy_only=False)]
+            rows = rows[_bools(fit)]
         raw: list[pa.Array | None] = []
         for way, what in plan.how:
             if way == "const":
@@ -309,7 +316,7 @@ class _Found:
             if not ok.any():
                 return None
             rows = rows[ok]
-        mask = pa.array(ok)
+        mask = bools_array(ok)
         cols: list[pa.Array | Value] = []
         for (way, what), col in zip(self.plan.how, self.raw, strict=True):
             if col is None:
@@ -346,7 +353,7 @@ def _check_classes(found: list[_Found]) -> None:
             good = pc.match_substring_regex(every, _CLASSES[cls][0])
         if cls == "text":
             good = pc.and_not(good, pc.match_substring_regex(every, _NOT_TEXT_RE2))
-        flags = good.to_numpy(zero_copy_only=False)
+        flags = _bools(good)
         at = 0
         for col, one in items:
             one.ok &= flags[at : at + len(col)]

@@ -4,8 +4,10 @@ Most lines of a daemon log are printed by a handful of format strings: the C++ p
 ``CUZK_TIMING:`` lines with integer values (T1-T8, T17-T19), its ``CUZK_NTT_H:`` line, the
 engine's TIMELINE lines, and the tracing lines kept for their timestamp only ("clock" lines).
 Lines in the exact printed form of one of those are parsed here, a whole chunk at a time: the
-lines of each shape split into their words and values (string columns; a regex, where one is
-used, only tests lines), one cast per integer column, and the events built from the columns.
+C++ lines from their bytes by numpy (a line with its values' digits taken out is the text of
+its format string; each value is read from its digits), the others split into their words and
+values (string columns; a regex, where one is used, only tests lines) with one cast per
+integer column, and the events built from the columns.
 A line in any other form (extra spaces, unknown keys, values that are not plain integers, torn
 lines) is left to the per-line parsers of its family, which take every form; both give the
 same event for a line in the exact form.
@@ -54,7 +56,8 @@ _TIMING_SHAPES = {
     TIMING_PREFIX + " ".join(f"{k}=" for k in keys): (kind, keys)
     for keys, kind in _CANONICAL.items()
 }
-_NTT_H_RE2 = "^" + NTT_H_PREFIX + " ".join(f"{k}={_INT}ms" for k in NTT_H_KEYS) + "$"
+#: The ``CUZK_NTT_H:`` line with its values' digits taken out (``_digit_values``).
+_NTT_H_SHAPE = NTT_H_PREFIX + " ".join(f"{k}=ms" for k in NTT_H_KEYS)
 _TIMELINE_PARTS = ("off", "event", "job", "detail")  # (after the prefix, split at commas)
 _TIMELINE_EVENT_SET = split_lines("".join(f"{e}\n" for e in sorted(TIMELINE_EVENTS)), 64)[0]
 # What makes the per-line TIMELINE parser look closer (another writer's line inside it).
@@ -207,35 +210,76 @@ def _fill(out: list[dict[str, Value]], key: str, col: list[Value]) -> None:
         d[key] = col[i]
 
 
-def _int64(col: pa.Array) -> pa.Array:
-    return pc.cast(col, pa.int64())
-
-
 def _timing(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list[Group]) -> None:
-    """Integer ``CUZK_TIMING:`` lines in the exact form of their format string: grouped by
-    their words with the values taken out, each value read from its word. A line with a value
-    that is not a whole number (``_int_values``) is the per-line parser's. ``rows``: the lines
-    of ``sel`` that start with ``TIMING_PREFIX``."""
+    """Integer ``CUZK_TIMING:`` lines in the exact form of their format string
+    (``_TIMING_SHAPES``, ``_digit_values``). ``rows``: the lines of ``sel`` that start with
+    ``TIMING_PREFIX``."""
     if not len(rows):
         return
-    p = _Pairs.of(sel.take(ints_array(rows)), " ")
-    good, ints = _int_values(p.values)
-    odd = p.lines_with(p.bad_values(good))
-    codes, shape_texts = p.shapes(" ")
+    codes, shape_texts, ints, value_at = _digit_values(sel.take(ints_array(rows)))
     for code, text in enumerate(shape_texts):
         plan = _TIMING_SHAPES.get(text)
         if plan is None:
             continue  # not a format string's text: the per-line parser's
         kind, names = plan
-        pick = (codes == code) & ~odd
+        pick = codes == code
         if not pick.any():
             continue
-        at = p.line_at[:-1][pick] + 1  # (the first word is the prefix)
-        cols: list[pa.Array | Value] = [
-            ints_array(ints[p.value_at[at + i]]) for i in range(len(names))
-        ]
+        v = value_at[pick]
+        cols: list[pa.Array | Value] = [ints_array(ints[v + i]) for i in range(len(names))]
         r = rows[pick]
         groups.append(Group(r, nos[r], Family.TIMING, kind, list(names), cols))
+
+
+def _digit_values(lines: pa.StringArray) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+    """Lines of ``key=<digits>`` words read from their bytes by numpy: each line's text without
+    the digits of its values (a value: the digits right after a ``=``, up to the next character
+    that is not a digit) as a code, numbered in the order of their first lines, and the text
+    of each code; the values as int64; and the index of each line's first value. A line with
+    a ``=`` without digits after it, or a value of more than 18 digits (more than an int64 holds
+    exactly), gets code -1. (A line whose text is a format string's with the values taken out
+    is then in that exact form: a sign, or anything else after a value, stays in the text.)
+
+    (Splitting the lines into words and the words into keys and values took kernels that copy
+    every word, and the values' tests as many again: some 5,000 instructions a line.)"""
+    _, bounds, text = lines.buffers()
+    at = np.frombuffer(bounds, np.int32, len(lines) + 1, lines.offset * 4).astype(np.int64)
+    data = np.frombuffer(text, dtype=np.uint8)[at[0] : at[-1]]
+    n = len(at) - 1
+    at -= at[0]
+    digit = np.flatnonzero((data - 48) <= 9)  # (wraps around below "0": uint8)
+    # The runs of digits; a value is a run right after a "=" (the first byte of a line
+    # given here is a prefix's, no digit).
+    head = np.ones(len(digit), dtype=bool)
+    head[1:] = digit[1:] != digit[:-1] + 1
+    heads = np.flatnonzero(head)
+    is_value = data[digit[heads] - 1] == 61
+    starts = digit[heads[is_value]]
+    length = np.diff(np.append(heads, len(digit)))
+    count = length[is_value]
+    taken = digit[np.repeat(is_value, length)]  # the values' digits
+    begin = np.cumsum(count) - count  # each value's first digit in ``taken``
+    per_line = np.diff(np.searchsorted(starts, at))
+    eq = np.diff(np.searchsorted(np.flatnonzero(data == 61), at))
+    odd = eq != per_line
+    odd[np.searchsorted(at, starts[count > 18], side="right") - 1] = True
+    keep = np.ones(len(data), dtype=bool)
+    keep[taken] = False
+    shapes = pa.StringArray.from_buffers(
+        n,
+        pa.py_buffer((at - np.searchsorted(taken, at)).astype(np.int32)),
+        pa.py_buffer(data[keep]),
+    )
+    enc = pc.dictionary_encode(shapes)
+    codes = np.where(odd, -1, numbers(enc.indices))
+    place = np.repeat(starts + count, count) - taken - 1  # a digit's place, from the right
+    digits = (data[taken] - 48).astype(np.int64) * _POWERS[np.minimum(place, 18)]
+    ints = np.add.reduceat(digits, begin) if len(begin) else begin
+    return codes, enc.dictionary.to_pylist(), ints, np.cumsum(per_line) - per_line
+
+
+#: 10 to the power of a digit's place (up to 18: the lines of longer values are left alone).
+_POWERS = 10 ** np.arange(19, dtype=np.int64)
 
 
 @dataclass
@@ -345,25 +389,21 @@ def _int_values(col: pa.StringArray, *, signed: bool = True) -> tuple[np.ndarray
 
 
 def _ntt_h(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list[Group]) -> None:
-    """``CUZK_NTT_H:`` lines in the exact printed form (``_NTT_H_RE2``), each value cut from its
-    word (``key=<value>ms``). The regex only tests the lines: RE2 finds a match's groups by a
-    second, slower search, which cost more than the split and the cuts. ``rows``: the lines of
-    ``sel`` that start with ``NTT_H_PREFIX``."""
+    """``CUZK_NTT_H:`` lines in the exact printed form (``_NTT_H_SHAPE``, ``_digit_values``).
+    ``rows``: the lines of ``sel`` that start with ``NTT_H_PREFIX``."""
     if not len(rows):
         return
-    lines = sel.take(ints_array(rows))
-    ok = pc.match_substring_regex(lines, _NTT_H_RE2)
-    if not pc.all(ok).as_py():
-        if not pc.any(ok).as_py():
-            return
-        rows, lines = rows[_bools(ok)], lines.filter(ok)
-    words = pc.split_pattern(lines, " ")  # (the prefix, then a word per key)
-    cols: list[pa.Array | Value] = [
-        _int64(pc.utf8_slice_codeunits(pc.list_element(words, scalar(i + 1)), len(k) + 1, -2))
-        for i, k in enumerate(NTT_H_KEYS)
-    ]
+    codes, shape_texts, ints, value_at = _digit_values(sel.take(ints_array(rows)))
+    if _NTT_H_SHAPE not in shape_texts:
+        return
+    pick = codes == shape_texts.index(_NTT_H_SHAPE)
+    if not pick.any():
+        return
+    v = value_at[pick]
+    cols: list[pa.Array | Value] = [ints_array(ints[v + i]) for i in range(len(NTT_H_KEYS))]
     names = [_NTT_H_COLUMN[k] for k in NTT_H_KEYS]
-    groups.append(Group(rows, nos[rows], Family.NTT_H, "ntt_h", names, cols))
+    r = rows[pick]
+    groups.append(Group(r, nos[r], Family.NTT_H, "ntt_h", names, cols))
 
 
 def _timeline(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list[Group]) -> None:

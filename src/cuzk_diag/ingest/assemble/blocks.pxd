@@ -3,31 +3,33 @@
 # annotation ``blk: Block`` in the modules compiled with ``annotation_typing``), and whose
 # methods, like the module's functions, are C functions that such code calls directly (the
 # modules that call them cimport them in their own .pxd). The pure Python package ignores this
-# file. Each attribute keeps the Python type blocks.py gives it; an argument typed ``object``
-# here may be any int (a value read from the log), which no C integer type would hold.
+# file. Each attribute keeps the Python type blocks.py gives it (the stage, a small int, as a C
+# long, the flags as C booleans and the lock interval, always floats, as C doubles: read and
+# compared without an object); an argument typed ``object`` here may be any int (a value read
+# from the log), which no C integer type would hold.
 
 cimport cython
 
 cdef class Block:
     cdef public dict fields
-    cdef public object stage
-    cdef public object closed
+    cdef public long stage
+    cdef public bint closed
     cdef public object call
     cdef public list lines
     cdef public set tids
-    cdef public object has_t17
-    cdef public object has_t10
+    cdef public bint has_t17
+    cdef public bint has_t10
     cdef public object seq
-    cdef public object confirmed
+    cdef public bint confirmed
     cdef public dict extra
     cdef public set seen
     cdef public set tid_seen
-    cdef public object multi_circuit
-    cdef public object lock_lo
-    cdef public object lock_hi
+    cdef public bint multi_circuit
+    cdef public double lock_lo
+    cdef public double lock_hi
     cdef public dict per_tid
     cdef public list gaps
-    cdef public object doubt
+    cdef public bint doubt
 
     @cython.locals(st=long)
     cpdef bint accepts(self, str kind, object tid, bint ntt_era, bint lenient=*)

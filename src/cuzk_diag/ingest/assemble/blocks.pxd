@@ -31,14 +31,14 @@ cdef class Block:
     cdef public list gaps
     cdef public bint doubt
 
-    @cython.locals(st=long)
     cpdef bint accepts(self, str kind, object tid, bint ntt_era, bint lenient=*)
+    cdef bint _takes(self, str kind, long st, object tid, bint ntt_era, bint lenient) except -1
     @cython.locals(found=bint, early=double, late=double)
     @cython.locals(fixed=tuple, own=tuple, key=str, latency=double, at=double)
-    cdef (bint, double, double) _offset(self, str kind, dict f)
+    cdef (bint, double, double) _offset(self, long st, dict f)
     # (cost, new_lo, new_hi) as a C struct: no tuple is made for the callers that unpack it.
     @cython.locals(found=bint, early=double, late=double)
-    cpdef (double, double, double) lock_cost(self, str kind, dict f, object lo, object hi)
+    cpdef (double, double, double) lock_cost(self, long st, dict f, object lo, object hi)
     @cython.locals(
         old_lo=double, old_hi=double, new_lo=double, new_hi=double, t=double, miss=double,
         bound=double
@@ -53,19 +53,22 @@ cdef class Block:
     @cython.locals(seen=set, missing=list)
     cpdef list missing_stages(self, bint ntt_era)
     cpdef bint closes_with(self, str kind, object tid)
-    @cython.locals(st=long)
-    cpdef double relation_cost(self, str kind)
+    cpdef double relation_cost(self, str kind, long st)
 
 # Module constants read only here, as C variables of their type (a ``.get`` on them is then a
 # dict lookup, not a method found by name).
 cdef dict _FIXED_OFFSET, _OWN_OFFSET, _RENAME, _TID_PRED, _AFTER
-cdef tuple _NEED, _NEED_NTT, _NEED_MAIN
+cdef tuple _NEED, _NEED_NTT, _NEED_MAIN, _FIXED_AT, _OWN_AT
 cdef frozenset _TID_KINDS, _TID_FIELDS, _DROP, _RELATED, _THREAD_LINES
-cdef long _STAGE_MUTEX_WAIT, _STAGE_PRESTAGE_VRAM, _STAGE_NTT_H, _STAGE_NTT_MSM_H
-cdef long _STAGE_BATCH_ADD, _STAGE_TAIL_MSM, _STAGE_MUTEX_HELD
+cdef long _STAGE_MUTEX_WAIT, _STAGE_PRESTAGE_VRAM, _STAGE_POOL_THRESHOLD, _STAGE_D_A_CACHE
+cdef long _STAGE_NTT_H, _STAGE_NTT_MSM_H, _STAGE_BARRIER_WAIT, _STAGE_BATCH_ADD
+cdef long _STAGE_TAIL_MSM, _STAGE_MUTEX_HELD
 cdef double _TOL_MS_F
 
 cdef object _iv(dict d, str k)
+# Whether a stage's line can end a block, or names its GPU (gpu.pxd cimports them).
+cpdef bint closes(long st)
+cpdef bint names_gpu(long st)
 cdef object _ivf(dict d, str k)
 
 @cython.locals(
@@ -77,5 +80,5 @@ cpdef tuple _copied(tuple state)
 cpdef _copy_fields(dict into, dict f, str kind)
 
 cpdef _apply_gpu(Block blk, object ev, str kind, object tid)
-@cython.locals(per=dict, stage=long)
-cpdef _apply_line(Block blk, object line, dict f, str kind, object tid)
+@cython.locals(per=dict)
+cpdef _apply_line(Block blk, object line, dict f, str kind, long stage, object tid)

@@ -34,8 +34,11 @@ _STAGE = {
 #: costs ~100 instructions.)
 _STAGE_MUTEX_WAIT = _STAGE["mutex_wait"]
 _STAGE_PRESTAGE_VRAM = _STAGE["prestage_vram"]
+_STAGE_POOL_THRESHOLD = _STAGE["pool_threshold"]
+_STAGE_D_A_CACHE = _STAGE["d_a_cache"]
 _STAGE_NTT_H = _STAGE["ntt_h"]
 _STAGE_NTT_MSM_H = _STAGE["ntt_msm_h"]
+_STAGE_BARRIER_WAIT = _STAGE["barrier_wait"]
 _STAGE_BATCH_ADD = _STAGE["batch_add"]
 _STAGE_TAIL_MSM = _STAGE["tail_msm"]
 _STAGE_MUTEX_HELD = _STAGE["mutex_held"]
@@ -52,10 +55,6 @@ _AFTER = {**_TID_PRED, "prestage_setup": "prestage_vram", "mutex_held": "tail_ms
 _NEED = ("ntt_msm_h", "batch_add", "tail_msm")
 _NEED_NTT = ("ntt_h", *_NEED)
 _NEED_MAIN = ("mutex_wait", "barrier_wait", "mutex_held")
-#: Kinds of line that can end a block (``Block.closes_with``).
-CLOSING = frozenset({"mutex_held", "tail_msm"})
-#: Kinds of line that name the GPU (printed once per GPU).
-NAMES_GPU = frozenset({"pool_threshold", "d_a_cache"})
 #: Kinds of line whose GPU thread ``Block.tids`` counts: every thread's lines but NTT_H.
 _THREAD_LINES = _TID_KINDS - {"ntt_h"}
 _JOINT_KINDS = frozenset({"prep_msm", "b_g2_msm"})
@@ -91,6 +90,11 @@ _OWN_OFFSET = {
     "tail_msm": ("gpu_total_ms", 2.0),
     "mutex_held": ("mutex_held_ms", 2.0),
 }
+#: The two tables by stage (None for a kind that has no entry): compiled, ``Block._offset``
+#: indexes a tuple with a C integer where a lookup by kind hashes and compares the kind.
+_BY_STAGE = sorted(_STAGE, key=_STAGE.__getitem__)
+_FIXED_AT = tuple(_FIXED_OFFSET.get(k) for k in _BY_STAGE)
+_OWN_AT = tuple(_OWN_OFFSET.get(k) for k in _BY_STAGE)
 
 _ANON_MISS = 1000.0  # cost of leaving a block with a call formed from C++ lines alone
 TOL_MS = 6  # clock truncation (gettimeofday +-1 ms, each value truncated) plus print latency
@@ -100,6 +104,19 @@ _TOL_MS_F = float(TOL_MS)  # (as a float: compiled, a C double; Python adds an i
 def _iv(d: dict[str, Value], k: str) -> int | None:
     v = d.get(k)
     return v if type(v) is int else None
+
+
+def closes(st: int) -> bool:
+    """Can a line of stage ``st`` end a block (``Block.closes_with``)? T6 and T19 can. (By
+    stage: compiled, two comparisons of C integers where a set of kinds hashes and compares the
+    kind.)"""
+    return st == _STAGE_TAIL_MSM or st == _STAGE_MUTEX_HELD
+
+
+def names_gpu(st: int) -> bool:
+    """Does a line of stage ``st`` name its GPU? T14 and T15 do (printed once per GPU). (By
+    stage, as ``closes``.)"""
+    return st == _STAGE_POOL_THRESHOLD or st == _STAGE_D_A_CACHE
 
 
 def _ivf(d: dict[str, Value], k: str) -> int | None:
@@ -162,20 +179,26 @@ class Block:
         self.extra: dict[str, Value] = {}
 
     def accepts(self, kind: str, tid: int, ntt_era: bool, lenient: bool = False) -> bool:
-        """Can this block take a line of ``kind`` next? (per-thread order of reference 1.4)
+        """Can this block take a line of ``kind`` (a GPU-region kind) next? (per-thread order of
+        reference 1.4)
 
         ``lenient``: the line may follow a gap (a stage whose line is missing from the log), as
         long as the stage order holds; used only when no block can take the line strictly.
         """
+        return self._takes(kind, _STAGE[kind], tid, ntt_era, lenient)
+
+    def _takes(self, kind: str, st: int, tid: int, ntt_era: bool, lenient: bool) -> bool:
+        """``accepts`` for a kind whose stage (``st``) the caller has looked up already (the
+        assembly looks it up once a line, not once for each block it asks)."""
         if self.closed:
             return False
         seen = self.seen
         if lenient:
             if tid:
                 return kind in _TID_KINDS and (kind, tid) not in self.tid_seen
-            if kind == "ntt_h":
-                return self.stage < _STAGE["ntt_h"]
-            return kind not in seen and _STAGE[kind] > self.stage
+            if st == _STAGE_NTT_H:
+                return self.stage < st
+            return kind not in seen and st > self.stage
         if tid:
             # Further GPU threads of a multi-GPU call print T16/T4-T6 with gpu_tid > 0.
             return (
@@ -183,7 +206,6 @@ class Block:
                 and (kind, tid) not in self.tid_seen
                 and (kind not in _TID_PRED or (_TID_PRED[kind], tid) in self.tid_seen)
             )
-        st = _STAGE[kind]
         if st == _STAGE_NTT_H:
             if self.stage > st:
                 return False
@@ -202,16 +224,16 @@ class Block:
             return self.has_t17
         return True
 
-    def _offset(self, kind: str, f: dict[str, Value]) -> tuple[bool, float, float]:
-        """How long after the lock a line of ``kind`` prints, from its values and the block's:
-        (found, early, late). (Compiled, a C struct: ``lock_cost`` makes no tuple and no float
-        objects of it.)"""
-        fixed = _FIXED_OFFSET.get(kind)
+    def _offset(self, st: int, f: dict[str, Value]) -> tuple[bool, float, float]:
+        """How long after the lock a line of stage ``st`` prints, from its values and the
+        block's: (found, early, late). (Compiled, a C struct: ``lock_cost`` makes no tuple and
+        no float objects of it.)"""
+        fixed = _FIXED_AT[st]
         if fixed is not None:
             return True, fixed[0], fixed[1]
         # (Each bound is a sum of the log's ints plus a float: the ints' sum as a float, ``at``,
         # plus the float, as Python adds an int and a float; compiled, ``at`` is a C double.)
-        own = _OWN_OFFSET.get(kind)
+        own = _OWN_AT[st]
         if own is not None:  # the line's own value (and a print latency)
             key, latency = own
             v = f.get(key)
@@ -219,7 +241,7 @@ class Block:
                 return False, 0.0, 0.0
             at = float(v)
             return True, at, at + latency
-        if kind == "ntt_h":
+        if st == _STAGE_NTT_H:
             total = _iv(f, "ntt_h_total_ms")
             if total is None:
                 return False, 0.0, 0.0
@@ -227,13 +249,13 @@ class Block:
             return True, at, at + (5000.0 if "d_a_cache" in self.seen else 60.0)
         b = self.fields
         ntt = _iv(b, "ntt_msm_h_ms")
-        if kind == "barrier_wait":
+        if st == _STAGE_BARRIER_WAIT:
             v = _iv(f, "barrier_wait_ms")
             if v is None or ntt is None:
                 return False, 0.0, 0.0
             at = float(ntt + v)
             return True, at, at + 3.0
-        if kind == "batch_add":
+        if st == _STAGE_BATCH_ADD:
             v = _iv(f, "batch_add_ms")
             if v is None or ntt is None:
                 return False, 0.0, 0.0
@@ -245,10 +267,11 @@ class Block:
         return False, 0.0, 0.0
 
     def lock_cost(
-        self, kind: str, f: dict[str, Value], lo: float | None, hi: float | None
+        self, st: int, f: dict[str, Value], lo: float | None, hi: float | None
     ) -> tuple[float, float, float]:
-        """(cost, new_lo, new_hi): how far the line's clock bracket misses the lock interval."""
-        found, early, late = self._offset(kind, f)
+        """(cost, new_lo, new_hi): how far the clock bracket of a line (of stage ``st``) misses
+        the lock interval."""
+        found, early, late = self._offset(st, f)
         return self._cost_at(found, early, late, lo, hi)
 
     def _cost_at(
@@ -348,14 +371,14 @@ class Block:
             return started <= ended
         return False
 
-    def relation_cost(self, kind: str) -> float:
-        """How far the block's values miss the arithmetic relations of reference 1.5 (ms)."""
+    def relation_cost(self, kind: str, st: int) -> float:
+        """How far the block's values miss the arithmetic relations of reference 1.5 (ms), once
+        it took a line of ``kind`` (of stage ``st``)."""
         f = self.fields
         cost = 0.0
         if kind not in _RELATED:
             return cost
-        st = _STAGE[kind]
-        if kind in NAMES_GPU:
+        if names_gpu(st):
             g = f.get("d_a_cache_gpu" if kind == "d_a_cache" else "pool_threshold_gpu")
             call = self.call
             if isinstance(g, int) and call is not None and call.gpu is not None and call.gpu != g:
@@ -457,14 +480,16 @@ def _copy_fields(into: dict[str, Value], f: dict[str, Value], kind: str) -> None
 def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
     """Add a GPU-region line to a block's state (no side effects beyond the block). (A
     malformed line never comes here: ``Assembler.feed_many`` counts it and leaves it out.)"""
-    _apply_line(blk, ev.line, ev.fields, kind, tid)
+    _apply_line(blk, ev.line, ev.fields, kind, _STAGE[kind], tid)
 
 
-def _apply_line(blk: Block, line: int, f: dict[str, Value], kind: str, tid: int) -> None:
-    """``_apply_gpu`` for a line's number and fields (``ev.line``, ``ev.fields``) that the
-    caller has read already: compiled, each read of an event attribute is a lookup."""
+def _apply_line(
+    blk: Block, line: int, f: dict[str, Value], kind: str, stage: int, tid: int
+) -> None:
+    """``_apply_gpu`` for a line's number, fields and stage (``ev.line``, ``ev.fields``,
+    ``_STAGE[kind]``) that the caller has read already: compiled, each read of an event
+    attribute, like each lookup of a kind's stage, is a lookup."""
     blk.lines.append(line)
-    stage = _STAGE[kind]
     if stage == _STAGE_NTT_H:
         for k, v in f.items():
             if isinstance(v, int):

@@ -1,11 +1,14 @@
 # The compiled build's view of gpu.py: the extension types of blocks.pxd, calls.pxd and state.pxd.
 cimport cython
-from cuzk_diag.ingest.assemble.blocks cimport Block, _apply_line
+from cuzk_diag.ingest.assemble.blocks cimport Block, _apply_line, closes, names_gpu
 from cuzk_diag.ingest.assemble.calls cimport Call
 from cuzk_diag.ingest.assemble.state cimport State
+from cuzk_diag.ingest.parse.era cimport EraDetector
 
-# The kind tables gpu.py imports, as C variables of their type (read without a lookup by name).
-cdef frozenset CLOSING, NAMES_GPU, STARTS_BLOCK
+# The kind table gpu.py imports and its stages, as C variables of their type (read without a
+# lookup by name).
+cdef frozenset STARTS_BLOCK
+cdef long _STAGE_MUTEX_WAIT, _STAGE_PRESTAGE_VRAM, _STAGE_NTT_H
 
 # A GPU-region line into its block, as a C function (``_gpu_line`` calls it directly).
 cdef _put_line(
@@ -14,11 +17,12 @@ cdef _put_line(
     object ev,
     dict f,
     str kind,
+    long st,
     object tid,
     bint found,
     double early,
     double late,
 )
 # Whether a line opens a new block, as a C function (``_gpu_line`` calls it directly).
-@cython.locals(st=long)
-cdef bint _opens_block(str kind, Block blk, object ev) except -1
+@cython.locals(seen=set)
+cdef bint _opens_block(long st, Block blk, object ev) except -1

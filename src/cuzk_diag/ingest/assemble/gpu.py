@@ -11,22 +11,29 @@ from typing import Any
 from cuzk_diag.ingest.assemble.blocks import (
     _ANON_MISS,
     _STAGE,
-    CLOSING,
-    NAMES_GPU,
     STARTS_BLOCK,
     TOL_MS,
     Block,
     _apply_line,
+    closes,
+    names_gpu,
 )
 from cuzk_diag.ingest.assemble.calls import (
     Call,
     _int0,
 )
 from cuzk_diag.ingest.assemble.state import State
+from cuzk_diag.ingest.parse.era import EraDetector
 from cuzk_diag.records import (
     Event,
     Value,
 )
+
+#: The stages of the kinds some rules below single out (as blocks.py's, whose C variables no
+#: other module reads; compiled, these are C integers of this module, compared without a lookup).
+_STAGE_MUTEX_WAIT = _STAGE["mutex_wait"]
+_STAGE_PRESTAGE_VRAM = _STAGE["prestage_vram"]
+_STAGE_NTT_H = _STAGE["ntt_h"]
 
 
 class GpuRegion(State):
@@ -37,35 +44,45 @@ class GpuRegion(State):
         self.unattributed.append(ev) if len(self.unattributed) < 1000 else None
 
     def _gpu_line(self: State, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
-        b: Block  # (the blocks of the comprehensions below: compiled, their methods are C calls)
+        b: Block  # (the blocks of the loops below: compiled, their methods are C calls)
+        era: EraDetector = self.era  # (compiled, its markers read as a struct field)
         f: dict[str, Value] = ev.fields  # (compiled, a dict read as one)
         tid = f.get("gpu_tid")
         tid = tid if isinstance(tid, int) else 0
-        ntt_era = "ntt_h" in self.era.markers
+        st: int = _STAGE[kind]  # (looked up once: the blocks are asked by stage)
+        ntt_era = "ntt_h" in era.markers
         if self.beam is not None:
-            if self._extend_beam(ev, kind, tid, lo, hi, ntt_era):
+            if self._extend_beam(ev, kind, st, tid, lo, hi, ntt_era):
                 return
-        cands = [b for b in self.blocks if b.accepts(kind, tid, ntt_era)]
-        if not cands and not (kind in STARTS_BLOCK and not tid):
+        # The first block that can take the line, and whether others can (their list only when
+        # they can: a line mostly fits one block).
+        blk: Block | None = None
+        several: bool = False
+        for b in self.blocks:
+            if b._takes(kind, st, tid, ntt_era, False):
+                if blk is None:
+                    blk = b
+                else:
+                    several = True
+        if blk is None and not (kind in STARTS_BLOCK and not tid):
             # A line of the block's own kinds was lost (or the log starts mid-call): the line
             # goes to a block that can take it after a gap, never into a block of its own.
-            cands = [b for b in self.blocks if b.accepts(kind, tid, ntt_era, lenient=True)]
+            cands = [b for b in self.blocks if b._takes(kind, st, tid, ntt_era, True)]
             self._doubt(kind)
             if not cands:
                 self._note_unattributed(ev)
                 return
             if len(cands) > 1:
                 self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
-                self._extend_beam(ev, kind, tid, lo, hi, ntt_era)
+                self._extend_beam(ev, kind, st, tid, lo, hi, ntt_era)
                 return
-        blk: Block | None
-        if not cands:
-            blk = self._open_block(ev, kind, lo, hi)
-        elif len(cands) == 1:
             blk = cands[0]
+        if blk is None:
+            blk = self._open_block(ev, kind, lo, hi)
+        elif not several:
             # A line that starts a block (T17, T10, T14, or T4 in old code) while another block
             # is open could also open a new block on another GPU.
-            if kind in STARTS_BLOCK and _opens_block(kind, blk, ev):
+            if kind in STARTS_BLOCK and _opens_block(st, blk, ev):
                 blk = self._open_block(ev, kind, lo, hi)
         else:
             # Blocks of several GPUs are open and more than one can take this line. When the
@@ -73,12 +90,18 @@ class GpuRegion(State):
             # hypothesis until a closing line's arithmetic decides (beam search).
             # (A list, not a generator: compiled, a generator here would make every call of
             # this method keep its variables in a closure object.)
-            costs = sorted([(b.lock_cost(kind, f, lo, hi)[0], b.seq, b) for b in cands])
+            costs = sorted(
+                [
+                    (b.lock_cost(st, f, lo, hi)[0], b.seq, b)
+                    for b in self.blocks
+                    if b._takes(kind, st, tid, ntt_era, False)
+                ]
+            )
             if costs[0][0] == 0.0 and costs[1][0] >= 50.0:
                 blk = costs[0][2]
             else:
                 self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
-                self._extend_beam(ev, kind, tid, lo, hi, ntt_era)
+                self._extend_beam(ev, kind, st, tid, lo, hi, ntt_era)
                 return
         # The line's offset from the lock (``Block._offset``) as C values: no tuple, and no
         # float objects but those the block keeps.
@@ -86,9 +109,9 @@ class GpuRegion(State):
         early: float = 0.0
         late: float = 0.0
         if not tid:
-            found, early, late = blk._offset(kind, f)
+            found, early, late = blk._offset(st, f)
             _, blk.lock_lo, blk.lock_hi = blk._cost_at(found, early, late, lo, hi)
-        _put_line(self, blk, ev, f, kind, tid, found, early, late)
+        _put_line(self, blk, ev, f, kind, st, tid, found, early, late)
 
     BEAM_WIDTH = 8
     GAP_COST = 1000.0  # per stage a hypothesis must take as lost (lines are rarely lost)
@@ -99,12 +122,14 @@ class GpuRegion(State):
         self: State,
         ev: Event,
         kind: str,
+        st: int,
         tid: int,
         lo: float | None,
         hi: float | None,
         ntt_era: bool,
     ) -> bool:
-        """Place a line in every hypothesis; False when it opens a block (beam committed).
+        """Place a line (of stage ``st``) in every hypothesis; False when it opens a block (beam
+        committed).
 
         A hypothesis in which no block can take the line strictly may take it after a gap (a
         lost line), at ``GAP_COST`` per stage skipped; one that cannot take it at all ends.
@@ -125,25 +150,25 @@ class GpuRegion(State):
                 if snap is not None:
                     b.view(snap)
                     mine.append(b)
-            cands = [b for b in mine if b.accepts(kind, tid, ntt_era)]
+            cands = [b for b in mine if b._takes(kind, st, tid, ntt_era, False)]
             lenient = not cands and may_skip
             if lenient:
-                cands = [b for b in mine if b.accepts(kind, tid, ntt_era, lenient=True)]
+                cands = [b for b in mine if b._takes(kind, st, tid, ntt_era, True)]
                 self._doubt(kind)
             for b in cands:
                 snap = snaps[b.seq]
                 c: float = self.GAP_COST * b.skipped(kind, tid, ntt_era) if lenient else 0.0
                 b.restore(snap)  # a copy of the hypothesis' state to place the line in
                 if not tid:
-                    lc, b.lock_lo, b.lock_hi = b.lock_cost(kind, f, lo, hi)
+                    lc, b.lock_lo, b.lock_hi = b.lock_cost(st, f, lo, hi)
                     c += lc
-                _apply_line(b, line, f, kind, tid)
-                c += b.relation_cost(kind)
+                _apply_line(b, line, f, kind, st, tid)
+                c += b.relation_cost(kind, st)
                 order += 1
                 snaps2 = dict(snaps)
                 snaps2[b.seq] = b.take()
                 new.append((cost + c, order, snaps2))
-                if kind in CLOSING and b.closes_with(kind, tid):
+                if closes(st) and b.closes_with(kind, tid):
                     closing[order] = b.seq
                 # (b now shows the new hypothesis' state: no other placement of this one reads
                 # it, and the next hypothesis shows its own state of b before reading it.)
@@ -220,7 +245,8 @@ class GpuRegion(State):
         blk.closed = True
         if blk in self.blocks:
             self.blocks.remove(blk)
-        blk.gaps = blk.missing_stages("ntt_h" in self.era.markers)
+        era: EraDetector = self.era
+        blk.gaps = blk.missing_stages("ntt_h" in era.markers)
         if blk.gaps and blk.call is not None and blk.call.status != "failed":
             # Its lost lines' neighbours may sit in the blocks open beside it.
             self._doubt(blk.gaps[0])
@@ -364,9 +390,10 @@ class GpuRegion(State):
         return False
 
 
-#: A GPU thread number. (An alias: compiled, an ``int`` annotation is a type the C function
-#: ``_put_line`` would check, which gpu.pxd does not declare.)
+#: A GPU thread number and a stage. (Aliases: compiled, an ``int`` annotation is a type the C
+#: functions ``_put_line`` and ``_opens_block`` would check, where gpu.pxd declares their own.)
 _Tid = int
+_Stage = int
 
 
 def _put_line(
@@ -375,36 +402,38 @@ def _put_line(
     ev: Event,
     f: dict[str, Value],
     kind: str,
+    st: _Stage,
     tid: _Tid,
     found: bool,
     early: float,
     late: float,
 ) -> None:
-    """A GPU-region line (``f``: its fields) into its block, whose offset from the lock
-    ``_gpu_line`` found (``found``: ``early``-``late``), or not. (A module function: compiled,
-    a C function that ``_gpu_line`` calls directly, not a method found by name.)"""
-    _apply_line(blk, ev.line, f, kind, tid)
-    if not tid and kind != "ntt_h" and blk.lock_lo > -1e17 and blk.lock_hi < 1e17:
+    """A GPU-region line (``f``: its fields; ``st``: its stage) into its block, whose offset
+    from the lock ``_gpu_line`` found (``found``: ``early``-``late``), or not. (A module
+    function: compiled, a C function that ``_gpu_line`` calls directly, not a method found by
+    name.)"""
+    _apply_line(blk, ev.line, f, kind, st, tid)
+    if not tid and st != _STAGE_NTT_H and blk.lock_lo > -1e17 and blk.lock_hi < 1e17:
         if not found:
-            found, early, late = blk._offset(kind, f)
+            found, early, late = blk._offset(st, f)
         if found and late < 1e11 and blk.lock_hi - blk.lock_lo < 50:
             self._anchor = (blk.lock_lo + early, blk.lock_hi + late)
-    if kind in NAMES_GPU:
+    if names_gpu(st):
         g = f.get("gpu")
         if isinstance(g, int):
             self.gpus_seen.add(g)
-    elif kind in CLOSING and blk.closes_with(kind, tid):
+    elif closes(st) and blk.closes_with(kind, tid):
         self._close_block(blk)
 
 
-def _opens_block(kind: str, blk: Block, ev: Event | None) -> bool:
-    """Is a new block more plausible than continuing ``blk`` for a line of ``kind`` that can
-    start one? (A module function: compiled, a C function that ``_gpu_line`` calls directly,
-    not a method found by name.)"""
-    st = _STAGE[kind]
-    if kind == "mutex_wait":
+def _opens_block(st: _Stage, blk: Block, ev: Event | None) -> bool:
+    """Is a new block more plausible than continuing ``blk`` for a line of stage ``st`` that
+    can start one? (A module function: compiled, a C function that ``_gpu_line`` calls
+    directly, not a method found by name.)"""
+    if st == _STAGE_MUTEX_WAIT:
         return True  # T17 always starts a block
-    if kind == "ntt_h" and ev is not None and "d_a_cache" in blk.seen and "ntt_h" not in blk.seen:
+    seen = blk.seen
+    if st == _STAGE_NTT_H and ev is not None and "d_a_cache" in seen and "ntt_h" not in seen:
         # A GPU's first call allocates the pool-cached d_b (hundreds of ms); an NTT_H line
         # without that allocation belongs to a later call on another GPU.
         d_b = ev.fields.get("d_b_alloc_ms")
@@ -412,7 +441,7 @@ def _opens_block(kind: str, blk: Block, ev: Event | None) -> bool:
             return True
     if blk.has_t17 or blk.has_t10:
         return False
-    if kind == "prestage_vram":
+    if st == _STAGE_PRESTAGE_VRAM:
         return True
     # Old code (no T17/T10): a T4 or NTT_H line when blk already has a later stage
-    return blk.stage >= st and not (kind == "ntt_h" and blk.stage == st)
+    return blk.stage >= st and not (st == _STAGE_NTT_H and blk.stage == st)

@@ -46,7 +46,9 @@ cdef class Block:
     cdef (double, double, double) _cost_at(
         self, bint found, double early, double late, object lo, object hi
     )
+    @cython.locals(held=tuple, copy=tuple)
     cpdef tuple snapshot(self)
+    @cython.locals(per_tid=dict)
     cpdef restore(self, tuple snap)
     cpdef view(self, tuple snap)
     cpdef tuple take(self)
@@ -70,11 +72,6 @@ cdef object _iv(dict d, str k)
 cpdef bint closes(long st)
 cpdef bint names_gpu(long st)
 cdef object _ivf(dict d, str k)
-
-@cython.locals(
-    fields=dict, lines=list, tids=set, seen=set, tid_seen=set, extra=dict, per_tid=dict
-)
-cpdef tuple _copied(tuple state)
 
 @cython.locals(ren=dict)
 cpdef _copy_fields(dict into, dict f, str kind)

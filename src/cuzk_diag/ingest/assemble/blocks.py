@@ -302,11 +302,24 @@ class Block:
         """The block's placement state, copied (``take``'s order: ``fields``, ``stage``,
         ``lines``, ``tids``, ``has_t17``, ``has_t10``, ``seen``, ``tid_seen``, ``lock_lo``,
         ``lock_hi``, ``extra``, ``per_tid``)."""
-        return _copied(self.take())
+        held = self.take()
+        self.restore(held)
+        copy = self.take()
+        self.view(held)
+        return copy
 
     def restore(self, snap: tuple[Any, ...]) -> None:
-        """Take a copy of the state of ``snap``, to change it."""
-        self.view(_copied(snap))
+        """Take a copy of the state of ``snap``, to change it: each container copied, in place
+        (no tuple of the copies to unpack)."""
+        self.view(snap)
+        self.fields = dict(self.fields)
+        self.lines = list(self.lines)
+        self.tids = set(self.tids)
+        self.seen = set(self.seen)
+        self.tid_seen = set(self.tid_seen)
+        self.extra = dict(self.extra)
+        per_tid = self.per_tid
+        self.per_tid = {k: dict(v) for k, v in per_tid.items()} if per_tid else {}  # (mostly {})
 
     def view(self, snap: tuple[Any, ...]) -> None:
         """Take the state of ``snap`` without copying it, to read it only: whatever changes the
@@ -420,47 +433,6 @@ class Block:
             if held is not None and tot is not None and pre is not None and wait is not None:
                 cost += max(0.0, abs(tot - pre - wait - held) - 3)
         return cost
-
-
-def _copied(state: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A block's placement state (``Block.take``'s order) with each container copied: the copy's
-    changes are its own."""
-    # (Typed, so that each copy below is the container's own copy, not a call of its type.)
-    fields: dict[str, Value]
-    lines: list[int]
-    tids: set[int]
-    seen: set[str]
-    tid_seen: set[tuple[str, int]]
-    extra: dict[str, Value]
-    per_tid: dict[int, dict[str, Value]]
-    (
-        fields,
-        stage,
-        lines,
-        tids,
-        has_t17,
-        has_t10,
-        seen,
-        tid_seen,
-        lock_lo,
-        lock_hi,
-        extra,
-        per_tid,
-    ) = state
-    return (
-        dict(fields),
-        stage,
-        list(lines),
-        set(tids),
-        has_t17,
-        has_t10,
-        set(seen),
-        set(tid_seen),
-        lock_lo,
-        lock_hi,
-        dict(extra),
-        {k: dict(v) for k, v in per_tid.items()} if per_tid else {},  # (mostly empty: no loop)
-    )
 
 
 def _copy_fields(into: dict[str, Value], f: dict[str, Value], kind: str) -> None:

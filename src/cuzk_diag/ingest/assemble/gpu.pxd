@@ -1,7 +1,9 @@
-# The compiled build's view of gpu.py: the extension types of blocks.pxd, calls.pxd and state.pxd.
+# The compiled build's view of gpu.py: the extension types of blocks.pxd, calls.pxd and state.pxd,
+# and the C function ``bind_block`` of identity.pxd.
 cimport cython
 from cuzk_diag.ingest.assemble.blocks cimport Block, _apply_line, closes, names_gpu
 from cuzk_diag.ingest.assemble.calls cimport Call
+from cuzk_diag.ingest.assemble.identity cimport bind_block
 from cuzk_diag.ingest.assemble.state cimport State
 from cuzk_diag.ingest.parse.era cimport EraDetector
 
@@ -26,3 +28,8 @@ cdef _put_line(
 # Whether a line opens a new block, as a C function (``_gpu_line`` calls it directly).
 @cython.locals(seen=set)
 cdef bint _opens_block(long st, Block blk, object ev) except -1
+
+# Opening and closing a block (``GpuRegion._open_block`` and ``_close_block``), as C functions
+# that the module calls directly.
+cpdef Block open_block(State self, object ev, str kind, object lo, object hi)
+cpdef close_block(State self, Block blk)

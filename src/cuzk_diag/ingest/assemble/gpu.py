@@ -22,6 +22,7 @@ from cuzk_diag.ingest.assemble.calls import (
     Call,
     _int0,
 )
+from cuzk_diag.ingest.assemble.identity import _Bound, bind_block
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.ingest.parse.era import EraDetector
 from cuzk_diag.records import (
@@ -34,6 +35,91 @@ from cuzk_diag.records import (
 _STAGE_MUTEX_WAIT = _STAGE["mutex_wait"]
 _STAGE_PRESTAGE_VRAM = _STAGE["prestage_vram"]
 _STAGE_NTT_H = _STAGE["ntt_h"]
+
+
+def open_block(self: State, ev: Event, kind: str, lo: _Bound, hi: _Bound) -> Block:
+    self.block_seq += 1
+    blk = Block(self.block_seq, ev.line)
+    self.blocks.append(blk)
+    bind_block(self, blk, ev, kind, lo, hi)
+    # One mutex per GPU: an older block still open on this GPU ended without its last
+    # lines (the call failed inside the GPU region).
+    gpu = blk.call.gpu if blk.call is not None else None
+    if gpu is not None and blk.call is not None and blk.call.block is blk:
+        for other in list(self.blocks):
+            if other is not blk and other.call is not None and other.call.gpu == gpu:
+                other.extra["gpu_region_cut_short"] = 1
+                close_block(self, other)
+    return blk
+
+
+def close_block(self: State, blk: Block) -> None:
+    if blk.closed:
+        return
+    blk.closed = True
+    if blk in self.blocks:
+        self.blocks.remove(blk)
+    era: EraDetector = self.era
+    blk.gaps = blk.missing_stages("ntt_h" in era.markers)
+    if blk.gaps and blk.call is not None and blk.call.status != "failed":
+        # Its lost lines' neighbours may sit in the blocks open beside it.
+        self._doubt(blk.gaps[0])
+    if blk.has_t10 and "prestage_setup" not in blk.fields:
+        blk.fields["prestage_setup"] = "silent"
+    if not blk.has_t17 and not blk.confirmed:
+        self._bind_by_lock_time(blk)
+        if blk.call is not None and not blk.confirmed and self._other_gpu_fits(blk):
+            blk.doubt = True
+        call: Call | None = blk.call  # (compiled, its attributes read as a struct's)
+        if call is not None and call.gpu is not None and call.start is not None:
+            # No T7 to confirm it later: a block whose lock came when the GPU's previous
+            # region (as bound) released it, not when its call arrived, was checked
+            # against that region's call; when that call is a guess, so is this one.
+            prev = [
+                b
+                for b in self.recent_blocks
+                if b.call is not None and b.call.gpu == call.gpu and b.lock_hi < blk.lock_lo
+            ]
+            p: Block | None = None  # (the first of the latest locks, as ``max`` by lock_lo)
+            for b in prev:
+                if p is None or b.lock_lo > p.lock_lo:
+                    p = b
+            ready = call.start + _int0(call.fields.get("setup_to_split_ms")) + 1
+            if (
+                p is not None
+                and p.doubt
+                and self.era.era not in ("unknown", "phase4-8", "phase9-11")
+                and self._gpu_free_at(call.gpu, blk.lock_hi + TOL_MS, blk)[1]
+                > ready - self.CONTEST_MARGIN
+            ):
+                blk.doubt = True
+    call = blk.call
+    if (
+        self.pending_t9
+        and not blk.has_t10
+        and call is not None
+        and "host_register" not in call.kinds
+        and "ntt_msm_h" in blk.seen
+    ):
+        self._put_cpu(call, self.pending_t9.popleft(), "host_register")
+    self.closed_blocks.append(blk)
+    recent = self.recent_blocks
+    if len(recent) == recent.maxlen:
+        self._release(recent[0])  # (a method: a test replaces it)
+    recent.append(blk)
+    if self.era.era in ("unknown", "phase4-8", "phase9-11"):
+        self.awaiting_t7.append(blk)
+    call = blk.call
+    if call is not None and call.job_id is None:
+        # No TIMELINE for this call: its GPU region closing is the best end marker there is.
+        call.ended = True
+        call.status = "ok"
+    while len(self.closed_blocks) > 64:
+        old = self.closed_blocks.popleft()
+        if old.call is None:
+            self._emit_orphan_block(old)
+    if blk.call is not None:
+        self._maybe_emit(blk.call)
 
 
 class GpuRegion(State):
@@ -78,12 +164,12 @@ class GpuRegion(State):
                 return
             blk = cands[0]
         if blk is None:
-            blk = self._open_block(ev, kind, lo, hi)
+            blk = open_block(self, ev, kind, lo, hi)
         elif not several:
             # A line that starts a block (T17, T10, T14, or T4 in old code) while another block
             # is open could also open a new block on another GPU.
             if kind in STARTS_BLOCK and _opens_block(st, blk, ev):
-                blk = self._open_block(ev, kind, lo, hi)
+                blk = open_block(self, ev, kind, lo, hi)
         else:
             # Blocks of several GPUs are open and more than one can take this line. When the
             # clock alone rules all but one out, take it; otherwise keep every placement as a
@@ -195,7 +281,7 @@ class GpuRegion(State):
             if closing_seq is not None:
                 for b in list(self.blocks):
                     if b.seq == closing_seq:
-                        self._close_block(b)
+                        close_block(self, b)
         return True
 
     def _commit_beam(self: State) -> None:
@@ -224,85 +310,9 @@ class GpuRegion(State):
         for call in deferred:
             self._maybe_emit(call)
 
-    def _open_block(self: State, ev: Event, kind: str, lo: float | None, hi: float | None) -> Block:
-        self.block_seq += 1
-        blk = Block(self.block_seq, ev.line)
-        self.blocks.append(blk)
-        self._bind_block(blk, ev, kind, lo, hi)
-        # One mutex per GPU: an older block still open on this GPU ended without its last
-        # lines (the call failed inside the GPU region).
-        gpu = blk.call.gpu if blk.call is not None else None
-        if gpu is not None and blk.call is not None and blk.call.block is blk:
-            for other in list(self.blocks):
-                if other is not blk and other.call is not None and other.call.gpu == gpu:
-                    other.extra["gpu_region_cut_short"] = 1
-                    self._close_block(other)
-        return blk
-
-    def _close_block(self: State, blk: Block) -> None:
-        if blk.closed:
-            return
-        blk.closed = True
-        if blk in self.blocks:
-            self.blocks.remove(blk)
-        era: EraDetector = self.era
-        blk.gaps = blk.missing_stages("ntt_h" in era.markers)
-        if blk.gaps and blk.call is not None and blk.call.status != "failed":
-            # Its lost lines' neighbours may sit in the blocks open beside it.
-            self._doubt(blk.gaps[0])
-        if blk.has_t10 and "prestage_setup" not in blk.fields:
-            blk.fields["prestage_setup"] = "silent"
-        if not blk.has_t17 and not blk.confirmed:
-            self._bind_by_lock_time(blk)
-            if blk.call is not None and not blk.confirmed and self._other_gpu_fits(blk):
-                blk.doubt = True
-            call: Call | None = blk.call  # (compiled, its attributes read as a struct's)
-            if call is not None and call.gpu is not None and call.start is not None:
-                # No T7 to confirm it later: a block whose lock came when the GPU's previous
-                # region (as bound) released it, not when its call arrived, was checked
-                # against that region's call; when that call is a guess, so is this one.
-                prev = [
-                    b
-                    for b in self.recent_blocks
-                    if b.call is not None and b.call.gpu == call.gpu and b.lock_hi < blk.lock_lo
-                ]
-                p = max(prev, key=lambda b: b.lock_lo) if prev else None
-                ready = call.start + _int0(call.fields.get("setup_to_split_ms")) + 1
-                if (
-                    p is not None
-                    and p.doubt
-                    and self.era.era not in ("unknown", "phase4-8", "phase9-11")
-                    and self._gpu_free_at(call.gpu, blk.lock_hi + TOL_MS, blk)[1]
-                    > ready - self.CONTEST_MARGIN
-                ):
-                    blk.doubt = True
-        call = blk.call
-        if (
-            self.pending_t9
-            and not blk.has_t10
-            and call is not None
-            and "host_register" not in call.kinds
-            and "ntt_msm_h" in blk.seen
-        ):
-            self._put_cpu(call, self.pending_t9.popleft(), "host_register")
-        self.closed_blocks.append(blk)
-        recent = self.recent_blocks
-        if len(recent) == recent.maxlen:
-            self._release(recent[0])
-        recent.append(blk)
-        if self.era.era in ("unknown", "phase4-8", "phase9-11"):
-            self.awaiting_t7.append(blk)
-        call = blk.call
-        if call is not None and call.job_id is None:
-            # No TIMELINE for this call: its GPU region closing is the best end marker there is.
-            call.ended = True
-            call.status = "ok"
-        while len(self.closed_blocks) > 64:
-            old = self.closed_blocks.popleft()
-            if old.call is None:
-                self._emit_orphan_block(old)
-        if blk.call is not None:
-            self._maybe_emit(blk.call)
+    # (The module functions above: compiled, C functions that the methods here call directly.)
+    _open_block = open_block
+    _close_block = close_block
 
     def _release(self: State, old: Block) -> None:
         """``old`` leaves the recent blocks. Once its call is emitted and no other list holds
@@ -423,7 +433,7 @@ def _put_line(
         if isinstance(g, int):
             self.gpus_seen.add(g)
     elif closes(st) and blk.closes_with(kind, tid):
-        self._close_block(blk)
+        close_block(self, blk)
 
 
 def _opens_block(st: _Stage, blk: Block, ev: Event | None) -> bool:

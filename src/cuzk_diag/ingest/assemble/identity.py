@@ -22,6 +22,52 @@ from cuzk_diag.records import (
     Value,
 )
 
+#: A bound of a line's clock bracket. (An alias: compiled, ``float | None`` is a type the C
+#: functions ``bind_block`` and gpu.py's ``open_block`` would check, where their .pxd files
+#: declare an object.)
+_Bound = float | None
+
+
+def bind_block(self: State, blk: Block, ev: Event, kind: str, lo: _Bound, hi: _Bound) -> None:
+    """Tentatively bind a new block to the call that most plausibly holds the lock."""
+    b: Block  # (the blocks and calls of the comprehensions below)
+    c: Call
+    busy_gpus = {b.call.gpu for b in self.blocks if b is not blk and b.call is not None}
+    cands = [
+        c
+        for c in self.calls
+        if c.block is None and not c.ended and (c.gpu is None or c.gpu not in busy_gpus)
+    ]
+    if not cands:
+        # No TIMELINE call to bind to (stderr without TIMELINE, or a log that starts mid-run):
+        # the call is formed from the C++ structure alone.
+        call = self._anonymous_call(ev)
+        blk.call = call
+        call.block = blk
+        return
+    f: dict[str, Value] = ev.fields
+    g = f.get("gpu")
+    if kind in ("pool_threshold", "d_a_cache") and isinstance(g, int):
+        # One-time lines name their GPU: the block is a call of a worker on that GPU.
+        on_gpu = [c for c in cands if c.gpu == g]
+        if on_gpu:
+            cands = on_gpu
+    if kind == "mutex_wait" and (lo is not None or hi is not None):
+        pre, wait = f.get("pre_lock_cpu_ms"), f.get("mutex_wait_ms")
+        if isinstance(pre, int) and isinstance(wait, int):
+            c0 = _lock_fit(cands, pre, wait, lo, hi)
+            cands = [c0]
+            if c0.start is not None:
+                # main prints when the lock was taken: entry + pre-lock CPU + wait.
+                t = c0.start + pre + wait
+                blk.lock_lo = max(blk.lock_lo, t - TOL_MS)
+                blk.lock_hi = min(blk.lock_hi, t + TOL_MS)
+    # FIFO: the call that entered the C++ function first (T1 seen first), then start order.
+    entered = [c for c in cands if "split_vectors" in c.kinds]
+    best = _first_started(entered or cands)
+    blk.call = best
+    best.block = blk
+
 
 class Identity(State):
     """Part of ``Assembler`` (see the package text)."""
@@ -66,47 +112,8 @@ class Identity(State):
             if other is not None:
                 other.doubt = True  # (and the block it swapped with)
 
-    def _bind_block(
-        self: State, blk: Block, ev: Event, kind: str, lo: float | None, hi: float | None
-    ) -> None:
-        """Tentatively bind a new block to the call that most plausibly holds the lock."""
-        b: Block  # (the blocks and calls of the comprehensions below)
-        c: Call
-        busy_gpus = {b.call.gpu for b in self.blocks if b is not blk and b.call is not None}
-        cands = [
-            c
-            for c in self.calls
-            if c.block is None and not c.ended and (c.gpu is None or c.gpu not in busy_gpus)
-        ]
-        if not cands:
-            # No TIMELINE call to bind to (stderr without TIMELINE, or a log that starts mid-run):
-            # the call is formed from the C++ structure alone.
-            call = self._anonymous_call(ev)
-            blk.call = call
-            call.block = blk
-            return
-        f: dict[str, Value] = ev.fields
-        g = f.get("gpu")
-        if kind in ("pool_threshold", "d_a_cache") and isinstance(g, int):
-            # One-time lines name their GPU: the block is a call of a worker on that GPU.
-            on_gpu = [c for c in cands if c.gpu == g]
-            if on_gpu:
-                cands = on_gpu
-        if kind == "mutex_wait" and (lo is not None or hi is not None):
-            pre, wait = f.get("pre_lock_cpu_ms"), f.get("mutex_wait_ms")
-            if isinstance(pre, int) and isinstance(wait, int):
-                c0 = _lock_fit(cands, pre, wait, lo, hi)
-                cands = [c0]
-                if c0.start is not None:
-                    # main prints when the lock was taken: entry + pre-lock CPU + wait.
-                    t = c0.start + pre + wait
-                    blk.lock_lo = max(blk.lock_lo, t - TOL_MS)
-                    blk.lock_hi = min(blk.lock_hi, t + TOL_MS)
-        # FIFO: the call that entered the C++ function first (T1 seen first), then start order.
-        entered = [c for c in cands if "split_vectors" in c.kinds]
-        best = _first_started(entered or cands)
-        blk.call = best
-        best.block = blk
+    # (The module function above: compiled, a C function that gpu.py calls directly.)
+    _bind_block = bind_block
 
     def _by_clock(
         self,

@@ -312,18 +312,37 @@ class Block:
         """Take a copy of the state of ``snap``, to change it: each container copied, in place
         (no tuple of the copies to unpack)."""
         self.view(snap)
+        self.extra = dict(self.extra)
+        self.tids = set(self.tids)
+        self._own(True)
+
+    def restore_to_place(self, snap: tuple[Any, ...], stage: int, tid: int) -> None:
+        """``restore`` to place one line (of ``stage``, GPU thread ``tid``) in a copy of the
+        state of ``snap`` (a beam's hypothesis): the containers that placing it leaves alone
+        stay those of ``snap``, shared, for nothing changes them but a placement, which copies
+        them first (``extra``, which no placement changes; ``tids`` but for a thread's line,
+        T4-T6 and T18; an empty ``per_tid`` for a line of thread 0)."""
+        self.view(snap)
+        if _STAGE_NTT_MSM_H <= stage <= _STAGE_TAIL_MSM:  # (as ``_apply_line``)
+            self.tids = set(self.tids)
+        self._own(tid and stage != _STAGE_NTT_H)
+
+    def _own(self, per_thread: bool) -> None:
+        """Copy the containers every placement changes (``fields``, ``lines``, ``seen``,
+        ``tid_seen``), and ``per_tid`` when it holds threads or ``per_thread`` (a placement
+        that starts it)."""
         self.fields = dict(self.fields)
         self.lines = list(self.lines)
-        self.tids = set(self.tids)
         self.seen = set(self.seen)
         self.tid_seen = set(self.tid_seen)
-        self.extra = dict(self.extra)
         per_tid = self.per_tid
-        self.per_tid = {k: dict(v) for k, v in per_tid.items()} if per_tid else {}  # (mostly {})
+        if per_tid or per_thread:
+            self.per_tid = {k: dict(v) for k, v in per_tid.items()}
 
     def view(self, snap: tuple[Any, ...]) -> None:
         """Take the state of ``snap`` without copying it, to read it only: whatever changes the
-        block next must ``restore`` first (the beam reads each hypothesis this way)."""
+        block next must ``restore`` (or ``restore_to_place``) first (the beam reads each
+        hypothesis this way)."""
         (
             self.fields,
             self.stage,

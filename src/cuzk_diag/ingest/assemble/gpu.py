@@ -244,7 +244,7 @@ class GpuRegion(State):
             for b in cands:
                 snap = snaps[b.seq]
                 c: float = self.GAP_COST * b.skipped(kind, tid, ntt_era) if lenient else 0.0
-                b.restore(snap)  # a copy of the hypothesis' state to place the line in
+                b.restore_to_place(snap, st, tid)  # a copy of the hypothesis' state, for the line
                 if not tid:
                     lc, b.lock_lo, b.lock_hi = b.lock_cost(st, f, lo, hi)
                     c += lc

@@ -49,7 +49,7 @@ cdef class Block:
     @cython.locals(held=tuple, copy=tuple)
     cpdef tuple snapshot(self)
     cpdef restore(self, tuple snap)
-    cdef restore_to_place(self, tuple snap, long stage, object tid)
+    cdef own_to_place(self, long stage, object tid)
     @cython.locals(per_tid=dict)
     cdef _own(self, bint per_thread)
     cpdef view(self, tuple snap)

@@ -316,13 +316,12 @@ class Block:
         self.tids = set(self.tids)
         self._own(True)
 
-    def restore_to_place(self, snap: tuple[Any, ...], stage: int, tid: int) -> None:
-        """``restore`` to place one line (of ``stage``, GPU thread ``tid``) in a copy of the
-        state of ``snap`` (a beam's hypothesis): the containers that placing it leaves alone
-        stay those of ``snap``, shared, for nothing changes them but a placement, which copies
-        them first (``extra``, which no placement changes; ``tids`` but for a thread's line,
-        T4-T6 and T18; an empty ``per_tid`` for a line of thread 0)."""
-        self.view(snap)
+    def own_to_place(self, stage: int, tid: int) -> None:
+        """``restore`` of the state the block shows (a beam hypothesis' state, by ``view``), to
+        place one line (of ``stage``, GPU thread ``tid``) in a copy of it: the containers that
+        placing it leaves alone stay the hypothesis', shared, for nothing changes them but a
+        placement, which copies them first (``extra``, which no placement changes; ``tids`` but
+        for a thread's line, T4-T6 and T18; an empty ``per_tid`` for a line of thread 0)."""
         if _STAGE_NTT_MSM_H <= stage <= _STAGE_TAIL_MSM:  # (as ``_apply_line``)
             self.tids = set(self.tids)
         self._own(tid and stage != _STAGE_NTT_H)
@@ -341,7 +340,7 @@ class Block:
 
     def view(self, snap: tuple[Any, ...]) -> None:
         """Take the state of ``snap`` without copying it, to read it only: whatever changes the
-        block next must ``restore`` (or ``restore_to_place``) first (the beam reads each
+        block next must ``restore`` (or ``own_to_place``) first (the beam reads each
         hypothesis this way)."""
         (
             self.fields,

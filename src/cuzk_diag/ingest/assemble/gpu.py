@@ -242,9 +242,10 @@ class GpuRegion(State):
                 cands = [b for b in mine if b._takes(kind, st, tid, ntt_era, True)]
                 self._doubt(kind)
             for b in cands:
-                snap = snaps[b.seq]
                 c: float = self.GAP_COST * b.skipped(kind, tid, ntt_era) if lenient else 0.0
-                b.restore_to_place(snap, st, tid)  # a copy of the hypothesis' state, for the line
+                # (b shows the hypothesis' state: viewed above, and no other placement of this
+                # hypothesis changes b.) A copy of it to place the line in:
+                b.own_to_place(st, tid)
                 if not tid:
                     lc, b.lock_lo, b.lock_hi = b.lock_cost(st, f, lo, hi)
                     c += lc

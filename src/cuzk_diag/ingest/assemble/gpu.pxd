@@ -33,3 +33,9 @@ cdef bint _opens_block(long st, Block blk, object ev) except -1
 # that the module calls directly.
 cpdef Block open_block(State self, object ev, str kind, object lo, object hi)
 cpdef close_block(State self, Block blk)
+# Placing a line in every hypothesis of the beam (``GpuRegion._extend_beam``), as a C function
+# that ``_gpu_line`` calls directly.
+@cython.locals(c=double, lc=double, order=long)
+cpdef bint extend_beam(
+    State self, object ev, str kind, long st, object tid, object lo, object hi, bint ntt_era
+) except -1

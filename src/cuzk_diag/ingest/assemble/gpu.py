@@ -36,6 +36,12 @@ _STAGE_MUTEX_WAIT = _STAGE["mutex_wait"]
 _STAGE_PRESTAGE_VRAM = _STAGE["prestage_vram"]
 _STAGE_NTT_H = _STAGE["ntt_h"]
 
+#: A GPU thread number and a stage. (Aliases: compiled, an ``int`` annotation is a type the C
+#: functions ``extend_beam``, ``_put_line`` and ``_opens_block`` would check, where gpu.pxd
+#: declares their own.)
+_Tid = int
+_Stage = int
+
 
 def open_block(self: State, ev: Event, kind: str, lo: _Bound, hi: _Bound) -> Block:
     self.block_seq += 1
@@ -122,6 +128,88 @@ def close_block(self: State, blk: Block) -> None:
         self._maybe_emit(blk.call)
 
 
+def extend_beam(
+    self: State,
+    ev: Event,
+    kind: str,
+    st: _Stage,
+    tid: _Tid,
+    lo: _Bound,
+    hi: _Bound,
+    ntt_era: bool,
+) -> bool:
+    """Place a line (of stage ``st``) in every hypothesis; False when it opens a block (beam
+    committed).
+
+    A hypothesis in which no block can take the line strictly may take it after a gap (a
+    lost line), at ``GAP_COST`` per stage skipped; one that cannot take it at all ends.
+    """
+    b: Block  # (the blocks of the loops and comprehensions below)
+    snaps: dict[int, tuple[Any, ...]]  # (each hypothesis' block states)
+    assert self.beam is not None
+    may_skip = not (kind in STARTS_BLOCK and not tid)
+    f: dict[str, Value] = ev.fields  # (read once: each read of an event attribute is a lookup)
+    line = ev.line
+    new: list[tuple[float, int, dict[int, tuple[Any, ...]]]] = []
+    closing: dict[int, int] = {}
+    order = 0
+    for cost, _, snaps in self.beam:
+        mine: list[Block] = []  # the open blocks of the hypothesis, showing its states
+        for b in self.blocks:
+            snap = snaps.get(b.seq)
+            if snap is not None:
+                b.view(snap)
+                mine.append(b)
+        cands = [b for b in mine if b._takes(kind, st, tid, ntt_era, False)]
+        lenient = not cands and may_skip
+        if lenient:
+            cands = [b for b in mine if b._takes(kind, st, tid, ntt_era, True)]
+            self._doubt(kind)
+        for b in cands:
+            c: float = self.GAP_COST * b.skipped(kind, tid, ntt_era) if lenient else 0.0
+            # (b shows the hypothesis' state: viewed above, and no other placement of this
+            # hypothesis changes b.) A copy of it to place the line in:
+            b.own_to_place(st, tid)
+            if not tid:
+                lc, b.lock_lo, b.lock_hi = b.lock_cost(st, f, lo, hi)
+                c += lc
+            _apply_line(b, line, f, kind, st, tid)
+            c += b.relation_cost(kind, st)
+            order += 1
+            snaps2 = dict(snaps)
+            snaps2[b.seq] = b.take()
+            new.append((cost + c, order, snaps2))
+            if closes(st) and b.closes_with(kind, tid):
+                closing[order] = b.seq
+            # (b now shows the new hypothesis' state: no other placement of this one reads
+            # it, and the next hypothesis shows its own state of b before reading it.)
+    # Each block shows the last hypothesis state it showed (a view: the next change to it
+    # is a placement here, which restores first, or the commit): the last hypothesis' state,
+    # as every hypothesis holds the same blocks (those open when the beam began).
+    for b in mine:
+        b.view(snaps[b.seq])
+    if not new:
+        # No hypothesis can take the line: settle on the best and let it open a block
+        # (a line that cannot start one was lost from its block: unattributed).
+        self._commit_beam()
+        if may_skip:
+            self._doubt(kind)
+            self._note_unattributed(ev)
+            return True
+        return False
+    new.sort()  # (by cost, then order: no two hypotheses have the same order)
+    self.beam = new[: self.BEAM_WIDTH]
+    best = self.beam[0]
+    if best[1] in closing or len(self.beam) == 1:
+        closing_seq = closing.get(best[1])
+        self._commit_beam()
+        if closing_seq is not None:
+            for b in list(self.blocks):
+                if b.seq == closing_seq:
+                    close_block(self, b)
+    return True
+
+
 class GpuRegion(State):
     """Part of ``Assembler`` (see the package text)."""
 
@@ -138,7 +226,7 @@ class GpuRegion(State):
         st: int = _STAGE[kind]  # (looked up once: the blocks are asked by stage)
         ntt_era = "ntt_h" in era.markers
         if self.beam is not None:
-            if self._extend_beam(ev, kind, st, tid, lo, hi, ntt_era):
+            if extend_beam(self, ev, kind, st, tid, lo, hi, ntt_era):
                 return
         # The first block that can take the line, and whether others can (their list only when
         # they can: a line mostly fits one block).
@@ -160,7 +248,7 @@ class GpuRegion(State):
                 return
             if len(cands) > 1:
                 self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
-                self._extend_beam(ev, kind, st, tid, lo, hi, ntt_era)
+                extend_beam(self, ev, kind, st, tid, lo, hi, ntt_era)
                 return
             blk = cands[0]
         if blk is None:
@@ -187,7 +275,7 @@ class GpuRegion(State):
                 blk = costs[0][2]
             else:
                 self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
-                self._extend_beam(ev, kind, st, tid, lo, hi, ntt_era)
+                extend_beam(self, ev, kind, st, tid, lo, hi, ntt_era)
                 return
         # The line's offset from the lock (``Block._offset``) as C values: no tuple, and no
         # float objects but those the block keeps.
@@ -204,86 +292,8 @@ class GpuRegion(State):
     CONTEST_MARGIN = 50.0  # a hypothesis this close to the best leaves its blocks ambiguous
     CPU_MARGIN = 30.0  # a CPU-side line whose runner-up call fits this close is ambiguous
 
-    def _extend_beam(
-        self: State,
-        ev: Event,
-        kind: str,
-        st: int,
-        tid: int,
-        lo: float | None,
-        hi: float | None,
-        ntt_era: bool,
-    ) -> bool:
-        """Place a line (of stage ``st``) in every hypothesis; False when it opens a block (beam
-        committed).
-
-        A hypothesis in which no block can take the line strictly may take it after a gap (a
-        lost line), at ``GAP_COST`` per stage skipped; one that cannot take it at all ends.
-        """
-        b: Block  # (the blocks of the loops and comprehensions below)
-        snaps: dict[int, tuple[Any, ...]]  # (each hypothesis' block states)
-        assert self.beam is not None
-        may_skip = not (kind in STARTS_BLOCK and not tid)
-        f: dict[str, Value] = ev.fields  # (read once: each read of an event attribute is a lookup)
-        line = ev.line
-        new: list[tuple[float, int, dict[int, tuple[Any, ...]]]] = []
-        closing: dict[int, int] = {}
-        order = 0
-        for cost, _, snaps in self.beam:
-            mine: list[Block] = []  # the open blocks of the hypothesis, showing its states
-            for b in self.blocks:
-                snap = snaps.get(b.seq)
-                if snap is not None:
-                    b.view(snap)
-                    mine.append(b)
-            cands = [b for b in mine if b._takes(kind, st, tid, ntt_era, False)]
-            lenient = not cands and may_skip
-            if lenient:
-                cands = [b for b in mine if b._takes(kind, st, tid, ntt_era, True)]
-                self._doubt(kind)
-            for b in cands:
-                c: float = self.GAP_COST * b.skipped(kind, tid, ntt_era) if lenient else 0.0
-                # (b shows the hypothesis' state: viewed above, and no other placement of this
-                # hypothesis changes b.) A copy of it to place the line in:
-                b.own_to_place(st, tid)
-                if not tid:
-                    lc, b.lock_lo, b.lock_hi = b.lock_cost(st, f, lo, hi)
-                    c += lc
-                _apply_line(b, line, f, kind, st, tid)
-                c += b.relation_cost(kind, st)
-                order += 1
-                snaps2 = dict(snaps)
-                snaps2[b.seq] = b.take()
-                new.append((cost + c, order, snaps2))
-                if closes(st) and b.closes_with(kind, tid):
-                    closing[order] = b.seq
-                # (b now shows the new hypothesis' state: no other placement of this one reads
-                # it, and the next hypothesis shows its own state of b before reading it.)
-        # Each block shows the last hypothesis state it showed (a view: the next change to it
-        # is a placement here, which restores first, or the commit): the last hypothesis' state,
-        # as every hypothesis holds the same blocks (those open when the beam began).
-        for b in mine:
-            b.view(snaps[b.seq])
-        if not new:
-            # No hypothesis can take the line: settle on the best and let it open a block
-            # (a line that cannot start one was lost from its block: unattributed).
-            self._commit_beam()
-            if may_skip:
-                self._doubt(kind)
-                self._note_unattributed(ev)
-                return True
-            return False
-        new.sort()  # (by cost, then order: no two hypotheses have the same order)
-        self.beam = new[: self.BEAM_WIDTH]
-        best = self.beam[0]
-        if best[1] in closing or len(self.beam) == 1:
-            closing_seq = closing.get(best[1])
-            self._commit_beam()
-            if closing_seq is not None:
-                for b in list(self.blocks):
-                    if b.seq == closing_seq:
-                        close_block(self, b)
-        return True
+    # (The module function above: compiled, a C function that ``_gpu_line`` calls directly.)
+    _extend_beam = extend_beam
 
     def _commit_beam(self: State) -> None:
         """Adopt the best hypothesis as the state of the open blocks."""
@@ -399,12 +409,6 @@ class GpuRegion(State):
                     c.block.doubt = True  # the two could be swapped either way
                 return True
         return False
-
-
-#: A GPU thread number and a stage. (Aliases: compiled, an ``int`` annotation is a type the C
-#: functions ``_put_line`` and ``_opens_block`` would check, where gpu.pxd declares their own.)
-_Tid = int
-_Stage = int
 
 
 def _put_line(

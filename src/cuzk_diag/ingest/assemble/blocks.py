@@ -95,6 +95,8 @@ _OWN_OFFSET = {
 _BY_STAGE = sorted(_STAGE, key=_STAGE.__getitem__)
 _FIXED_AT = tuple(_FIXED_OFFSET.get(k) for k in _BY_STAGE)
 _OWN_AT = tuple(_OWN_OFFSET.get(k) for k in _BY_STAGE)
+#: ``_AFTER`` by stage, likewise (``Block._takes``).
+_AFTER_AT = tuple(_AFTER.get(k) for k in _BY_STAGE)
 
 _ANON_MISS = 1000.0  # cost of leaving a block with a call formed from C++ lines alone
 TOL_MS = 6  # clock truncation (gettimeofday +-1 ms, each value truncated) plus print latency
@@ -213,7 +215,7 @@ class Block:
             return "ntt_h" not in seen or self.multi_circuit
         if st <= self.stage or kind in seen:  # (the C comparison first)
             return False
-        after = _AFTER.get(kind)
+        after = _AFTER_AT[st]
         if after is not None and after not in seen:
             return False
         if st == _STAGE_NTT_MSM_H:

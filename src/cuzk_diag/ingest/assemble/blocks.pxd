@@ -62,7 +62,7 @@ cdef class Block:
 # Module constants read only here, as C variables of their type (a ``.get`` on them is then a
 # dict lookup, not a method found by name).
 cdef dict _FIXED_OFFSET, _OWN_OFFSET, _RENAME, _TID_PRED, _AFTER
-cdef tuple _NEED, _NEED_NTT, _NEED_MAIN, _FIXED_AT, _OWN_AT, _AFTER_AT
+cdef tuple _NEED, _NEED_NTT, _NEED_MAIN, _FIXED_AT, _OWN_AT, _AFTER_AT, _RENAME_AT
 cdef frozenset _TID_KINDS, _TID_FIELDS, _DROP, _RELATED, _THREAD_LINES
 cdef long _STAGE_MUTEX_WAIT, _STAGE_PRESTAGE_VRAM, _STAGE_POOL_THRESHOLD, _STAGE_D_A_CACHE
 cdef long _STAGE_NTT_H, _STAGE_NTT_MSM_H, _STAGE_BARRIER_WAIT, _STAGE_BATCH_ADD
@@ -75,8 +75,8 @@ cpdef bint closes(long st)
 cpdef bint names_gpu(long st)
 cdef object _ivf(dict d, str k)
 
-@cython.locals(ren=dict)
 cpdef _copy_fields(dict into, dict f, str kind)
+cdef _copy_renamed(dict into, dict f, dict ren)
 
 cpdef _apply_gpu(Block blk, object ev, str kind, object tid)
 @cython.locals(per=dict)

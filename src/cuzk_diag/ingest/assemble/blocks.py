@@ -95,8 +95,9 @@ _OWN_OFFSET = {
 _BY_STAGE = sorted(_STAGE, key=_STAGE.__getitem__)
 _FIXED_AT = tuple(_FIXED_OFFSET.get(k) for k in _BY_STAGE)
 _OWN_AT = tuple(_OWN_OFFSET.get(k) for k in _BY_STAGE)
-#: ``_AFTER`` by stage, likewise (``Block._takes``).
+#: ``_AFTER`` and ``_RENAME`` by stage, likewise (``Block._takes``, ``_apply_line``).
 _AFTER_AT = tuple(_AFTER.get(k) for k in _BY_STAGE)
+_RENAME_AT = tuple(_RENAME.get(k) for k in _BY_STAGE)
 
 _ANON_MISS = 1000.0  # cost of leaving a block with a call formed from C++ lines alone
 TOL_MS = 6  # clock truncation (gettimeofday +-1 ms, each value truncated) plus print latency
@@ -458,7 +459,12 @@ class Block:
 def _copy_fields(into: dict[str, Value], f: dict[str, Value], kind: str) -> None:
     """A line's fields into a block's, a GPU thread's or a call's, renamed (``_RENAME``) and
     without the parser's own keys (``_DROP``, which none of them holds)."""
-    ren = _RENAME.get(kind)
+    _copy_renamed(into, f, _RENAME.get(kind))
+
+
+def _copy_renamed(into: dict[str, Value], f: dict[str, Value], ren: dict[str, str] | None) -> None:
+    """``_copy_fields`` with the kind's renames (``ren``) looked up already (``_apply_line``
+    reads them by stage)."""
     if ren is None:
         into |= f  # (in the line's key order, as the loop below; compiled, no method call)
         into.pop("gpu_tid", None)  # (the keys of _DROP)
@@ -489,13 +495,13 @@ def _apply_line(
                 blk.fields[k] = v + old if isinstance(old, int) else v
     elif tid == 0 and not blk.per_tid:
         # The usual single-GPU-thread call: thread 0's values are the block's.
-        _copy_fields(blk.fields, f, kind)
+        _copy_renamed(blk.fields, f, _RENAME_AT[stage])
     else:
         # Per GPU thread; a multi-GPU call reports each stage's longest thread.
         if not blk.per_tid:
             blk.per_tid[0] = {k: v for k, v in blk.fields.items() if k in _TID_FIELDS}
         per = blk.per_tid.setdefault(tid, {})
-        _copy_fields(per, f, kind)
+        _copy_renamed(per, f, _RENAME_AT[stage])
         for k, v in per.items():
             if len(blk.per_tid) == 1 or not isinstance(v, int):
                 blk.fields[k] = v

@@ -37,13 +37,14 @@ from cuzk_diag.ingest.assemble.blocks import (
 )
 from cuzk_diag.ingest.assemble.calls import (
     Call,
+    Clock,
     _ts_ms,
 )
-from cuzk_diag.ingest.assemble.cpu import CpuSide, put_cpu
+from cuzk_diag.ingest.assemble.cpu import CpuSide, cpu_line
 from cuzk_diag.ingest.assemble.emit import Emission
 from cuzk_diag.ingest.assemble.gpu import GpuRegion
 from cuzk_diag.ingest.assemble.identity import Identity
-from cuzk_diag.ingest.assemble.prep import PrepSearch
+from cuzk_diag.ingest.assemble.prep import prep_candidates, solve_prep_lines
 from cuzk_diag.ingest.assemble.runinfo import note_run_info
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.ingest.assemble.timeline import EngineEvents, timeline_line, tracing_line
@@ -72,7 +73,7 @@ _TIMING, _NTT_H, _TIMELINE, _TRACING, _BENCH = (  # (see records.Family)
 _AFTER_PREP = frozenset({"epilogue", "async_dealloc", "split_vectors"})
 
 
-def drain(self: State, hi: float | None) -> None:
+def drain(self: State, hi: Clock) -> None:
     """Place the C++ lines read since the last clock reading; ``hi`` is the new reading."""
     if not self.pending:
         return
@@ -89,7 +90,7 @@ def drain(self: State, hi: float | None) -> None:
             continue
         if joint and kind in _AFTER_PREP:
             # These depend on the prep lines before them (T7 after T3, T8 after T7).
-            self._solve_prep_lines(joint, anchors, lo, hi)
+            solve_prep_lines(self, joint, anchors, lo, hi)
             joint = []
         if kind in _STAGE:
             self._anchor = None
@@ -99,13 +100,13 @@ def drain(self: State, hi: float | None) -> None:
                 # (Not ``(idx, *anchor)``: compiled, that builds the tuple through a list.)
                 anchors.append((idx, anchor[0], anchor[1]))
         elif kind in _CPU_KINDS:
-            self._cpu_line(ev, kind, lo, hi)
+            cpu_line(self, ev, kind, lo, hi)
         elif kind == "epilogue":
             self._t7(ev, lo, hi)
         else:
             self._note_unattributed(ev)
     if joint:
-        self._solve_prep_lines(joint, anchors, lo, hi)
+        solve_prep_lines(self, joint, anchors, lo, hi)
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,12 @@ class SegmentEnd:
 class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
     """Incremental: ``feed(event)`` returns the records it completed; ``finish()`` the rest."""
 
-    # (The module function above: compiled, a C function that feed_many calls directly.)
+    # (The module function above: compiled, a C function that feed_many calls directly; the
+    # joint placement of T2/T3 lines is prep.py's, whose functions are C functions ``drain``
+    # calls directly.)
     _drain = drain
+    _solve_prep_lines = solve_prep_lines
+    _prep_candidates = prep_candidates
 
     def __init__(self, accounting: Accounting | None = None, info: RunInfo | None = None) -> None:
         self.acc = accounting if accounting is not None else Accounting()
@@ -164,10 +169,8 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         out: list[Any] = []
         kinds_seen = self._kinds_seen
         era: EraDetector = self.era
-        # (``timeline_line`` and ``tracing_line`` are the methods ``_timeline`` and ``_tracing``:
-        # compiled, C functions called directly; ``_drain`` found once, for it costs ~200
-        # instructions a line to find a method by name.)
-        drain = self._drain
+        # (``timeline_line``, ``tracing_line`` and ``drain`` are the methods ``_timeline``,
+        # ``_tracing`` and ``_drain``: compiled, C functions called directly.)
         for ev in events:
             fam = ev.family
             if fam is _TIMING or fam is _NTT_H:
@@ -190,7 +193,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                 pending = self.pending  # (_drain replaces the list)
                 pending.append(ev)
                 if len(pending) > 256:
-                    drain(None)
+                    drain(self, None)
             elif fam is _TIMELINE or fam is _TRACING:
                 # A timestamped line: first a clock reading (at ``t`` on the TIMELINE clock),
                 # which places the C++ lines waiting for it and moves the clock on (never back).
@@ -213,7 +216,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                             t = ms - epoch
                 if t is not None:
                     if self.pending:
-                        drain(t)
+                        drain(self, t)
                     clock = self.clock or 0.0
                     self.clock = t if t > clock else clock  # (max(clock, t), without the call)
                 if fam is _TIMELINE:
@@ -300,81 +303,6 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         for rec in self.out:
             rec["era"] = self.info.era
         out, self.out = self.out, []
-        return out
-
-    def _solve_prep_lines(
-        self: State,
-        indexed: list[tuple[int, Event]],
-        anchors: list[tuple[int, float, float]],
-        lo: float | None,
-        hi: float | None,
-    ) -> None:
-        """Place the prep thread's T2/T3 lines of one clock bracket jointly.
-
-        Each line's print time is predicted from its call's TIMELINE start and the call's own
-        values (T2 at start + setup_to_split + prep_msm, T3 that plus b_g2_msm). An assignment
-        must keep the predicted times in file order (lines print in time order) and inside the
-        bracket; of the assignments that do best, the first-in-first-out one is taken.
-        """
-        lines = [ev for _, ev in indexed]
-        n = len(lines)
-        if n == 1:
-            only = self._prep_candidates(lines[0], {})
-            if len(only) == 1:
-                # One line that only one call can take: no assignment to weigh.
-                put_cpu(self, only[0], lines[0], lines[0].kind)
-                return
-        los: list[float | None] = []
-        his: list[float | None] = []
-        for idx, _ in indexed:
-            # The bracket, narrowed by the anchors before and after the line.
-            a_lo = [t for i, t, _ in anchors if i < idx]
-            a_hi = [t for i, _, t in anchors if i > idx]
-            if lo is not None:
-                a_lo.append(lo)
-            if hi is not None:
-                a_hi.append(hi)
-            los.append(max(a_lo) if a_lo else None)
-            his.append(min(a_hi) if a_hi else None)
-        search = PrepSearch(lines, los, his, self._prep_candidates, self.CPU_MARGIN)
-        search.dfs(0, 0.0, -1e18)
-        best, ends = search.best, search.ends
-        if best[0] is None:
-            for ev in lines:
-                self._cpu_line(ev, ev.kind, lo, hi)
-            return
-        # Another assignment fitting the clock nearly as well leaves the choice a guess.
-        ambiguous = best[2] > 1 or any(
-            c <= best[0] + self.CPU_MARGIN and k != best[1][0] for c, k in ends
-        )
-        choice: list[Call | None] = best[1][1]  # (a call per line)
-        for i, ev in enumerate(lines):
-            call = choice[i]
-            if call is None:
-                self._note_unattributed(ev)
-                continue
-            put_cpu(self, call, ev, ev.kind)
-            if ambiguous:
-                call.cpu_weak = True
-
-    def _prep_candidates(self: State, ev: Event, temp: dict[int, dict[str, int]]) -> list[Call]:
-        """Open calls that can take a T2/T3 line next (``temp``: lines assigned meanwhile)."""
-        c: Call
-        k = ev.kind
-        out = []
-        for c in self.calls:
-            t = temp.get(c.seq, {})
-            if c.closed_out or k in c.kinds or k in t:
-                continue
-            if k == "prep_msm":
-                if "split_vectors" not in c.kinds:
-                    continue
-            elif "prep_msm" not in c.kinds and "prep_msm" not in t or "epilogue" in c.kinds:
-                continue
-            out.append(c)
-        if not out and k == "b_g2_msm":
-            # No call waits for its T3 after a T2: a T2 line was lost or damaged.
-            out = [c for c in self._lost_t2_calls() if not temp.get(c.seq)]
         return out
 
     def _new_segment(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TypeAlias
 
 from cuzk_diag.ingest.assemble.blocks import (
     Block,
@@ -14,6 +15,11 @@ from cuzk_diag.records import (
 
 # (see records.Family)
 _EXACT, _INFERRED, _NONE = Attribution.EXACT, Attribution.INFERRED, Attribution.NONE
+
+#: A TIMELINE-clock reading (ms), or None. (A name for it: in a module compiled with annotation
+#: typing, ``float | None`` types an argument as a Python float, which no .pxd declaration
+#: matches, so a function taking one could be no C function.)
+Clock: TypeAlias = float | None
 
 
 def _t0(c: Call) -> float:

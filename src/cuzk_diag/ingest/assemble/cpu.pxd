@@ -6,5 +6,8 @@ from cuzk_diag.ingest.assemble.state cimport State
 from cuzk_diag.ingest.assemble.identity cimport _first_started
 from cuzk_diag.ingest.assemble.emit cimport maybe_emit
 
-# ``put_cpu`` (``CpuSide._put_cpu``) as a C function: __init__.pxd cimports it.
+# ``put_cpu`` and ``cpu_line`` (``CpuSide._put_cpu`` and ``_cpu_line``) as C functions:
+# __init__.pxd and prep.pxd cimport them.
 cpdef put_cpu(State self, Call call, object ev, str kind)
+cpdef cpu_line(State self, object ev, str kind, object lo, object hi)
+cdef bint _has_end(Call c)

@@ -15,6 +15,7 @@ from cuzk_diag.ingest.assemble.calls import (
     _INFERRED,
     _NONE,
     Call,
+    Clock,
     _call_done,
     _int0,
     _t0,
@@ -41,116 +42,125 @@ def put_cpu(self: State, call: Call, ev: Event, kind: str) -> None:
         maybe_emit(self, call)
 
 
+def _predictor(kind: str, v: int) -> Callable[[Call], float]:
+    """The print time of a CPU-side line of ``kind`` and value ``v`` were ``c`` its call (a
+    function of its own: compiled, ``cpu_line`` can be a C function only without closures)."""
+    if kind == "split_vectors":
+        return lambda c: _t0(c) + v
+    if kind == "prep_msm":
+        # The prep thread starts right after T1: T2 prints at entry + split + prep.
+        return lambda c: _t0(c) + _int0(c.fields.get("setup_to_split_ms")) + v
+    if kind == "b_g2_msm":
+        return lambda c: (
+            _t0(c)
+            + _int0(c.fields.get("setup_to_split_ms"))
+            + _int0(c.fields.get("prep_msm_ms"))
+            + v
+        )
+    return lambda c: _call_done(c) + v  # async_dealloc
+
+
+def _has_end(c: Call) -> bool:
+    """Has the call's GPU_END printed (its TIMELINE entry holds the end)?"""
+    return c.tl is not None and isinstance(c.tl.get("end_ms"), int)
+
+
+def cpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
+    """A CPU-side line (``CpuSide._cpu_line``): the open call that fits the clock best."""
+    f: dict[str, Value] = ev.fields
+    c: Call  # (the calls of the comprehensions below)
+    v: Value = None  # the line's value, when its print time can be predicted from it
+    if kind == "split_vectors":
+        cands = [
+            c
+            for c in self.calls
+            if "split_vectors" not in c.kinds and c.job_id is not None and not c.ended
+        ]
+        v = f.get("setup_to_split_ms")
+        if not cands:
+            call = self._anonymous_for_t1(ev)
+            put_cpu(self, call, ev, kind)
+            return
+    elif kind == "host_register":
+        # T9 replaces T10 (no pre-staging after a failed host registration): it belongs to
+        # the next call whose GPU region closes without a prestage_vram line.
+        self.pending_t9.append(ev)
+        return
+    elif kind == "prep_msm":
+        cands = [
+            c
+            for c in self.calls
+            if "split_vectors" in c.kinds and kind not in c.kinds and not c.closed_out
+        ]
+        v = f.get("prep_msm_ms")
+    elif kind == "b_g2_msm":
+        # T3 comes after the call's T2 and always before its GPU_END (and T7).
+        cands = [
+            c
+            for c in self.calls
+            if "prep_msm" in c.kinds
+            and kind not in c.kinds
+            and not c.closed_out
+            and "epilogue" not in c.kinds
+        ]
+        if not cands:
+            cands = self._lost_t2_calls()  # a T2 line was lost or damaged
+        v = f.get("b_g2_msm_ms")
+    else:  # async_dealloc: after the call's epilogue/finalize
+        # A call whose GPU_END printed has finished its region, whichever block the GPU
+        # lines were bound to (with two GPUs a block can sit on the other GPU's call).
+        cands = [
+            c
+            for c in self.calls
+            if kind not in c.kinds
+            and ((c.block is not None and c.block.closed) or _has_end(c))
+            and ("epilogue" in c.kinds or "pre_destructor_ms" not in c.fields)
+        ]
+        v = f.get("async_dealloc_ms")
+        if isinstance(v, int) and hi is not None and v > TOL_MS + self.CPU_MARGIN:
+            # The dealloc thread is spawned just before the call returns and its GPU_END
+            # prints, and T8 prints v ms after that spawn at the earliest: a call whose GPU_END
+            # is still to come (at or after ``hi``) cannot own a T8 this long.
+            cands = [c for c in cands if c.job_id is None or _has_end(c)]
+        # In Phases 4-11 the dealloc thread is spawned after T7.
+        with_t7 = [c for c in cands if "epilogue" in c.kinds]
+        if self.era.era in ("phase4-8", "phase9-11") and with_t7:
+            cands = with_t7
+    if not cands:
+        self._note_unattributed(ev)
+        return
+    strong = len(cands) == 1
+    unsure = False
+    if kind == "async_dealloc":
+        # A call without its GPU_END yet has no reliable finish time to predict from, and a
+        # call that ended but whose region is not (yet) its own could be the owner too. (Loops:
+        # compiled, a function with a generator expression could be no C function.)
+        for c in cands:
+            if not _has_end(c):
+                unsure = True
+                break
+        else:
+            for c in self.calls:
+                if c.closed_out and kind not in c.kinds and c not in cands:
+                    unsure = True
+                    break
+    if not strong and isinstance(v, int) and (lo is not None or hi is not None):
+        timed = [c for c in cands if c.start is not None]
+        if timed:
+            # (as ``_by_clock``, scored once)
+            scored = _clock_costs(timed, _predictor(kind, v), lo, hi)
+            fit = _best_fits(scored)
+            # One call fits clearly better than any other (not just by a few ms).
+            strong = len(_best_fits(scored, self.CPU_MARGIN)) == 1
+            cands = fit[:1]
+    call = _first_started(cands)
+    put_cpu(self, call, ev, kind)
+    if not strong or unsure:
+        call.cpu_weak = True
+
+
 class CpuSide(State):
     """Part of ``Assembler`` (see the package text)."""
-
-    def _cpu_line(self: State, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
-        f: dict[str, Value] = ev.fields
-        c: Call  # (the calls of the comprehensions below)
-        if kind == "split_vectors":
-            cands = [
-                c
-                for c in self.calls
-                if "split_vectors" not in c.kinds and c.job_id is not None and not c.ended
-            ]
-            pred: Callable[[Call], float] | None = None
-            s = f.get("setup_to_split_ms")
-            if isinstance(s, int):
-                pred = lambda c, s=s: _t0(c) + s  # noqa: E731
-            if not cands:
-                call = self._anonymous_for_t1(ev)
-                put_cpu(self, call, ev, kind)
-                return
-        elif kind == "host_register":
-            # T9 replaces T10 (no pre-staging after a failed host registration): it belongs to
-            # the next call whose GPU region closes without a prestage_vram line.
-            self.pending_t9.append(ev)
-            return
-        elif kind == "prep_msm":
-            cands = [
-                c
-                for c in self.calls
-                if "split_vectors" in c.kinds and kind not in c.kinds and not c.closed_out
-            ]
-            v = f.get("prep_msm_ms")
-            pred = None
-            if isinstance(v, int):
-                # The prep thread starts right after T1: T2 prints at entry + split + prep.
-                pred = lambda c, v=v: _t0(c) + _int0(c.fields.get("setup_to_split_ms")) + v  # noqa: E731
-        elif kind == "b_g2_msm":
-            # T3 comes after the call's T2 and always before its GPU_END (and T7).
-            cands = [
-                c
-                for c in self.calls
-                if "prep_msm" in c.kinds
-                and kind not in c.kinds
-                and not c.closed_out
-                and "epilogue" not in c.kinds
-            ]
-            if not cands:
-                cands = self._lost_t2_calls()  # a T2 line was lost or damaged
-            v = f.get("b_g2_msm_ms")
-            pred = None
-            if isinstance(v, int):
-                pred = lambda c, v=v: (  # noqa: E731
-                    _t0(c)
-                    + _int0(c.fields.get("setup_to_split_ms"))
-                    + _int0(c.fields.get("prep_msm_ms"))
-                    + v
-                )
-        else:  # async_dealloc: after the call's epilogue/finalize
-            # A call whose GPU_END printed has finished its region, whichever block the GPU
-            # lines were bound to (with two GPUs a block can sit on the other GPU's call).
-            cands = [
-                c
-                for c in self.calls
-                if kind not in c.kinds
-                and (
-                    (c.block is not None and c.block.closed)
-                    or isinstance((c.tl or {}).get("end_ms"), int)
-                )
-                and ("epilogue" in c.kinds or "pre_destructor_ms" not in c.fields)
-            ]
-            v = f.get("async_dealloc_ms")
-            pred = None
-            if isinstance(v, int):
-                pred = lambda c: _call_done(c) + v  # noqa: E731
-                if hi is not None and v > TOL_MS + self.CPU_MARGIN:
-                    # The dealloc thread is spawned just before the call returns and its
-                    # GPU_END prints, and T8 prints v ms after that spawn at the earliest: a call
-                    # whose GPU_END is still to come (at or after ``hi``) cannot own a T8 this
-                    # long.
-                    cands = [
-                        c
-                        for c in cands
-                        if c.job_id is None or isinstance((c.tl or {}).get("end_ms"), int)
-                    ]
-            # In Phases 4-11 the dealloc thread is spawned after T7.
-            with_t7 = [c for c in cands if "epilogue" in c.kinds]
-            if self.era.era in ("phase4-8", "phase9-11") and with_t7:
-                cands = with_t7
-        if not cands:
-            self._note_unattributed(ev)
-            return
-        strong = len(cands) == 1
-        unsure = kind == "async_dealloc" and (
-            # A call without its GPU_END yet has no reliable finish time to predict from, and a
-            # call that ended but whose region is not (yet) its own could be the owner too.
-            any(not isinstance((c.tl or {}).get("end_ms"), int) for c in cands)
-            or any(c.closed_out and kind not in c.kinds and c not in cands for c in self.calls)
-        )
-        if not strong and pred is not None and (lo is not None or hi is not None):
-            timed = [c for c in cands if c.start is not None]
-            if timed:
-                scored = _clock_costs(timed, pred, lo, hi)  # (as ``_by_clock``, scored once)
-                fit = _best_fits(scored)
-                # One call fits clearly better than any other (not just by a few ms).
-                strong = len(_best_fits(scored, self.CPU_MARGIN)) == 1
-                cands = fit[:1]
-        call = _first_started(cands)
-        put_cpu(self, call, ev, kind)
-        if not strong or unsure:
-            call.cpu_weak = True
 
     def _lost_t2_calls(self) -> list[Call]:
         """The call that most likely awaits a T3 although its T2 never came: the oldest that
@@ -209,6 +219,7 @@ class CpuSide(State):
             call.cpu_weak = True
             return
 
-    # (The module function above: compiled, a C function that the parts cimporting it call
+    # (The module functions above: compiled, C functions that the parts cimporting them call
     # directly, where a method is found by name.)
     _put_cpu = put_cpu
+    _cpu_line = cpu_line

@@ -4,12 +4,14 @@
 # with the same operations).
 cimport cython
 from cuzk_diag.ingest.assemble.calls cimport Call
+from cuzk_diag.ingest.assemble.state cimport State
+from cuzk_diag.ingest.assemble.cpu cimport cpu_line, put_cpu
 
 cdef class PrepSearch:
     cdef public list lines
     cdef public list los
     cdef public list his
-    cdef public object candidates
+    cdef public State state
     cdef public object margin
     cdef public object n
     cdef public list best
@@ -21,3 +23,12 @@ cdef class PrepSearch:
     cpdef object predict(self, object ev, Call c)
     @cython.locals(extra=double, nxt=double, c=Call)
     cpdef dfs(self, object i, double cost, double last)
+
+cdef dict _NO_TEMP
+
+# The joint placement and the candidates of a line as C functions: ``drain`` (__init__.pxd) and
+# the search call them directly.
+@cython.locals(search=PrepSearch, best=list, n=Py_ssize_t)
+cpdef solve_prep_lines(State self, list indexed, list anchors, object lo, object hi)
+@cython.locals(c=Call, out=list, t=dict)
+cpdef list prep_candidates(State self, object ev, dict temp)

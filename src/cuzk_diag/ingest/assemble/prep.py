@@ -1,33 +1,123 @@
 # (Compiled, ``PrepSearch`` is the extension type of prep.pxd: its attributes are struct fields
-# and its methods C functions there; prep.pxd declares their types, not the annotations here.)
+# and its methods C functions there; prep.pxd declares their types, not the annotations here.
+# ``solve_prep_lines`` and ``prep_candidates`` are C functions there too.)
 """The joint placement of the prep thread's T2/T3 lines: which open call each line of one clock
-bracket goes to (``Assembler._solve_prep_lines`` builds the search and applies its result)."""
+bracket goes to (``solve_prep_lines`` builds the search and applies its result)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from cuzk_diag.ingest.assemble.blocks import TOL_MS
 from cuzk_diag.ingest.assemble.calls import Call, _int0
+from cuzk_diag.ingest.assemble.cpu import cpu_line, put_cpu
+from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import Event
+
+#: The lines assigned meanwhile when there are none, for ``prep_candidates`` (read, never
+#: written to: an empty dict made per call and per candidate cost more than the lookups).
+_NO_TEMP: dict[Any, Any] = {}
+
+
+def solve_prep_lines(
+    self: State,
+    indexed: list[tuple[int, Event]],
+    anchors: list[tuple[int, float, float]],
+    lo: float | None,
+    hi: float | None,
+) -> None:
+    """Place the prep thread's T2/T3 lines of one clock bracket jointly
+    (``Assembler._solve_prep_lines``).
+
+    Each line's print time is predicted from its call's TIMELINE start and the call's own
+    values (T2 at start + setup_to_split + prep_msm, T3 that plus b_g2_msm). An assignment
+    must keep the predicted times in file order (lines print in time order) and inside the
+    bracket; of the assignments that do best, the first-in-first-out one is taken.
+    """
+    lines = [ev for _, ev in indexed]
+    n = len(lines)
+    if n == 1:
+        only = prep_candidates(self, lines[0], _NO_TEMP)
+        if len(only) == 1:
+            # One line that only one call can take: no assignment to weigh.
+            put_cpu(self, only[0], lines[0], lines[0].kind)
+            return
+    los: list[float | None] = []
+    his: list[float | None] = []
+    for idx, _ in indexed:
+        # The bracket, narrowed by the anchors before and after the line.
+        a_lo = [t for i, t, _ in anchors if i < idx]
+        a_hi = [t for i, _, t in anchors if i > idx]
+        if lo is not None:
+            a_lo.append(lo)
+        if hi is not None:
+            a_hi.append(hi)
+        los.append(max(a_lo) if a_lo else None)
+        his.append(min(a_hi) if a_hi else None)
+    search = PrepSearch(lines, los, his, self, self.CPU_MARGIN)
+    search.dfs(0, 0.0, -1e18)
+    best, ends = search.best, search.ends
+    if best[0] is None:
+        for ev in lines:
+            cpu_line(self, ev, ev.kind, lo, hi)
+        return
+    # Another assignment fitting the clock nearly as well leaves the choice a guess. (A loop:
+    # compiled, a function with a generator expression could be no C function.)
+    ambiguous = best[2] > 1
+    if not ambiguous:
+        for c, k in ends:
+            if c <= best[0] + self.CPU_MARGIN and k != best[1][0]:
+                ambiguous = True
+                break
+    choice: list[Call | None] = best[1][1]  # (a call per line)
+    for i, ev in enumerate(lines):
+        call = choice[i]
+        if call is None:
+            self._note_unattributed(ev)
+            continue
+        put_cpu(self, call, ev, ev.kind)
+        if ambiguous:
+            call.cpu_weak = True
+
+
+def prep_candidates(self: State, ev: Event, temp: dict[int, dict[str, int]]) -> list[Call]:
+    """Open calls that can take a T2/T3 line next (``temp``: lines assigned meanwhile)
+    (``Assembler._prep_candidates``)."""
+    c: Call
+    k = ev.kind
+    out = []
+    for c in self.calls:
+        t = temp.get(c.seq, _NO_TEMP)
+        if c.closed_out or k in c.kinds or k in t:
+            continue
+        if k == "prep_msm":
+            if "split_vectors" not in c.kinds:
+                continue
+        elif "prep_msm" not in c.kinds and "prep_msm" not in t or "epilogue" in c.kinds:
+            continue
+        out.append(c)
+    if not out and k == "b_g2_msm":
+        # No call waits for its T3 after a T2: a T2 line was lost or damaged.
+        out = [c for c in self._lost_t2_calls() if not temp.get(c.seq)]
+    return out
 
 
 class PrepSearch:
-    """The depth-first search of ``Assembler._solve_prep_lines`` over assignments of T2/T3
-    lines to calls. (An object rather than nested functions: a nested function that calls
-    itself is a reference cycle, which only the garbage collector frees.)"""
+    """The depth-first search of ``solve_prep_lines`` over assignments of T2/T3 lines to calls
+    (the candidates of a line are ``prep_candidates`` of ``state``). (An object rather than
+    nested functions: a nested function that calls itself is a reference cycle, which only the
+    garbage collector frees.)"""
 
     def __init__(
         self,
         lines: list[Event],
         los: list[float | None],
         his: list[float | None],
-        candidates: Callable[[Event, dict[int, dict[str, int]]], list[Call]],
+        state: State,
         margin: float,
     ) -> None:
         self.lines, self.n, self.los, self.his = lines, len(lines), los, his
-        self.candidates, self.margin = candidates, margin
+        self.state, self.margin = state, margin
         self.best: list[Any] = [None, None, 0]  # cost, choice, ties
         self.temp: dict[int, dict[str, int]] = {}  # call seq -> fields assigned in this search
         self.choice: list[Call | None] = []
@@ -66,7 +156,7 @@ class PrepSearch:
                 best[2] += 1
             return
         ev = self.lines[i]
-        cs = self.candidates(ev, self.temp)
+        cs = prep_candidates(self.state, ev, self.temp)
         if not cs:
             choice.append(None)
             self.dfs(i + 1, cost, last)

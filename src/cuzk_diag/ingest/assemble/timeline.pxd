@@ -1,5 +1,6 @@
 # The compiled build's view of timeline.py: the extension types of blocks.pxd, calls.pxd and state.pxd,
 # and the C functions of runinfo.pxd and emit.pxd.
+cimport cython
 from cuzk_diag.ingest.assemble.blocks cimport Block
 from cuzk_diag.ingest.assemble.calls cimport Call, _ts_ms
 from cuzk_diag.ingest.assemble.state cimport State
@@ -8,5 +9,9 @@ from cuzk_diag.ingest.assemble.emit cimport maybe_emit
 
 # The TIMELINE and tracing lines' functions (``EngineEvents._timeline`` and ``_tracing``) as C
 # functions: __init__.pxd cimports them for ``feed_many``, which calls them for every such line.
+@cython.locals(code=long)
 cpdef timeline_line(State self, object ev, str kind, dict f)
 cpdef tracing_line(State self, object ev, str kind, dict f)
+
+cdef dict _TL_KINDS
+cdef long _SYNTH_START, _SYNTH_END, _QUEUE, _PICKUP, _START, _END

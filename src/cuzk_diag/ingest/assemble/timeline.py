@@ -17,6 +17,19 @@ from cuzk_diag.records import (
     Value,
 )
 
+#: TIMELINE kinds that change a call's entry, as numbers (one lookup, where a chain of string
+#: comparisons cost ~100 instructions each).
+_SYNTH_START, _SYNTH_END, _QUEUE, _PICKUP, _START, _END = range(1, 7)
+_TL_KINDS = {
+    "SYNTH_START": _SYNTH_START,
+    "SYNTH_END": _SYNTH_END,
+    "CHAN_SEND": _QUEUE,
+    "GPU_QUEUE": _QUEUE,
+    "GPU_PICKUP": _PICKUP,
+    "GPU_START": _START,
+    "GPU_END": _END,
+}
+
 
 def timeline_line(self: State, ev: Event, kind: str, f: dict[str, Value]) -> None:
     """A TIMELINE line (``kind`` and fields ``f`` as ``feed_many`` read them)."""
@@ -26,21 +39,22 @@ def timeline_line(self: State, ev: Event, kind: str, f: dict[str, Value]) -> Non
     if tl is None:
         tl = self.tl[key] = {}
     off = f.get("offset_ms")
-    if kind == "SYNTH_START":
+    code = _TL_KINDS.get(kind, 0)
+    if code == _SYNTH_START:
         tl["synth_start_ms"] = off
         if isinstance(f.get("kind"), str):
             tl["proof_kind"] = f["kind"]
-    elif kind == "SYNTH_END":
+    elif code == _SYNTH_END:
         tl["synth_end_ms"] = off
         tl["synth_ms"] = f.get("synth_ms")
-    elif kind in ("CHAN_SEND", "GPU_QUEUE"):
+    elif code == _QUEUE:
         tl["queue_ms"] = off
-    elif kind == "GPU_PICKUP":
+    elif code == _PICKUP:
         tl["pickup_ms"] = off
         worker = f.get("worker")
         if isinstance(worker, int):
             self.pickups[key] = worker
-    elif kind == "GPU_START":
+    elif code == _START:
         tl["start_ms"] = off
         self.pickups.pop(key, None)
         worker = f.get("worker")
@@ -48,7 +62,7 @@ def timeline_line(self: State, ev: Event, kind: str, f: dict[str, Value]) -> Non
         start_call(self, job, part, worker, float(off) if isinstance(off, int) else None, ev)
         # the new call shares its TIMELINE dict
         self.calls[-1].tl = tl
-    elif kind == "GPU_END":
+    elif code == _END:
         tl["end_ms"] = off
         tl["gpu_ms"] = f.get("gpu_ms")
         end_call(self, job, part, f, ev)

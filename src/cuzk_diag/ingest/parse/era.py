@@ -61,9 +61,10 @@ class EraDetector:
             m[key] = ev.line
         if "snap_partition" in f and "snap_partition" not in m:
             m["snap_partition"] = ev.line
-        if "partition" in f and "timeline_partition" not in m:
+        # (The marker first for these two: once a log has shown it, one lookup a line.)
+        if "timeline_partition" not in m and "partition" in f:
             m["timeline_partition"] = ev.line
-        if ("kind" in f or "monolithic" in f) and "timeline_monolithic" not in m:
+        if "timeline_monolithic" not in m and ("kind" in f or "monolithic" in f):
             m["timeline_monolithic"] = ev.line
 
     @property

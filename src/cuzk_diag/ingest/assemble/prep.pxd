@@ -20,7 +20,7 @@ cdef class PrepSearch:
     cdef public object budget
     cdef public list ends
 
-    cpdef object predict(self, object ev, Call c)
+    cpdef object predict(self, str kind, object value, Call c)
     @cython.locals(extra=double, nxt=double, c=Call)
     cpdef dfs(self, object i, double cost, double last)
 

@@ -45,15 +45,17 @@ def solve_prep_lines(
     los: list[float | None] = []
     his: list[float | None] = []
     for idx, _ in indexed:
-        # The bracket, narrowed by the anchors before and after the line.
-        a_lo = [t for i, t, _ in anchors if i < idx]
-        a_hi = [t for i, _, t in anchors if i > idx]
-        if lo is not None:
-            a_lo.append(lo)
-        if hi is not None:
-            a_hi.append(hi)
-        los.append(max(a_lo) if a_lo else None)
-        his.append(min(a_hi) if a_hi else None)
+        # The bracket, narrowed by the anchors before and after the line (the latest reading
+        # before it, the earliest after; a loop, not ``max`` and ``min`` of lists).
+        line_lo, line_hi = lo, hi
+        for i, t_lo, t_hi in anchors:
+            if i < idx:
+                if line_lo is None or t_lo > line_lo:
+                    line_lo = t_lo
+            elif i > idx and (line_hi is None or t_hi < line_hi):
+                line_hi = t_hi
+        los.append(line_lo)
+        his.append(line_hi)
     search = PrepSearch(lines, los, his, self, self.CPU_MARGIN)
     search.dfs(0, 0.0, -1e18)
     best, ends = search.best, search.ends
@@ -124,15 +126,16 @@ class PrepSearch:
         self.budget = 20000
         self.ends: list[tuple[float, tuple[int, ...]]] = []  # every complete assignment's cost
 
-    def predict(self, ev: Event, c: Call) -> float | None:
+    def predict(self, kind: str, value: int, c: Call) -> float | None:
+        """When a line of ``kind`` with value ``value`` prints were ``c`` its call (``dfs``
+        reads the line's kind and value once for all its candidates)."""
         if c.start is None:
             return None
-        t = self.temp.get(c.seq, {})
         setup = _int0(c.fields.get("setup_to_split_ms"))
-        if ev.kind == "prep_msm":
-            return c.start + setup + _int0(ev.fields.get("prep_msm_ms"))
-        prep = t.get("prep_msm", _int0(c.fields.get("prep_msm_ms")))
-        return c.start + setup + prep + _int0(ev.fields.get("b_g2_msm_ms"))
+        if kind == "prep_msm":
+            return c.start + setup + value
+        prep = self.temp.get(c.seq, _NO_TEMP).get("prep_msm", _int0(c.fields.get("prep_msm_ms")))
+        return c.start + setup + prep + value
 
     def dfs(self, i: int, cost: float, last: float) -> None:
         if self.budget <= 0:
@@ -167,7 +170,7 @@ class PrepSearch:
         kind = ev.kind
         value = _int0(ev.fields.get("prep_msm_ms" if kind == "prep_msm" else "b_g2_msm_ms"))
         for c in cs:
-            p = self.predict(ev, c)
+            p = self.predict(kind, value, c)
             extra = 0.0
             nxt = last
             if p is not None:

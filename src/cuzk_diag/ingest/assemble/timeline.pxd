@@ -11,7 +11,11 @@ from cuzk_diag.ingest.assemble.emit cimport maybe_emit
 # functions: __init__.pxd cimports them for ``feed_many``, which calls them for every such line.
 @cython.locals(code=long)
 cpdef timeline_line(State self, object ev, str kind, dict f)
+@cython.locals(code=long)
 cpdef tracing_line(State self, object ev, str kind, dict f)
 
+# The kind tables as C variables of their type (a lookup in them is a direct dict operation).
 cdef dict _TL_KINDS
 cdef long _SYNTH_START, _SYNTH_END, _QUEUE, _PICKUP, _START, _END
+cdef dict _TRACING_KINDS
+cdef long _ENGINE_START, _PROVE_START, _PROVE_TIME, _FINALIZER, _FAILED

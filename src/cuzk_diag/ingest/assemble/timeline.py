@@ -103,18 +103,32 @@ def end_call(self: State, job: str, part: int | None, f: dict[str, Value], ev: E
     maybe_emit(self, call)
 
 
+#: Tracing kinds that tell about calls, as numbers (as ``_TL_KINDS``).
+_ENGINE_START, _PROVE_START, _PROVE_TIME, _FINALIZER, _FAILED = range(1, 6)
+_TRACING_KINDS = {
+    "engine_start": _ENGINE_START,
+    "gpu_timing_prove_start": _PROVE_START,
+    "gpu_prove_time": _PROVE_TIME,
+    "fin_timing_finalizer": _FINALIZER,
+    "partition_gpu_failed": _FAILED,
+    "skip_failed_job": _FAILED,
+}
+
+
 def tracing_line(self: State, ev: Event, kind: str, f: dict[str, Value]) -> None:
     """A tracing line: its run facts (``runinfo``), then what it tells about calls (``kind``
     and fields ``f`` as ``feed_many`` read them)."""
+    call: Call  # (the calls of the loops below)
     note_run_info(self.info, ev)
-    if kind == "engine_start":
+    code = _TRACING_KINDS.get(kind, 0)
+    if code == _ENGINE_START:
         if self.clock is not None or self.calls:
             self._new_segment()
         ts = f.get("ts")
         self.epoch_ms = _ts_ms(ts) if isinstance(ts, str) else None
-    elif kind == "gpu_timing_prove_start":
+    elif code == _PROVE_START:
         self._confirm_by_prove_start(ev)
-    elif kind == "gpu_prove_time":
+    elif code == _PROVE_TIME:
         ms = f.get("gpu_prove_time_ms")
         part = f.get("partition")
         if isinstance(ms, float):
@@ -123,13 +137,13 @@ def tracing_line(self: State, ev: Event, kind: str, f: dict[str, Value]) -> None
                     if "gpu_prove_time_ms" not in call.fields:
                         call.fields["gpu_prove_time_ms"] = ms
                     break
-    elif kind == "fin_timing_finalizer":
+    elif code == _FINALIZER:
         w, p = f.get("worker_id"), f.get("partition")
         for call in reversed(self.calls):
             if call.worker == w and call.partition == p:
                 call.fields["finish_ms"] = f.get("finish_ms")
                 break
-    elif kind in ("partition_gpu_failed", "skip_failed_job"):
+    elif code == _FAILED:
         job, part = f.get("job_id"), f.get("partition")
         for call in reversed(self.calls):
             if call.job_id == job and call.partition == part:

@@ -20,6 +20,8 @@ _EXACT, _INFERRED, _NONE = Attribution.EXACT, Attribution.INFERRED, Attribution.
 #: typing, ``float | None`` types an argument as a Python float, which no .pxd declaration
 #: matches, so a function taking one could be no C function.)
 Clock: TypeAlias = float | None
+#: A number a line names (a partition, a worker), or None (a name for it, as for ``Clock``).
+MaybeInt: TypeAlias = int | None
 
 
 def _t0(c: Call) -> float:

@@ -14,6 +14,12 @@ cpdef timeline_line(State self, object ev, str kind, dict f)
 @cython.locals(code=long)
 cpdef tracing_line(State self, object ev, str kind, dict f)
 
+# ``start_call``, ``end_call`` and ``find_call`` (``EngineEvents._start_call``, ``_end_call``
+# and ``_find_call``) as C functions: the functions above call them directly.
+cpdef start_call(State self, str job, object part, object worker, object start, object ev)
+cpdef end_call(State self, str job, object part, dict f, object ev)
+cpdef Call find_call(State self, str job, object part, object worker)
+
 # The kind tables as C variables of their type (a lookup in them is a direct dict operation).
 cdef dict _TL_KINDS
 cdef long _SYNTH_START, _SYNTH_END, _QUEUE, _PICKUP, _START, _END

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from cuzk_diag.ingest.assemble.calls import (
     Call,
+    Clock,
+    MaybeInt,
     _ts_ms,
 )
 from cuzk_diag.ingest.assemble.emit import maybe_emit
@@ -69,7 +71,7 @@ def timeline_line(self: State, ev: Event, kind: str, f: dict[str, Value]) -> Non
 
 
 def start_call(
-    self: State, job: str, part: int | None, worker: int | None, start: float | None, ev: Event
+    self: State, job: str, part: MaybeInt, worker: MaybeInt, start: Clock, ev: Event
 ) -> None:
     self.seq += 1
     self.timeline_calls += 1
@@ -80,10 +82,10 @@ def start_call(
     self.calls.append(call)
 
 
-def end_call(self: State, job: str, part: int | None, f: dict[str, Value], ev: Event) -> None:
+def end_call(self: State, job: str, part: MaybeInt, f: dict[str, Value], ev: Event) -> None:
     worker = f.get("worker")
     gpu_ms = f.get("gpu_ms")
-    call = self._find_call(job, part, worker if isinstance(worker, int) else None)
+    call = find_call(self, job, part, worker if isinstance(worker, int) else None)
     if call is None:
         call = self._call_without_start(job, part, f, ev)
         if call is None:
@@ -113,6 +115,19 @@ _TRACING_KINDS = {
     "partition_gpu_failed": _FAILED,
     "skip_failed_job": _FAILED,
 }
+
+
+def find_call(self: State, job: str, part: MaybeInt, worker: MaybeInt) -> Call | None:
+    """The latest open call of ``job`` and ``part`` (on ``worker`` when both name one)."""
+    call: Call
+    for call in reversed(self.calls):
+        if (
+            call.job_id == job
+            and call.partition == part
+            and (worker is None or call.worker is None or call.worker == worker)
+        ):
+            return call
+    return None
 
 
 def tracing_line(self: State, ev: Event, kind: str, f: dict[str, Value]) -> None:
@@ -158,10 +173,12 @@ class EngineEvents(State):
     """Part of ``Assembler`` (see the package text)."""
 
     # (The module functions above; compiled, ``timeline_line`` and ``tracing_line`` are C
-    # functions that ``feed_many`` calls directly, where a method is found by name.)
+    # functions that ``feed_many`` calls directly, where a method is found by name, and
+    # ``start_call``, ``end_call`` and ``find_call`` C functions they call directly.)
     _timeline = timeline_line
     _start_call = start_call
     _end_call = end_call
+    _find_call = find_call
     _tracing = tracing_line
 
     def _gpu_of(self: State, worker: int) -> int | None:
@@ -201,16 +218,5 @@ class EngineEvents(State):
                 call.block.confirmed = False  # type: ignore[union-attr]
                 break
         return call
-
-    def _find_call(self: State, job: str, part: int | None, worker: int | None) -> Call | None:
-        call: Call
-        for call in reversed(self.calls):
-            if (
-                call.job_id == job
-                and call.partition == part
-                and (worker is None or call.worker is None or call.worker == worker)
-            ):
-                return call
-        return None
 
     # -- C++ lines ---------------------------------------------------------------------------------

@@ -62,7 +62,8 @@ def _predictor(kind: str, v: int) -> Callable[[Call], float]:
 
 def _has_end(c: Call) -> bool:
     """Has the call's GPU_END printed (its TIMELINE entry holds the end)?"""
-    return c.tl is not None and isinstance(c.tl.get("end_ms"), int)
+    tl: dict[str, Value] | None = c.tl  # (compiled, a dict read as one)
+    return tl is not None and isinstance(tl.get("end_ms"), int)
 
 
 def cpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:

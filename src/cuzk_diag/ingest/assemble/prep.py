@@ -134,7 +134,8 @@ class PrepSearch:
         setup = _int0(c.fields.get("setup_to_split_ms"))
         if kind == "prep_msm":
             return c.start + setup + value
-        prep = self.temp.get(c.seq, _NO_TEMP).get("prep_msm", _int0(c.fields.get("prep_msm_ms")))
+        t: dict[str, int] = self.temp.get(c.seq, _NO_TEMP)
+        prep = t.get("prep_msm", _int0(c.fields.get("prep_msm_ms")))
         return c.start + setup + prep + value
 
     def dfs(self, i: int, cost: float, last: float) -> None:

@@ -327,7 +327,7 @@ class Block:
         for a thread's line, T4-T6 and T18; an empty ``per_tid`` for a line of thread 0)."""
         if _STAGE_NTT_MSM_H <= stage <= _STAGE_TAIL_MSM:  # (as ``_apply_line``)
             self.tids = set(self.tids)
-        self._own(tid and stage != _STAGE_NTT_H)
+        self._own(bool(tid) and stage != _STAGE_NTT_H)
 
     def _own(self, per_thread: bool) -> None:
         """Copy the containers every placement changes (``fields``, ``lines``, ``seen``,

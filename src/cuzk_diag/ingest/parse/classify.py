@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -216,7 +217,10 @@ def scalar(value: int | str) -> pa.Scalar:
     return out
 
 
-_NUMPY_INTS = {pa.int64(): np.int64, pa.int32(): np.int32}
+_NUMPY_INTS: dict[pa.DataType, np.dtype[Any]] = {
+    pa.int64(): np.dtype(np.int64),
+    pa.int32(): np.dtype(np.int32),
+}
 
 
 def numbers(col: pa.Array) -> np.ndarray:
@@ -229,7 +233,7 @@ def numbers(col: pa.Array) -> np.ndarray:
     data = col.buffers()[1]
     if data is None:
         return np.zeros(0, dtype=dtype)
-    return np.frombuffer(data, dtype=dtype, count=len(col), offset=col.offset * dtype().itemsize)
+    return np.frombuffer(data, dtype=dtype, count=len(col), offset=col.offset * dtype.itemsize)
 
 
 def _bools(mask: pa.BooleanArray) -> np.ndarray:

@@ -44,7 +44,7 @@ from cuzk_diag.ingest.assemble.cpu import CpuSide, cpu_line
 from cuzk_diag.ingest.assemble.emit import Emission
 from cuzk_diag.ingest.assemble.gpu import GpuRegion
 from cuzk_diag.ingest.assemble.identity import Identity
-from cuzk_diag.ingest.assemble.prep import prep_candidates, solve_prep_lines
+from cuzk_diag.ingest.assemble.prep import solve_prep_lines
 from cuzk_diag.ingest.assemble.runinfo import note_run_info
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.ingest.assemble.timeline import EngineEvents, timeline_line, tracing_line
@@ -120,11 +120,9 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
     """Incremental: ``feed(event)`` returns the records it completed; ``finish()`` the rest."""
 
     # (The module function above: compiled, a C function that feed_many calls directly; the
-    # joint placement of T2/T3 lines is prep.py's, whose functions are C functions ``drain``
+    # joint placement of T2/T3 lines is prep.py's ``solve_prep_lines``, a C function ``drain``
     # calls directly.)
     _drain = drain
-    _solve_prep_lines = solve_prep_lines
-    _prep_candidates = prep_candidates
 
     def __init__(self, accounting: Accounting | None = None, info: RunInfo | None = None) -> None:
         self.acc = accounting if accounting is not None else Accounting()
@@ -169,8 +167,8 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         out: list[Any] = []
         kinds_seen = self._kinds_seen
         era: EraDetector = self.era
-        # (``timeline_line``, ``tracing_line`` and ``drain`` are the methods ``_timeline``,
-        # ``_tracing`` and ``_drain``: compiled, C functions called directly.)
+        # (``timeline_line``, ``tracing_line`` and ``drain``: compiled, C functions called
+        # directly.)
         for ev in events:
             fam = ev.family
             if fam is _TIMING or fam is _NTT_H:
@@ -308,7 +306,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
     def _new_segment(self) -> None:
         """The engine restarted (or a new input began): TIMELINE offsets start again at 0.
 
-        Reached from ``_tracing`` only (the engine's start line): ``feed_many`` looks for the
+        Reached from ``tracing_line`` only (the engine's start line): ``feed_many`` looks for the
         end of a segment after tracing lines alone."""
         flushed = self.flush()  # (flush replaces self.out: take its result first)
         self.out.extend(flushed)

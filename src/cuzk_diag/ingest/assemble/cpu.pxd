@@ -6,7 +6,8 @@ from cuzk_diag.ingest.assemble.state cimport State
 from cuzk_diag.ingest.assemble.identity cimport _first_started
 from cuzk_diag.ingest.assemble.emit cimport maybe_emit
 
-# ``put_cpu`` and ``cpu_line`` (``CpuSide._put_cpu`` and ``_cpu_line``) as C functions:
+# ``put_cpu`` and ``cpu_line`` as C functions (``put_cpu`` is also the method
+# ``CpuSide._put_cpu``):
 # __init__.pxd and prep.pxd cimport them.
 cpdef put_cpu(State self, Call call, object ev, str kind)
 cpdef cpu_line(State self, object ev, str kind, object lo, object hi)

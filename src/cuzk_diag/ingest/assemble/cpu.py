@@ -67,7 +67,7 @@ def _has_end(c: Call) -> bool:
 
 
 def cpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
-    """A CPU-side line (``CpuSide._cpu_line``): the open call that fits the clock best."""
+    """A CPU-side line (``drain`` places it): the open call that fits the clock best."""
     f: dict[str, Value] = ev.fields
     c: Call  # (the calls of the comprehensions below)
     v: Value = None  # the line's value, when its print time can be predicted from it
@@ -223,4 +223,3 @@ class CpuSide(State):
     # (The module functions above: compiled, C functions that the parts cimporting them call
     # directly, where a method is found by name.)
     _put_cpu = put_cpu
-    _cpu_line = cpu_line

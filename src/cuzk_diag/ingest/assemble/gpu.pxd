@@ -29,11 +29,11 @@ cdef _put_line(
 @cython.locals(seen=set)
 cdef bint _opens_block(long st, Block blk, object ev) except -1
 
-# Opening and closing a block (``GpuRegion._open_block`` and ``_close_block``), as C functions
-# that the module calls directly.
+# Opening and closing a block as C functions that the module calls directly (``close_block``
+# is also the method ``GpuRegion._close_block``, which ``Assembler.flush`` calls).
 cpdef Block open_block(State self, object ev, str kind, object lo, object hi)
 cpdef close_block(State self, Block blk)
-# Placing a line in every hypothesis of the beam (``GpuRegion._extend_beam``), as a C function
+# Placing a line in every hypothesis of the beam, as a C function
 # that ``_gpu_line`` calls directly.
 @cython.locals(c=double, lc=double, order=long)
 cpdef bint extend_beam(

@@ -292,9 +292,6 @@ class GpuRegion(State):
     CONTEST_MARGIN = 50.0  # a hypothesis this close to the best leaves its blocks ambiguous
     CPU_MARGIN = 30.0  # a CPU-side line whose runner-up call fits this close is ambiguous
 
-    # (The module function above: compiled, a C function that ``_gpu_line`` calls directly.)
-    _extend_beam = extend_beam
-
     def _commit_beam(self: State) -> None:
         """Adopt the best hypothesis as the state of the open blocks."""
         if self.beam is None:
@@ -321,8 +318,8 @@ class GpuRegion(State):
         for call in deferred:
             self._maybe_emit(call)
 
-    # (The module functions above: compiled, C functions that the methods here call directly.)
-    _open_block = open_block
+    # (The module function above: compiled, a C function that the methods here call directly;
+    # the method is for ``Assembler.flush``.)
     _close_block = close_block
 
     def _release(self: State, old: Block) -> None:

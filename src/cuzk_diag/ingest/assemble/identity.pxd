@@ -8,5 +8,5 @@ from cuzk_diag.ingest.assemble.state cimport State
 @cython.locals(first=Call, c=Call)
 cpdef Call _first_started(object cands)
 
-# ``bind_block`` (``Identity._bind_block``) as a C function: gpu.pxd cimports it.
+# ``bind_block`` as a C function: gpu.pxd cimports it.
 cpdef bind_block(State self, Block blk, object ev, str kind, object lo, object hi)

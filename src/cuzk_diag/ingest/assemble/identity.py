@@ -112,9 +112,6 @@ class Identity(State):
             if other is not None:
                 other.doubt = True  # (and the block it swapped with)
 
-    # (The module function above: compiled, a C function that gpu.py calls directly.)
-    _bind_block = bind_block
-
     def _by_clock(
         self,
         cands: list[Call],

@@ -26,8 +26,8 @@ def solve_prep_lines(
     lo: float | None,
     hi: float | None,
 ) -> None:
-    """Place the prep thread's T2/T3 lines of one clock bracket jointly
-    (``Assembler._solve_prep_lines``).
+    """Place the prep thread's T2/T3 lines of one clock bracket jointly (``drain`` calls
+    it).
 
     Each line's print time is predicted from its call's TIMELINE start and the call's own
     values (T2 at start + setup_to_split + prep_msm, T3 that plus b_g2_msm). An assignment
@@ -83,8 +83,7 @@ def solve_prep_lines(
 
 
 def prep_candidates(self: State, ev: Event, temp: dict[int, dict[str, int]]) -> list[Call]:
-    """Open calls that can take a T2/T3 line next (``temp``: lines assigned meanwhile)
-    (``Assembler._prep_candidates``)."""
+    """Open calls that can take a T2/T3 line next (``temp``: lines assigned meanwhile)."""
     c: Call
     k = ev.kind
     out = []

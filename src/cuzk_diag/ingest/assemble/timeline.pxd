@@ -7,15 +7,15 @@ from cuzk_diag.ingest.assemble.state cimport State
 from cuzk_diag.ingest.assemble.runinfo cimport note_run_info, timeline_key
 from cuzk_diag.ingest.assemble.emit cimport maybe_emit
 
-# The TIMELINE and tracing lines' functions (``EngineEvents._timeline`` and ``_tracing``) as C
-# functions: __init__.pxd cimports them for ``feed_many``, which calls them for every such line.
+# The TIMELINE and tracing lines' functions as C functions: __init__.pxd cimports them for
+# ``feed_many``, which calls them for every such line.
 @cython.locals(code=long)
 cpdef timeline_line(State self, object ev, str kind, dict f)
 @cython.locals(code=long)
 cpdef tracing_line(State self, object ev, str kind, dict f)
 
-# ``start_call``, ``end_call`` and ``find_call`` (``EngineEvents._start_call``, ``_end_call``
-# and ``_find_call``) as C functions: the functions above call them directly.
+# ``start_call``, ``end_call`` and ``find_call`` as C functions: the functions above call
+# them directly.
 cpdef start_call(State self, str job, object part, object worker, object start, object ev)
 cpdef end_call(State self, str job, object part, dict f, object ev)
 cpdef Call find_call(State self, str job, object part, object worker)

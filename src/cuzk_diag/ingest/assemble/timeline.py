@@ -172,14 +172,9 @@ def tracing_line(self: State, ev: Event, kind: str, f: dict[str, Value]) -> None
 class EngineEvents(State):
     """Part of ``Assembler`` (see the package text)."""
 
-    # (The module functions above; compiled, ``timeline_line`` and ``tracing_line`` are C
-    # functions that ``feed_many`` calls directly, where a method is found by name, and
-    # ``start_call``, ``end_call`` and ``find_call`` C functions they call directly.)
-    _timeline = timeline_line
-    _start_call = start_call
-    _end_call = end_call
-    _find_call = find_call
-    _tracing = tracing_line
+    # (The TIMELINE and tracing lines are the module functions above: compiled, ``timeline_line``
+    # and ``tracing_line`` are C functions that ``feed_many`` calls directly, where a method is
+    # found by name, and ``start_call``, ``end_call`` and ``find_call`` C functions they call.)
 
     def _gpu_of(self: State, worker: int) -> int | None:
         info = self.info

@@ -51,13 +51,19 @@ _new = tuple.__new__
 _INT = r"-?[0-9]{1,18}"  # the values a cast to int64 takes exactly as int() does
 
 #: The ``CUZK_TIMING:`` line of each format string with its values taken out (what
-#: ``_timing`` groups lines by), with the event kind and the keys.
+#: ``_cpp`` groups lines by), with the event kind and the keys.
 _TIMING_SHAPES = {
     TIMING_PREFIX + " ".join(f"{k}=" for k in keys): (kind, keys)
     for keys, kind in _CANONICAL.items()
 }
-#: The ``CUZK_NTT_H:`` line with its values' digits taken out (``_digit_values``).
-_NTT_H_SHAPE = NTT_H_PREFIX + " ".join(f"{k}=ms" for k in NTT_H_KEYS)
+#: The ``CUZK_NTT_H:`` line with its values' digits taken out (``_digit_values``), with its
+#: event kind and columns.
+_NTT_H_SHAPES = {
+    NTT_H_PREFIX + " ".join(f"{k}=ms" for k in NTT_H_KEYS): (
+        "ntt_h",
+        tuple(_NTT_H_COLUMN[k] for k in NTT_H_KEYS),
+    )
+}
 _TIMELINE_PARTS = ("off", "event", "job", "detail")  # (after the prefix, split at commas)
 _TIMELINE_EVENT_SET = split_lines("".join(f"{e}\n" for e in sorted(TIMELINE_EVENTS)), 64)[0]
 # What makes the per-line TIMELINE parser look closer (another writer's line inside it).
@@ -120,8 +126,8 @@ def extract_fixed(
         timing, ntt_h, timeline = (_bools(pc.starts_with(sel, p)) for p in prefixes)
     else:
         timing, ntt_h, timeline = prefixed
-    _timing(sel, nos, np.flatnonzero(timing), groups)
-    _ntt_h(sel, nos, np.flatnonzero(ntt_h), groups)
+    _cpp(sel, nos, np.flatnonzero(timing), Family.TIMING, _TIMING_SHAPES, groups)
+    _cpp(sel, nos, np.flatnonzero(ntt_h), Family.NTT_H, _NTT_H_SHAPES, groups)
     _timeline(sel, nos, np.flatnonzero(timeline), groups)
     if clock is not None:
         _clock(sel, nos, clock, groups)
@@ -210,15 +216,23 @@ def _fill(out: list[dict[str, Value]], key: str, col: list[Value]) -> None:
         d[key] = col[i]
 
 
-def _timing(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list[Group]) -> None:
-    """Integer ``CUZK_TIMING:`` lines in the exact form of their format string
-    (``_TIMING_SHAPES``, ``_digit_values``). ``rows``: the lines of ``sel`` that start with
-    ``TIMING_PREFIX``."""
+def _cpp(
+    sel: pa.StringArray,
+    nos: np.ndarray,
+    rows: np.ndarray,
+    family: Family,
+    plans: dict[str, tuple[str, tuple[str, ...]]],
+    groups: list[Group],
+) -> None:
+    """Integer C++ lines (``CUZK_TIMING:``, ``CUZK_NTT_H:``) in the exact form of their format
+    string: those whose text with the values taken out (``_digit_values``) is one of ``plans``
+    (the format strings' texts, each with its event kind and keys), a group per text. ``rows``:
+    the lines of ``sel`` that start with the family's prefix."""
     if not len(rows):
         return
     codes, shape_texts, ints, value_at = _digit_values(sel.take(ints_array(rows)))
     for code, text in enumerate(shape_texts):
-        plan = _TIMING_SHAPES.get(text)
+        plan = plans.get(text)
         if plan is None:
             continue  # not a format string's text: the per-line parser's
         kind, names = plan
@@ -228,7 +242,7 @@ def _timing(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list
         v = value_at[pick]
         cols: list[pa.Array | Value] = [ints_array(ints[v + i]) for i in range(len(names))]
         r = rows[pick]
-        groups.append(Group(r, nos[r], Family.TIMING, kind, list(names), cols))
+        groups.append(Group(r, nos[r], family, kind, list(names), cols))
 
 
 def _digit_values(lines: pa.StringArray) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
@@ -386,24 +400,6 @@ def _int_values(col: pa.StringArray, *, signed: bool = True) -> tuple[np.ndarray
         col = pc.if_else(good, col, scalar("0"))
     ints: np.ndarray = numbers(pc.cast(col, pa.int64()))
     return _bools(good), ints
-
-
-def _ntt_h(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list[Group]) -> None:
-    """``CUZK_NTT_H:`` lines in the exact printed form (``_NTT_H_SHAPE``, ``_digit_values``).
-    ``rows``: the lines of ``sel`` that start with ``NTT_H_PREFIX``."""
-    if not len(rows):
-        return
-    codes, shape_texts, ints, value_at = _digit_values(sel.take(ints_array(rows)))
-    if _NTT_H_SHAPE not in shape_texts:
-        return
-    pick = codes == shape_texts.index(_NTT_H_SHAPE)
-    if not pick.any():
-        return
-    v = value_at[pick]
-    cols: list[pa.Array | Value] = [ints_array(ints[v + i]) for i in range(len(NTT_H_KEYS))]
-    names = [_NTT_H_COLUMN[k] for k in NTT_H_KEYS]
-    r = rows[pick]
-    groups.append(Group(r, nos[r], Family.NTT_H, "ntt_h", names, cols))
 
 
 def _timeline(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list[Group]) -> None:

@@ -20,9 +20,10 @@ from cuzk_diag.ingest.assemble.blocks import (
 )
 from cuzk_diag.ingest.assemble.calls import (
     Call,
+    Clock,
     _int0,
 )
-from cuzk_diag.ingest.assemble.identity import _Bound, bind_block
+from cuzk_diag.ingest.assemble.identity import bind_block
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.ingest.parse.era import EraDetector
 from cuzk_diag.records import (
@@ -43,7 +44,7 @@ _Tid = int
 _Stage = int
 
 
-def open_block(self: State, ev: Event, kind: str, lo: _Bound, hi: _Bound) -> Block:
+def open_block(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> Block:
     self.block_seq += 1
     blk = Block(self.block_seq, ev.line)
     self.blocks.append(blk)
@@ -134,8 +135,8 @@ def extend_beam(
     kind: str,
     st: _Stage,
     tid: _Tid,
-    lo: _Bound,
-    hi: _Bound,
+    lo: Clock,
+    hi: Clock,
     ntt_era: bool,
 ) -> bool:
     """Place a line (of stage ``st``) in every hypothesis; False when it opens a block (beam

@@ -15,6 +15,7 @@ from cuzk_diag.ingest.assemble.blocks import (
 )
 from cuzk_diag.ingest.assemble.calls import (
     Call,
+    Clock,
 )
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
@@ -22,13 +23,8 @@ from cuzk_diag.records import (
     Value,
 )
 
-#: A bound of a line's clock bracket. (An alias: compiled, ``float | None`` is a type the C
-#: functions ``bind_block`` and gpu.py's ``open_block`` would check, where their .pxd files
-#: declare an object.)
-_Bound = float | None
 
-
-def bind_block(self: State, blk: Block, ev: Event, kind: str, lo: _Bound, hi: _Bound) -> None:
+def bind_block(self: State, blk: Block, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
     """Tentatively bind a new block to the call that most plausibly holds the lock."""
     b: Block  # (the blocks and calls of the comprehensions below)
     c: Call

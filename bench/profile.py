@@ -65,13 +65,13 @@ def stage_split(path: str) -> list[tuple[str, float, str]]:
     from cuzk_diag.sources import iter_input
 
     def read() -> tuple[int, int]:
-        n = chars = 0
+        n = size = 0
         for _stats, chunk in iter_input(path):
             n += 1
-            chars += len(chunk)
-        return n, chars
+            size += len(chunk)
+        return n, size
 
-    t_read, (n_chunks, n_chars) = _timed(read)
+    t_read, (n_chunks, n_bytes) = _timed(read)
 
     # The bulk classification alone (Arrow kernels over whole chunks, ingest/parse/classify).
     def classify_only() -> int:
@@ -151,7 +151,7 @@ def stage_split(path: str) -> list[tuple[str, float, str]]:
         (
             "reading + cleaning (sources.iter_input)",
             t_read,
-            f"{n_chunks} chunks, {n_chars / MB:.1f} M chars",
+            f"{n_chunks} chunks, {n_bytes / MB:.1f} MB of cleaned text",
         ),
         (
             "bulk classification (split, count, select; Arrow kernels)",

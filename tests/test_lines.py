@@ -304,6 +304,70 @@ def test_huge_line_is_cut_and_counted(tmp_path):
     assert [e.fields.get("prep_msm_ms") for e in evs if e.kind == "prep_msm"] == [5, 6]
 
 
+#: Pieces of cleaning work: ESC sequences, NULs, CRs, journald prefixes (with and without a pid,
+#: at a line start and not), invalid and valid UTF-8 past ASCII, and plain log text.
+_CLEANING_PIECES = [
+    b"\x1b[31m",
+    b"\x1b]0;title\x07",
+    b"\x1b",
+    b"\x00",
+    b"\x00\x00CUZK_TIMING: prep_msm_ms=5",
+    b"\r",
+    b"\r\n",
+    b"Nov 29 10:00:00 host cuzk[4242]: ",
+    b"Nov 29 10:00:00 host cuzk: ",
+    b"Dec  3 18:00:01.250 h2 curio[7]: ",
+    b"Nov 29 1\xd9\xa3:00:00 host cuzk: ",
+    b"Got ",
+    b"]: ",
+    b"\xe2\x80\x94",
+    b"\xff",
+    b"\xed\xa0\x80",
+    b"\xc0\xaf",
+    b"\xf0\x9f\x98\x80",
+    b"\xe2\x80",
+    "µs ٣ é".encode(),
+    b"CUZK_TIMING: gpu_total_ms=12 pre_destructor_ms=30",
+    b"TIMELINE,120,GPU_START,job-1,partition=0",
+    b"2026-03-13T15:13:19.952786Z  WARN cuzk_core::config: x",
+    b"\n",
+    b"\n",
+    b"\n",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_CLEANING_PIECES), max_size=40), st.integers(0, 5000))
+def test_clean_chunk_hands_on_plain_chunks_as_the_text_cleaning_would(pieces, pad):
+    # The chunks ``_plain`` lets through unchanged must be what the text-level cleaning makes of
+    # them, and the counts the same: the text path (``_plain`` false) is the reference.
+    from unittest import mock
+
+    from cuzk_diag import sources
+    from cuzk_diag.sources import SourceStats
+
+    data = b"x" * pad + b"\n" + b"".join(pieces) + b"\n"
+    fast, slow = SourceStats("x"), SourceStats("x")
+    got = sources.clean_chunk(data, fast)
+    with mock.patch.object(sources, "_plain", return_value=False):
+        want = sources.clean_chunk(data, slow)
+    assert got == want and fast == slow
+    got.decode("utf-8")  # (valid UTF-8 either way)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=64))
+def test_utf8_valid_agrees_with_decode(data):
+    from cuzk_diag.sources import utf8_valid
+
+    try:
+        data.decode("utf-8")
+        ok = True
+    except UnicodeDecodeError:
+        ok = False
+    assert utf8_valid(data) is ok
+
+
 def test_memory_does_not_hold_lines(tmp_path):
     # The reader yields bounded chunks: a 40 MB input never becomes one string.
     from cuzk_diag.sources import SourceStats, read_chunks

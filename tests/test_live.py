@@ -38,7 +38,7 @@ from cuzk_diag.live import (
 from cuzk_diag.model import daemon as sim
 from cuzk_diag.records import RunInfo
 from cuzk_diag.sinks import ReportOnly
-from cuzk_diag.sources import SourceStats, clean_text
+from cuzk_diag.sources import SourceStats, clean_chunk
 
 #: How long to wait for an event that needs no further input. Generous on purpose: the test
 #: asserts that the event comes without more input, not how fast (a shared machine's load
@@ -527,7 +527,7 @@ def _engine_feed(data: bytes, engine: LiveAnalyzer, lines_per_chunk: int, specul
     engine.begin_source(0, stats)
     for piece in chunks_of_lines(data, lines_per_chunk):
         stats.bytes_read += len(piece)
-        engine.feed(clean_text(piece, stats))
+        engine.feed(clean_chunk(piece, stats))
         if speculate:
             engine.speculate()  # as if the input paused after every chunk
         engine.tick(idle=False)
@@ -620,7 +620,7 @@ def test_a_sink_that_shows_nothing_is_spared_the_showing() -> None:
         stats = SourceStats("<stdin>")
         engine.begin_source(0, stats)
         for piece in chunks_of_lines(data, 40):
-            engine.feed(clean_text(piece, stats))
+            engine.feed(clean_chunk(piece, stats))
             engine.tick(idle=True)
             engine.tick(idle=True)  # (a second tick on idle input: early placements are due)
         engine.end_source()

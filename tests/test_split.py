@@ -381,7 +381,7 @@ def test_windows_of_a_file_read_as_one_pass(tmp_path: Path) -> None:
             for st, chunk in iter_input(open_window(str(log), lo, hi), 1024):  # noqa: B007
                 text.append(chunk)
             stats.add(st)
-        assert "".join(text) == "".join(whole)
+        assert b"".join(text) == b"".join(whole)
         assert stats == one
         assert (
             split.count_lines(str(log), cut) == messy[:cut].count(b"\n")

@@ -470,8 +470,8 @@ class LiveAnalyzer:
         self.stats = stats
         self.ingest.begin(index)
 
-    def feed(self, text: str) -> None:
-        """Whole cleaned lines of the current input (``sources.read_chunks`` output)."""
+    def feed(self, text: str | bytes) -> None:
+        """Whole cleaned lines of the current input (``sources.read_chunks`` output, or text)."""
         if self.ingest.parser is None:
             raise RuntimeError("feed before begin_source")
         self._records(self.ingest.feed(text))
@@ -1099,7 +1099,7 @@ def _handle(engine: LiveAnalyzer, q: queue.Queue[tuple[Any, ...]], item: tuple[A
                 parts.append(nxt[1])
                 size += len(nxt[1])
                 nxt = None
-            engine.feed(parts[0] if len(parts) == 1 else "".join(parts))
+            engine.feed(parts[0] if len(parts) == 1 else b"".join(parts))
             if nxt is None:
                 return False
             item = nxt

@@ -1,4 +1,5 @@
-"""Open inputs (path, ``-``, .gz, .zst) and yield clean text chunks that end on a line boundary.
+"""Open inputs (path, ``-``, .gz, .zst) and yield clean chunks of UTF-8 text that end on a line
+boundary.
 
 Cleaning happens chunk-wide in C-implemented code (``bytes.replace``, ``re.sub``): only LF ends a
 line, as for ``sed`` and ``wc -l``, so line numbers match the file. The CRs before an LF are
@@ -12,6 +13,10 @@ NUL bytes never belong to a log line. A run of them before a whole line (the hol
 tracing) with a NUL byte anywhere else is damaged (its text before or after the NUL may be cut or
 belong to another line): it is handed on starting with ``DAMAGED`` so that the parser counts it as
 malformed and reads no value from it. Other lines with NUL bytes stay other lines.
+
+A chunk is handed on as bytes: most chunks need none of the text-level cleaning (no invalid
+UTF-8, ESC, NUL or journald prefix), and those go on as they were read, without a decode into a
+``str`` and an encode back for the parser's Arrow arrays.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
+
+import numpy as np
+import pyarrow as pa
 
 from cuzk_diag.errors import InputError
 
@@ -52,6 +60,11 @@ JOURNALD_RE = re.compile(
     r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? (\S+) ([^\s\[:]+)(?:\[(\d+)\])?: ",
     re.MULTILINE,
 )
+#: Where ``JOURNALD_RE`` looks on every chunk: its first characters (the rest only where "]: "
+#: occurs, ``_journald_anywhere``).
+JOURNALD_HEAD = 4096
+#: What every ``JOURNALD_RE`` match begins with, in bytes: a chunk's head without it has none.
+_JOURNALD_START_RE = re.compile(rb"^[A-Z][a-z]{2} ", re.MULTILINE)
 
 
 @dataclass(slots=True)
@@ -367,7 +380,7 @@ class Utf16Reader:
             self._done = not data
             text = self._decoder.decode(data, final=self._done)
             if text:
-                # U+FFFD from a bad code unit becomes the byte 0xff: clean_text counts it.
+                # U+FFFD from a bad code unit becomes the byte 0xff: clean_chunk counts it.
                 return text.replace("\ufffd", "\udcff").encode("utf-8", "surrogateescape")
         return b""
 
@@ -386,8 +399,9 @@ def read_chunks(
     chunk_size: int = CHUNK_SIZE,
     *,
     follow: bool = False,
-) -> Iterator[str]:
-    """Yield decoded, cleaned text chunks, each a run of whole lines ending in ``\\n``.
+) -> Iterator[bytes]:
+    """Yield cleaned chunks of UTF-8 text (``clean_chunk``), each a run of whole lines ending
+    in ``\\n``.
 
     A last line without a newline is yielded with one added (and noted in ``stats``).
     With ``follow`` the stream is read with ``read1`` so that data is yielded as it arrives.
@@ -420,7 +434,7 @@ def read_chunks(
             cut = max(tail.rfind(b"\n"), tail.rfind(b"\r")) + 1
             if cut:
                 stats.bytes_taken = stats.bytes_read - (len(tail) - cut)
-                yield clean_text(tail[:cut], stats)
+                yield clean_chunk(tail[:cut], stats)
             stats.truncated = truncation_reason(exc, len(tail) - cut)
             return
         block = b"".join(pieces)
@@ -435,17 +449,17 @@ def read_chunks(
                 stats.oversized_lines += 1
                 whole, carry = _skip_to_newline(reader, buf[:MAX_LINE], stats, chunk_size)
                 stats.bytes_taken = stats.bytes_read - len(carry)
-                yield clean_text(whole, stats)
+                yield clean_chunk(whole, stats)
                 continue
             carry = buf
             continue
         carry = buf[cut:]
         stats.bytes_taken = stats.bytes_read - len(carry)
-        yield clean_text(buf[:cut], stats)
+        yield clean_chunk(buf[:cut], stats)
     if carry:
         stats.missing_final_newline = True
         stats.bytes_taken = stats.bytes_read
-        yield clean_text(carry + b"\n", stats)
+        yield clean_chunk(carry + b"\n", stats)
 
 
 def truncation_reason(exc: BaseException, cut_bytes: int) -> str:
@@ -487,14 +501,17 @@ def _skip_to_newline(
             return head + b"\n" + rest[:cut], rest[cut:]
 
 
-def clean_text(data: bytes, stats: SourceStats) -> str:
-    """Normalise line ends, decode, strip ANSI and journald prefixes, chunk-wide."""
+def clean_chunk(data: bytes, stats: SourceStats) -> bytes:
+    """Normalise line ends, replace invalid UTF-8, strip ANSI and journald prefixes, chunk-wide:
+    the cleaned lines as UTF-8 (``data`` itself when only its line ends needed a look)."""
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")
         if b"\r" in data:
             data = _CR_END_RE.sub(b"\n", data)
             data, n = _CR_RETURN_RE.subn(b"", data)
             stats.stray_cr_lines += n
+    if _plain(data):
+        return data
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -505,14 +522,40 @@ def clean_text(data: bytes, stats: SourceStats) -> str:
         text = ANSI_RE.sub("", text)
         if "\x1b" in text:  # a stray ESC that starts no sequence
             text = text.replace("\x1b", "")
-    if JOURNALD_RE.search(text, 0, 4096) is not None or _journald_anywhere(text):
+    if JOURNALD_RE.search(text, 0, JOURNALD_HEAD) is not None or _journald_anywhere(text):
         text = _strip_journald(text, stats)
     # (Looked for in the bytes, which hold a NUL exactly where the text did before the strips
     # above: a search of the text for it is slow once the text holds any character past
     # U+00FF, and the substitution finds nothing when a strip took the NULs.)
-    if DAMAGED.encode() in data:
+    if _DAMAGED_BYTE in data:
         text = _NUL_LINE_RE.sub(_nul_line, text)
-    return text
+    return text.encode("utf-8")
+
+
+_DAMAGED_BYTE = DAMAGED.encode()
+
+
+def _plain(data: bytes) -> bool:
+    """Whether ``data`` needs no cleaning past its line ends: valid UTF-8 without ESC or NUL
+    bytes, in which ``clean_chunk``'s journald test cannot match (no line in its first
+    ``JOURNALD_HEAD`` characters, at most 4 bytes each, starts as a prefix does, and no "]: ")."""
+    if b"\x1b" in data or _DAMAGED_BYTE in data or b"]: " in data:
+        return False
+    if _JOURNALD_START_RE.search(data, 0, 4 * JOURNALD_HEAD) is not None:
+        return False
+    return data.isascii() or utf8_valid(data)
+
+
+def utf8_valid(data: bytes) -> bool:
+    """Whether ``data`` is valid UTF-8, as ``bytes.decode`` would find it, without making the
+    text: Arrow's check of a one-value string array (a tenth of a decode's time)."""
+    offsets = pa.py_buffer(np.array([0, len(data)], dtype=np.int64))
+    arr = pa.LargeStringArray.from_buffers(1, offsets, pa.py_buffer(data))
+    try:
+        arr.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
 
 
 def _nul_line(m: re.Match[str]) -> str:
@@ -553,10 +596,10 @@ def _strip_journald(text: str, stats: SourceStats) -> str:
 
 def iter_input(
     name: str | Source, chunk_size: int = CHUNK_SIZE
-) -> Iterator[tuple[SourceStats, str]]:
-    """Open one input (or take an opened ``Source``) and yield ``(stats, chunk)`` pairs, at
-    least one (an empty input yields ``(stats, "")``, so that its stats are seen); closes the
-    input when done."""
+) -> Iterator[tuple[SourceStats, bytes]]:
+    """Open one input (or take an opened ``Source``) and yield ``(stats, chunk)`` pairs (the
+    chunks of ``read_chunks``), at least one (an empty input yields ``(stats, b"")``, so that
+    its stats are seen); closes the input when done."""
     src = name if isinstance(name, Source) else open_source(name)
     stats = SourceStats(src.display)
     empty = True
@@ -565,7 +608,7 @@ def iter_input(
             empty = False
             yield stats, chunk
         if empty:
-            yield stats, ""
+            yield stats, b""
     finally:
         src.close()
 

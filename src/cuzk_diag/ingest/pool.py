@@ -63,7 +63,7 @@ _COLLECTOR = PacedCollector()
 
 
 def parse_chunk(
-    source: int, text: str, start: Carry, full: bool, work: Callable[[ParsedChunk], R]
+    source: int, text: bytes, start: Carry, full: bool, work: Callable[[ParsedChunk], R]
 ) -> tuple[R, Accounting, Carry]:
     """Parse one chunk of input ``source`` from ``start``: ``work``'s result, the chunk's own
     accounting and the carry it ends with. (Runs in a child, and here for a chunk parsed
@@ -194,7 +194,7 @@ class _Sent:
     child: _Child | None  # None: parsed here
     done: tuple[Any, Accounting, Carry] | None  # the result of a chunk parsed here
     source: int
-    text: str
+    text: bytes
     start: Carry
     size: int  # bytes read for it
     bench: bool  # holds a bench header line
@@ -252,7 +252,8 @@ def _pooled(
             if not text:
                 continue
             # A bench block is open from its header line on (it never closes).
-            bench = "===" in text and _BENCH_HEADER_RE.search(text) is not None
+            # (The header's test reads the text: it is rare, and its pattern is one of text.)
+            bench = b"===" in text and _BENCH_HEADER_RE.search(text.decode()) is not None
             start = Carry(next_line, None, ended.bench_open or any(s.bench for s in sent))
             read, done = stats.bytes_read - done, stats.bytes_read
             started = [c for c in children if c.started]
@@ -265,7 +266,7 @@ def _pooled(
                 here = parse_chunk(idx, text, start, full, work)
                 PoolStats.here += 1
                 sent.append(_Sent(None, here, idx, text, start, read, bench))
-            next_line += text.count("\n")
+            next_line += text.count(b"\n")
             while sent and (len(sent) >= limit or sent[0].child is None or sent[0].child.ready()):
                 item = sent.popleft()
                 result, ended = _take(item, ended, acc, work, full)

@@ -116,7 +116,7 @@ class Ingest:
     def begin(self, index: int) -> None:
         self.parser = LineParser(index, self.acc, full=False)
 
-    def feed(self, text: str) -> list[Any]:
+    def feed(self, text: str | bytes) -> list[Any]:
         assert self.parser is not None, "feed before begin"
         return self.events(self.parser.feed(text))
 

@@ -138,11 +138,12 @@ class LineParser:
         self.next_line, self._torn = carry.next_line, carry.torn
         self.misc.bench_open = carry.bench_open
 
-    def feed(self, text: str) -> list[Event]:
-        """Parse a chunk of whole lines (each ending in a newline) and return its events."""
+    def feed(self, text: str | bytes) -> list[Event]:
+        """Parse a chunk of whole lines (each ending in a newline; a ``str``, or valid UTF-8 as
+        ``sources`` hands chunks on) and return its events."""
         return self.feed_parts(text).events()
 
-    def feed_parts(self, text: str) -> ParsedChunk:
+    def feed_parts(self, text: str | bytes) -> ParsedChunk:
         """``feed`` up to the events of the fixed-form lines, which stay columns (a parse in
         another process sends them so, ``ParsedChunk.events`` makes them where they are used)."""
         arr, cut = split_lines(text, MAX_LINE)
@@ -277,13 +278,13 @@ class LineParser:
 
 def parse_text(text: str, *, full: bool = True) -> tuple[list[Event], Accounting]:
     """Parse a whole text (tests, notebooks): returns events and accounting."""
-    from cuzk_diag.sources import SourceStats, clean_text
+    from cuzk_diag.sources import SourceStats, clean_chunk
 
     stats = SourceStats("<text>")
     if text and not text.endswith("\n"):
         text += "\n"
     p = LineParser(full=full)
-    cleaned = clean_text(text.encode("utf-8", "surrogateescape"), stats)
+    cleaned = clean_chunk(text.encode("utf-8", "surrogateescape"), stats)
     events = p.feed(cleaned) + p.close()
     apply_source_stats(p.acc, stats)
     return events, p.acc

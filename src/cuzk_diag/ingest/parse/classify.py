@@ -78,16 +78,17 @@ class Classified:
     prefixed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
-def split_lines(text: str, max_line: int) -> tuple[pa.StringArray, int]:
-    """The lines of ``text`` (whole lines, each ending in a newline) as one Arrow array, and
-    how many of them were longer than ``max_line`` (cut to it).
+def split_lines(text: str | bytes, max_line: int) -> tuple[pa.StringArray, int]:
+    """The lines of ``text`` (whole lines, each ending in a newline; as a ``str`` or as valid
+    UTF-8, as ``sources`` hands them on) as one Arrow array, and how many of them were longer
+    than ``max_line`` (cut to it).
 
     The array is made from buffers: the text's bytes without its newlines, and each line's
     end found among them by numpy. (A split kernel copied every line on its own, and the
     ``pa.array`` of the text made pyarrow import pandas.)"""
-    data = text.encode("utf-8")
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
     ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
-    n = len(ends) + (not text.endswith("\n") and bool(text))
+    n = len(ends) + (not data.endswith(b"\n") and bool(data))
     offsets = np.empty(n + 1, dtype=np.int32)
     offsets[0] = 0
     # (the end of line i among the bytes with the i newlines before it taken out)
@@ -98,7 +99,7 @@ def split_lines(text: str, max_line: int) -> tuple[pa.StringArray, int]:
         n, pa.py_buffer(offsets), pa.py_buffer(data.replace(b"\n", b""))
     )
     cut = 0
-    if len(text) > max_line and n and int(np.diff(offsets).max()) > max_line:
+    if len(data) > max_line and n and int(np.diff(offsets).max()) > max_line:
         long = pc.greater(pc.utf8_length(arr), scalar(max_line))
         cut = pc.sum(long).as_py() or 0
         arr = pc.if_else(long, pc.utf8_slice_codeunits(arr, 0, max_line), arr)

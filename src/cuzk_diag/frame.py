@@ -301,13 +301,14 @@ def releasing(n: int) -> Iterator[int]:
     pool.release_unused()
 
 
-def take_frame(tables: list[pa.Table]) -> pd.DataFrame:
-    """``table_to_frame`` of the list's one table, which it takes (the list is emptied).
+def take_frame(tables: list[pa.Table], order: pa.Array | None = None) -> pd.DataFrame:
+    """``table_to_frame`` of the list's one table, which it takes (the list is emptied), with
+    its rows in ``order`` (row numbers; None: as they are).
 
     Built one column at a time (``frame_of_columns``), so the frame is never built beside a
-    whole copy of the table. (``to_pandas(self_destruct=True)`` frees each column too, but the
-    allocator keeps the pages until the end: on a 1 GB log the peak was the table and the
-    frame together.)"""
+    whole copy of the table, nor the table beside a copy in ``order``. (``to_pandas(
+    self_destruct=True)`` frees each column too, but the allocator keeps the pages until the
+    end: on a 1 GB log the peak was the table and the frame together.)"""
     (table,) = tables
     tables.clear()
     schema, columns, rows = table.schema, table.columns, table.num_rows
@@ -315,6 +316,8 @@ def take_frame(tables: list[pa.Table]) -> pd.DataFrame:
 
     def take(i: int) -> pa.ChunkedArray:
         col, columns[i] = columns[i], None
+        if order is not None and col.null_count < rows:
+            col = col.take(order)
         return col
 
     return frame_of_columns(schema, rows, take)

@@ -720,6 +720,39 @@ def test_kernel_time_per_call() -> None:
     assert held.tolist()[:2] == [1800.0, 2300.0] and held_source == "mutex_held_ms"
 
 
+def _kernel_time_by_columns(df: pd.DataFrame) -> pd.Series:
+    """``kernel_time`` as pandas columns computed it before it worked in place."""
+    from cuzk_diag.facts import NTT_H_KERNEL_PARTS, num
+
+    parts = [num(df, c) for c in NTT_H_KERNEL_PARTS]
+    ntt_h = (parts[0] + parts[1] + parts[2]).where(num(df, "gpu_threads").fillna(1) <= 1)
+    ntt = ntt_h.fillna(num(df, "ntt_msm_h_ms"))
+    stages = pd.concat([ntt, num(df, "batch_add_ms"), num(df, "tail_msm_ms")], axis=1)
+    return stages.sum(axis=1, min_count=1)
+
+
+_STAGE = st.one_of(st.none(), st.integers(0, 5000), st.floats(-1e6, 1e6, allow_nan=False))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_STAGE, _STAGE, _STAGE, _STAGE, _STAGE, _STAGE, st.sampled_from([None, 1, 2])),
+        max_size=30,
+    )
+)
+def test_kernel_time_in_place_is_the_column_sum(rows: list[tuple[Any, ...]]) -> None:
+    """Bit for bit the sum pandas made of the stage columns (NaN, fractions, negatives, -0.0)."""
+    names = [*("ntt_kernels_ms", "coset_intt_sync_ms", "msm_invoke_ms")]
+    names += ["ntt_msm_h_ms", "batch_add_ms", "tail_msm_ms", "gpu_threads"]
+    df = pd.DataFrame(
+        {n: pd.array([r[i] for r in rows], dtype="Float64") for i, n in enumerate(names)}
+    )
+    got = kernel_time(df)[0].to_numpy()
+    want = _kernel_time_by_columns(df).to_numpy(dtype="float64")
+    assert got.tobytes() == want.tobytes()
+
+
 def test_job_codes_name_each_row_s_job_with_one_string_per_job() -> None:
     """Rows without a job id get -1, whose name is None; rows of one job share one string."""
     df = pd.DataFrame({"job_id": pd.array(["a", None, "b", "a"], dtype="string")})

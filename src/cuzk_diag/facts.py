@@ -1038,14 +1038,17 @@ def _max_in_flight(df: pd.DataFrame, jobs: np.ndarray) -> int | None:
     keep = (jobs >= 0) & ~np.isnan(first) & ~np.isnan(last)
     if not keep.any():
         return None
-    # Each job's first and last ms (its rows' least ``first`` and greatest ``last``).
-    codes, job = np.unique(jobs[keep], return_inverse=True)
-    starts = np.full(len(codes), np.inf)
+    # Each job's first and last ms (its rows' least ``first`` and greatest ``last``), by its
+    # code (``job_codes``: 0 to the number of jobs less one).
+    job = jobs[keep]
+    n = int(job.max()) + 1
+    starts = np.full(n, np.inf)
     np.minimum.at(starts, job, first[keep])
-    ends = np.full(len(codes), -np.inf)
+    ends = np.full(n, -np.inf)
     np.maximum.at(ends, job, last[keep])
-    at = np.concatenate((starts, ends))
-    step = np.repeat(np.array([1, -1]), len(codes))
+    seen = np.bincount(job, minlength=n) > 0
+    at = np.concatenate((starts[seen], ends[seen]))
+    step = np.repeat(np.array([1, -1]), int(seen.sum()))
     order = np.lexsort((step, at))  # an end and a start at the same ms do not overlap
     return max(0, int(np.cumsum(step[order]).max()))
 

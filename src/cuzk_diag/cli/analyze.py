@@ -205,7 +205,7 @@ def _run_batch(
     try:
         with input_progress(logs, quiet) as progress:
             run = load_run(list(logs), progress, jobs=jobs, keep_table=False)
-        _map_large_blocks()
+        map_large_blocks()
         result = analyze_run(run, config, inputs=list(logs), estimates=estimates)
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
@@ -217,7 +217,7 @@ def _run_batch(
 _M_MMAP_THRESHOLD = -3
 
 
-def _map_large_blocks() -> None:
+def map_large_blocks() -> None:
     """From here to the end of the process (the analysis of the loaded run, then its report),
     glibc maps each block of 256 KiB or more on its own and unmaps it once freed. By default it
     raises that size to the largest block freed so far (up to 32 MiB) and keeps the freed

@@ -753,6 +753,36 @@ def test_kernel_time_in_place_is_the_column_sum(rows: list[tuple[Any, ...]]) -> 
     assert got.tobytes() == want.tobytes()
 
 
+def test_each_gpu_s_idle_gaps_are_views_of_the_run_s() -> None:
+    """``compute_facts`` holds the gaps once: each GPU's are a run of the run's arrays."""
+    from cuzk_diag.facts import IdleGaps
+
+    parts = [
+        IdleGaps(
+            np.full(n, g, dtype=np.int64),
+            np.arange(n, dtype=np.float64) + g,
+            np.arange(n, dtype=np.float64) + g + 0.5,
+            np.arange(n, dtype=np.int64) % 3,
+            np.arange(n, dtype=np.int64) % 2,
+            ["a", "b", "c", None],
+        )
+        for g, n in ((0, 4), (1, 0), (2, 3))
+    ]
+    whole = IdleGaps.concat(parts)
+    back = whole.split([len(p) for p in parts])
+    assert [list(p) for p in back] == [list(p) for p in parts]
+    assert all(np.shares_memory(b.start_ms, whole.start_ms) for b in back if len(b))
+    several = 0
+    for make in ALL_RUNS.values():
+        run = make()
+        facts = compute_facts(run.partitions, run.info)
+        several += len([u for u in facts.per_gpu if len(u.gaps)]) > 1
+        for u in facts.per_gpu:
+            assert len(u.gaps) == 0 or np.shares_memory(u.gaps.end_ms, facts.idle_gaps.end_ms)
+        assert sum(len(u.gaps) for u in facts.per_gpu) == len(facts.idle_gaps)
+    assert several  # (some run has gaps on more than one GPU)
+
+
 def test_job_codes_name_each_row_s_job_with_one_string_per_job() -> None:
     """Rows without a job id get -1, whose name is None; rows of one job share one string."""
     df = pd.DataFrame({"job_id": pd.array(["a", None, "b", "a"], dtype="string")})

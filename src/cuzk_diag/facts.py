@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -567,6 +567,25 @@ class IdleGaps:
             joined("after"),
             parts[0].names,
         )
+
+    def split(self, sizes: Sequence[int]) -> list[IdleGaps]:
+        """Consecutive runs of ``sizes`` gaps (``concat``'s parts back), as views of these
+        arrays: no copy."""
+        out, lo = [], 0
+        for n in sizes:
+            at = slice(lo, lo + n)
+            out.append(
+                IdleGaps(
+                    self.gpu[at],
+                    self.start_ms[at],
+                    self.end_ms[at],
+                    self.before[at],
+                    self.after[at],
+                    self.names,
+                )
+            )
+            lo += n
+        return out
 
     def __len__(self) -> int:
         return len(self.gpu)
@@ -1151,7 +1170,11 @@ def compute_facts(partitions: pd.DataFrame, info: RunInfo) -> RunFacts:
                 f.barrier_method = barrier_method
         f.held_source = lock_held_time(df)[1] if f.held_util is not None else None
         f.kernel_source = kernel_time(df)[1] if f.kernel_util is not None else None
+        # (Each GPU's gaps as views of the run's: one copy of them is held, not two; 11 MiB
+        # on a 1 GB log.)
         f.idle_gaps = IdleGaps.concat([u.gaps for u in f.per_gpu])
+        views = f.idle_gaps.split([len(u.gaps) for u in f.per_gpu])
+        f.per_gpu = [replace(u, gaps=g) for u, g in zip(f.per_gpu, views, strict=True)]
     f.waterfall = waterfall(df, lock)
     f.wall_clock_start, f.wall_clock_end, f.wall_clock_calls = _wall_clock(df)
     return f

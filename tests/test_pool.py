@@ -10,6 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cuzk_diag.cli import cli
 from cuzk_diag.errors import InputError
@@ -87,6 +89,35 @@ def test_a_torn_line_the_input_ends_with_is_counted_once(tmp_path: Path) -> None
     one, acc1, two, acc2, _ = _both([str(log)], 1024)
     assert acc1.torn_unrepaired == 1 and acc1.malformed == 1
     assert one.equals(two) and acc1.to_dict() == acc2.to_dict()
+
+
+_HEADER_PIECES = [
+    "=== Batch Benchmark ===",
+    "=== Proof Result ===",
+    "=== Batch Summary ===",
+    "=== Batch Benchmark",
+    "x === Proof Result ===",
+    " ",
+    "\t",
+    "\u00a0",
+    "\u2003",
+    "\x1f",
+    "—",
+    "\n",
+    "\n",
+    "text",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_HEADER_PIECES), max_size=12))
+def test_bench_header_test_reads_only_the_lines_with_a_header_s_words(pieces: list[str]) -> None:
+    """The same answer as the header's pattern over the whole chunk's text (Unicode blanks
+    around the header included)."""
+    from cuzk_diag.ingest.pool import _BENCH_HEADER_RE, bench_header_in
+
+    text = "".join(pieces) + "\n"
+    assert bench_header_in(text.encode()) is (_BENCH_HEADER_RE.search(text) is not None)
 
 
 def test_a_bench_block_opened_in_an_earlier_chunk_stays_open(tmp_path: Path) -> None:

@@ -1047,8 +1047,8 @@ def _max_in_flight(df: pd.DataFrame, jobs: np.ndarray) -> int | None:
     if not (jobs >= 0).any():
         return None
     # (Running minima and maxima over the columns, NaN where a row has none: ``np.fmin`` and
-    # ``np.fmax`` skip a NaN as ``min(axis=1)`` does; two arrays of a value per call at a time.)
-    # (``num_array`` may hand over a frame's own column, read-only: ``out`` is a new array.)
+    # ``np.fmax`` skip a NaN as ``min(axis=1)`` does; two arrays of a value per call at a time.
+    # ``num_array`` may hand over a frame's own column, read-only: ``out`` is a new array.)
     first = np.fmin(num_array(df, "synth_start_ms"), num_array(df, "queue_ms"))
     for col in ("pickup_ms", "start_ms"):
         np.fmin(first, num_array(df, col), out=first)

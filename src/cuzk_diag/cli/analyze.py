@@ -228,7 +228,7 @@ def map_large_blocks() -> None:
     where the C library has no ``mallopt``."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # (TypeError: no C library by that name)
         return
     mallopt(_M_MMAP_THRESHOLD, 256 << 10)
 

@@ -56,6 +56,23 @@ _BENCH_HEADER_RE = re.compile(
     r"^[^\S\n]*+=== (?:Batch Benchmark|Batch Summary|Proof Result) ===[^\S\n]*+$",
     re.MULTILINE,
 )
+#: What a line that ``_BENCH_HEADER_RE`` matches holds, in a chunk's bytes.
+_BENCH_HEADER_CORE = re.compile(rb"=== (?:Batch Benchmark|Batch Summary|Proof Result) ===")
+
+
+def bench_header_in(text: bytes) -> bool:
+    """Does a line of ``text`` (whole lines of UTF-8) open a cuzk-bench block? Only the lines
+    that hold a header's words are read as text (the pattern's blanks are Unicode ones), not
+    the whole chunk."""
+    for m in _BENCH_HEADER_CORE.finditer(text):
+        lo = text.rfind(b"\n", 0, m.start()) + 1
+        hi = text.find(b"\n", m.end())
+        line = text[lo : hi if hi >= 0 else len(text)].decode()
+        if _BENCH_HEADER_RE.search(line) is not None:
+            return True
+    return False
+
+
 #: Chunks in flight per child (sent and not yet taken back): enough to keep each one busy.
 AHEAD = 2
 
@@ -252,8 +269,7 @@ def _pooled(
             if not text:
                 continue
             # A bench block is open from its header line on (it never closes).
-            # (The header's test reads the text: it is rare, and its pattern is one of text.)
-            bench = b"===" in text and _BENCH_HEADER_RE.search(text.decode()) is not None
+            bench = bench_header_in(text)
             start = Carry(next_line, None, ended.bench_open or any(s.bench for s in sent))
             read, done = stats.bytes_read - done, stats.bytes_read
             started = [c for c in children if c.started]

@@ -120,6 +120,15 @@ CASES: dict[str, tuple[str, list[str]]] = {
             fill("", "=== Batch Summary ===\n "),
         ],
     ),
+    "ingest.pool._BENCH_HEADER_CORE": (
+        "bfindall",  # over a whole chunk of lines, as bytes
+        [
+            fill("", "="),
+            fill("", "=== "),
+            fill("", "=== Batch Benchmark =="),
+            fill("", "=== Proof Result ===\n"),
+        ],
+    ),
     "ingest.parse.shapes._INT_RE": ("fullmatch", [fill("", "9"), fill("-", "9", "x")]),
     "sources.ANSI_RE": ("sub", [fill("", "\x1b]"), fill("\x1b[", "1;"), fill("\x1b]0;", "x")]),
     "sources.JOURNALD_RE": (
@@ -130,6 +139,10 @@ CASES: dict[str, tuple[str, list[str]]] = {
             fill("Nov 29 10:00:00.", "1"),
             fill("", "Nov 29 10:00:00 h c[1]"),
         ],
+    ),
+    "sources._JOURNALD_START_RE": (
+        "bsearch",  # over a chunk's head, as bytes
+        [fill("", "N"), fill("", "No"), fill("", "\nNo"), fill("", "Nov\n")],
     ),
     "sources._ANSI_LINE_RE": ("findall", [fill("", "x"), fill("", "\x1b")]),
     "sources._NUL_LINE_RE": (
@@ -191,6 +204,10 @@ _SCAN = re.compile(r"\w+|\W")
 def _apply(op: str, pattern: re.Pattern[Any], text: str) -> None:
     if op == "bsub":  # a bytes pattern
         pattern.sub(b"", text.encode())
+    elif op == "bsearch":
+        pattern.search(text.encode())
+    elif op == "bfindall":
+        pattern.findall(text.encode())
     elif op == "sub":
         pattern.sub("", text)
     elif op == "subn":

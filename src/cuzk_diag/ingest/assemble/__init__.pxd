@@ -1,5 +1,5 @@
 # The compiled build's view of __init__.py: the extension types of blocks.pxd, calls.pxd, state.pxd
-# and era.pxd, the C functions of runinfo.pxd, cpu.pxd, timeline.pxd and prep.pxd.
+# and era.pxd, the C functions of runinfo.pxd, cpu.pxd, gpu.pxd, timeline.pxd and prep.pxd.
 from cuzk_diag.ingest.assemble.blocks cimport Block
 from cuzk_diag.ingest.assemble.calls cimport Call, _ts_ms
 from cuzk_diag.ingest.assemble.state cimport State
@@ -7,6 +7,7 @@ from cuzk_diag.ingest.assemble.runinfo cimport note_run_info
 from cuzk_diag.ingest.assemble.timeline cimport timeline_line, tracing_line
 from cuzk_diag.ingest.assemble.prep cimport solve_prep_lines
 from cuzk_diag.ingest.assemble.cpu cimport cpu_line
+from cuzk_diag.ingest.assemble.gpu cimport gpu_line
 from cuzk_diag.ingest.parse.era cimport EraDetector
 cdef frozenset _AFTER_PREP
 

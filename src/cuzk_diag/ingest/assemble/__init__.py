@@ -42,7 +42,7 @@ from cuzk_diag.ingest.assemble.calls import (
 )
 from cuzk_diag.ingest.assemble.cpu import CpuSide, cpu_line
 from cuzk_diag.ingest.assemble.emit import Emission
-from cuzk_diag.ingest.assemble.gpu import GpuRegion
+from cuzk_diag.ingest.assemble.gpu import GpuRegion, gpu_line
 from cuzk_diag.ingest.assemble.identity import Identity
 from cuzk_diag.ingest.assemble.prep import solve_prep_lines
 from cuzk_diag.ingest.assemble.runinfo import note_run_info
@@ -94,7 +94,7 @@ def drain(self: State, hi: Clock) -> None:
             joint = []
         if kind in _STAGE:
             self._anchor = None
-            self._gpu_line(ev, kind, lo, hi)
+            gpu_line(self, ev, kind, lo, hi)
             anchor = self._anchor
             if anchor is not None:
                 # (Not ``(idx, *anchor)``: compiled, that builds the tuple through a list.)

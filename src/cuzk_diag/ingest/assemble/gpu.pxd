@@ -12,7 +12,9 @@ from cuzk_diag.ingest.parse.era cimport EraDetector
 cdef frozenset STARTS_BLOCK
 cdef long _STAGE_MUTEX_WAIT, _STAGE_PRESTAGE_VRAM, _STAGE_NTT_H
 
-# A GPU-region line into its block, as a C function (``_gpu_line`` calls it directly).
+# Placing a GPU-region line, as a C function that ``drain`` calls directly.
+cpdef gpu_line(State self, object ev, str kind, object lo, object hi)
+# A GPU-region line into its block, as a C function (``gpu_line`` calls it directly).
 cdef _put_line(
     State self,
     Block blk,
@@ -25,7 +27,7 @@ cdef _put_line(
     double early,
     double late,
 )
-# Whether a line opens a new block, as a C function (``_gpu_line`` calls it directly).
+# Whether a line opens a new block, as a C function (``gpu_line`` calls it directly).
 @cython.locals(seen=set)
 cdef bint _opens_block(long st, Block blk, object ev) except -1
 
@@ -34,7 +36,7 @@ cdef bint _opens_block(long st, Block blk, object ev) except -1
 cpdef Block open_block(State self, object ev, str kind, object lo, object hi)
 cpdef close_block(State self, Block blk)
 # Placing a line in every hypothesis of the beam, as a C function
-# that ``_gpu_line`` calls directly.
+# that ``gpu_line`` calls directly.
 @cython.locals(c=double, lc=double, order=long)
 cpdef bint extend_beam(
     State self, object ev, str kind, long st, object tid, object lo, object hi, bint ntt_era

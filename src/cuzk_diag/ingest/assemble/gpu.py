@@ -211,82 +211,87 @@ def extend_beam(
     return True
 
 
+def gpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
+    """Place a GPU-region line (``kind``: its event kind; ``lo``..``hi``: the clock bracket of
+    the lines read since the last reading) into the block it belongs to, opening one or
+    starting a beam search where several can take it. (A module function: compiled, a C
+    function that ``drain`` calls directly, not a method found by name on each line.)"""
+    b: Block  # (the blocks of the loops below: compiled, their methods are C calls)
+    era: EraDetector = self.era  # (compiled, its markers read as a struct field)
+    f: dict[str, Value] = ev.fields  # (compiled, a dict read as one)
+    tid = f.get("gpu_tid")
+    tid = tid if isinstance(tid, int) else 0
+    st: int = _STAGE[kind]  # (looked up once: the blocks are asked by stage)
+    ntt_era = "ntt_h" in era.markers
+    if self.beam is not None:
+        if extend_beam(self, ev, kind, st, tid, lo, hi, ntt_era):
+            return
+    # The first block that can take the line, and whether others can (their list only when
+    # they can: a line mostly fits one block).
+    blk: Block | None = None
+    several: bool = False
+    for b in self.blocks:
+        if b._takes(kind, st, tid, ntt_era, False):
+            if blk is None:
+                blk = b
+            else:
+                several = True
+    if blk is None and not (kind in STARTS_BLOCK and not tid):
+        # A line of the block's own kinds was lost (or the log starts mid-call): the line
+        # goes to a block that can take it after a gap, never into a block of its own.
+        cands = [b for b in self.blocks if b._takes(kind, st, tid, ntt_era, True)]
+        self._doubt(kind)
+        if not cands:
+            self._note_unattributed(ev)
+            return
+        if len(cands) > 1:
+            self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
+            extend_beam(self, ev, kind, st, tid, lo, hi, ntt_era)
+            return
+        blk = cands[0]
+    if blk is None:
+        blk = open_block(self, ev, kind, lo, hi)
+    elif not several:
+        # A line that starts a block (T17, T10, T14, or T4 in old code) while another block
+        # is open could also open a new block on another GPU.
+        if kind in STARTS_BLOCK and _opens_block(st, blk, ev):
+            blk = open_block(self, ev, kind, lo, hi)
+    else:
+        # Blocks of several GPUs are open and more than one can take this line. When the
+        # clock alone rules all but one out, take it; otherwise keep every placement as a
+        # hypothesis until a closing line's arithmetic decides (beam search).
+        # (A list, not a generator: compiled, a generator here would make every call of
+        # this function keep its variables in a closure object.)
+        costs = sorted(
+            [
+                (b.lock_cost(st, f, lo, hi)[0], b.seq, b)
+                for b in self.blocks
+                if b._takes(kind, st, tid, ntt_era, False)
+            ]
+        )
+        if costs[0][0] == 0.0 and costs[1][0] >= 50.0:
+            blk = costs[0][2]
+        else:
+            self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
+            extend_beam(self, ev, kind, st, tid, lo, hi, ntt_era)
+            return
+    # The line's offset from the lock (``Block._offset``) as C values: no tuple, and no
+    # float objects but those the block keeps.
+    found: bool = False
+    early: float = 0.0
+    late: float = 0.0
+    if not tid:
+        found, early, late = blk._offset(st, f)
+        _, blk.lock_lo, blk.lock_hi = blk._cost_at(found, early, late, lo, hi)
+    _put_line(self, blk, ev, f, kind, st, tid, found, early, late)
+
+
 class GpuRegion(State):
     """Part of ``Assembler`` (see the package text)."""
 
     def _note_unattributed(self: State, ev: Event) -> None:
         self.acc.note_unattributed(ev.line)
         self.unattributed.append(ev) if len(self.unattributed) < 1000 else None
-
-    def _gpu_line(self: State, ev: Event, kind: str, lo: float | None, hi: float | None) -> None:
-        b: Block  # (the blocks of the loops below: compiled, their methods are C calls)
-        era: EraDetector = self.era  # (compiled, its markers read as a struct field)
-        f: dict[str, Value] = ev.fields  # (compiled, a dict read as one)
-        tid = f.get("gpu_tid")
-        tid = tid if isinstance(tid, int) else 0
-        st: int = _STAGE[kind]  # (looked up once: the blocks are asked by stage)
-        ntt_era = "ntt_h" in era.markers
-        if self.beam is not None:
-            if extend_beam(self, ev, kind, st, tid, lo, hi, ntt_era):
-                return
-        # The first block that can take the line, and whether others can (their list only when
-        # they can: a line mostly fits one block).
-        blk: Block | None = None
-        several: bool = False
-        for b in self.blocks:
-            if b._takes(kind, st, tid, ntt_era, False):
-                if blk is None:
-                    blk = b
-                else:
-                    several = True
-        if blk is None and not (kind in STARTS_BLOCK and not tid):
-            # A line of the block's own kinds was lost (or the log starts mid-call): the line
-            # goes to a block that can take it after a gap, never into a block of its own.
-            cands = [b for b in self.blocks if b._takes(kind, st, tid, ntt_era, True)]
-            self._doubt(kind)
-            if not cands:
-                self._note_unattributed(ev)
-                return
-            if len(cands) > 1:
-                self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
-                extend_beam(self, ev, kind, st, tid, lo, hi, ntt_era)
-                return
-            blk = cands[0]
-        if blk is None:
-            blk = open_block(self, ev, kind, lo, hi)
-        elif not several:
-            # A line that starts a block (T17, T10, T14, or T4 in old code) while another block
-            # is open could also open a new block on another GPU.
-            if kind in STARTS_BLOCK and _opens_block(st, blk, ev):
-                blk = open_block(self, ev, kind, lo, hi)
-        else:
-            # Blocks of several GPUs are open and more than one can take this line. When the
-            # clock alone rules all but one out, take it; otherwise keep every placement as a
-            # hypothesis until a closing line's arithmetic decides (beam search).
-            # (A list, not a generator: compiled, a generator here would make every call of
-            # this method keep its variables in a closure object.)
-            costs = sorted(
-                [
-                    (b.lock_cost(st, f, lo, hi)[0], b.seq, b)
-                    for b in self.blocks
-                    if b._takes(kind, st, tid, ntt_era, False)
-                ]
-            )
-            if costs[0][0] == 0.0 and costs[1][0] >= 50.0:
-                blk = costs[0][2]
-            else:
-                self.beam = [(0.0, 0, {b.seq: b.snapshot() for b in self.blocks})]
-                extend_beam(self, ev, kind, st, tid, lo, hi, ntt_era)
-                return
-        # The line's offset from the lock (``Block._offset``) as C values: no tuple, and no
-        # float objects but those the block keeps.
-        found: bool = False
-        early: float = 0.0
-        late: float = 0.0
-        if not tid:
-            found, early, late = blk._offset(st, f)
-            _, blk.lock_lo, blk.lock_hi = blk._cost_at(found, early, late, lo, hi)
-        _put_line(self, blk, ev, f, kind, st, tid, found, early, late)
 
     BEAM_WIDTH = 8
     GAP_COST = 1000.0  # per stage a hypothesis must take as lost (lines are rarely lost)
@@ -422,8 +427,8 @@ def _put_line(
     late: float,
 ) -> None:
     """A GPU-region line (``f``: its fields; ``st``: its stage) into its block, whose offset
-    from the lock ``_gpu_line`` found (``found``: ``early``-``late``), or not. (A module
-    function: compiled, a C function that ``_gpu_line`` calls directly, not a method found by
+    from the lock ``gpu_line`` found (``found``: ``early``-``late``), or not. (A module
+    function: compiled, a C function that ``gpu_line`` calls directly, not a method found by
     name.)"""
     _apply_line(blk, ev.line, f, kind, st, tid)
     if not tid and st != _STAGE_NTT_H and blk.lock_lo > -1e17 and blk.lock_hi < 1e17:
@@ -441,7 +446,7 @@ def _put_line(
 
 def _opens_block(st: _Stage, blk: Block, ev: Event | None) -> bool:
     """Is a new block more plausible than continuing ``blk`` for a line of stage ``st`` that
-    can start one? (A module function: compiled, a C function that ``_gpu_line`` calls
+    can start one? (A module function: compiled, a C function that ``gpu_line`` calls
     directly, not a method found by name.)"""
     if st == _STAGE_MUTEX_WAIT:
         return True  # T17 always starts a block

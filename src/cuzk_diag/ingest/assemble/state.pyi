@@ -55,7 +55,6 @@ class State:
     _gpu_of: Callable[..., int | None]
     _call_without_start: Callable[..., Call | None]
     _note_unattributed: Callable[..., None]
-    _gpu_line: Callable[..., None]
     _commit_beam: Callable[..., None]
     _close_block: Callable[..., None]
     _release: Callable[..., None]

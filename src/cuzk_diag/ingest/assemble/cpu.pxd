@@ -11,4 +11,6 @@ from cuzk_diag.ingest.assemble.emit cimport maybe_emit
 # __init__.pxd and prep.pxd cimport them.
 cpdef put_cpu(State self, Call call, object ev, str kind)
 cpdef cpu_line(State self, object ev, str kind, object lo, object hi)
+# The T2/T3 print-time model, as a C function (prep.pxd cimports it).
+cpdef double prep_print_ms(Call c, str kind, double v, object prep)
 cdef bint _has_end(Call c)

@@ -16,6 +16,7 @@ from cuzk_diag.ingest.assemble.calls import (
     _NONE,
     Call,
     Clock,
+    MaybeInt,
     _call_done,
     _int0,
     _t0,
@@ -42,21 +43,26 @@ def put_cpu(self: State, call: Call, ev: Event, kind: str) -> None:
         maybe_emit(self, call)
 
 
+def prep_print_ms(c: Call, kind: str, v: float, prep: MaybeInt) -> float:
+    """When the prep thread's line of ``kind`` (T2 ``prep_msm`` or T3 ``b_g2_msm``) with value
+    ``v`` prints, were ``c`` its call: the prep thread starts right after T1, so T2 prints at
+    the call's entry + ``setup_to_split_ms`` + ``v``, and T3 at that + the T2's ``prep_msm_ms``
+    (``prep``, else the call's own) instead. (The one place of this model: ``cpu_line``'s
+    predictor, the joint T2/T3 search and ``_reclaim`` use it. ``v``, an int, is taken as a
+    float: a C double compiled, the sum the same, since adding an int to a float converts it.)"""
+    at = _t0(c) + _int0(c.fields.get("setup_to_split_ms"))
+    if kind == "b_g2_msm":
+        at += prep if prep is not None else _int0(c.fields.get("prep_msm_ms"))
+    return at + v
+
+
 def _predictor(kind: str, v: int) -> Callable[[Call], float]:
     """The print time of a CPU-side line of ``kind`` and value ``v`` were ``c`` its call (a
     function of its own: compiled, ``cpu_line`` can be a C function only without closures)."""
     if kind == "split_vectors":
         return lambda c: _t0(c) + v
-    if kind == "prep_msm":
-        # The prep thread starts right after T1: T2 prints at entry + split + prep.
-        return lambda c: _t0(c) + _int0(c.fields.get("setup_to_split_ms")) + v
-    if kind == "b_g2_msm":
-        return lambda c: (
-            _t0(c)
-            + _int0(c.fields.get("setup_to_split_ms"))
-            + _int0(c.fields.get("prep_msm_ms"))
-            + v
-        )
+    if kind == "prep_msm" or kind == "b_g2_msm":
+        return lambda c: prep_print_ms(c, kind, v, None)
     return lambda c: _call_done(c) + v  # async_dealloc
 
 
@@ -198,12 +204,7 @@ class CpuSide(State):
             v = other.fields.get(keys[0])
             if not isinstance(v, int) or call.start is None:
                 continue
-            pred = (
-                call.start
-                + _int0(call.fields.get("setup_to_split_ms"))
-                + _int0(call.fields.get("prep_msm_ms"))
-                + v
-            )
+            pred = prep_print_ms(call, kind, v, None)
             if end is not None and pred > end + TOL_MS:
                 continue
             for k in keys:

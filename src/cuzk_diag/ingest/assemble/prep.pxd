@@ -5,7 +5,7 @@
 cimport cython
 from cuzk_diag.ingest.assemble.calls cimport Call
 from cuzk_diag.ingest.assemble.state cimport State
-from cuzk_diag.ingest.assemble.cpu cimport cpu_line, put_cpu
+from cuzk_diag.ingest.assemble.cpu cimport cpu_line, prep_print_ms, put_cpu
 
 cdef class PrepSearch:
     cdef public list lines

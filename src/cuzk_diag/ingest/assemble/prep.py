@@ -10,7 +10,7 @@ from typing import Any
 
 from cuzk_diag.ingest.assemble.blocks import TOL_MS
 from cuzk_diag.ingest.assemble.calls import Call, _int0
-from cuzk_diag.ingest.assemble.cpu import cpu_line, put_cpu
+from cuzk_diag.ingest.assemble.cpu import cpu_line, prep_print_ms, put_cpu
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import Event
 
@@ -130,12 +130,11 @@ class PrepSearch:
         reads the line's kind and value once for all its candidates)."""
         if c.start is None:
             return None
-        setup = _int0(c.fields.get("setup_to_split_ms"))
         if kind == "prep_msm":
-            return c.start + setup + value
+            return prep_print_ms(c, kind, value, None)
+        # (The T2 this search gave the call, if it did, else the call's own.)
         t: dict[str, int] = self.temp.get(c.seq, _NO_TEMP)
-        prep = t.get("prep_msm", _int0(c.fields.get("prep_msm_ms")))
-        return c.start + setup + prep + value
+        return prep_print_ms(c, kind, value, t.get("prep_msm"))
 
     def dfs(self, i: int, cost: float, last: float) -> None:
         if self.budget <= 0:

@@ -77,22 +77,35 @@ class ParsedChunk:
         groups, rest, cleared, head = self.groups, self.rest, self.cleared, self.head
         self.groups, self.rest, self.cleared, self.head, size = [], {}, [], [], self.size
         self.size = 0
-        slots: list[Any] = fixed_events(groups, size, self.source)
-        for r in cleared:
-            slots[r] = None
+        # Each row's event found by its index among all of them (the groups' events, made
+        # in C, then the others'), in row order by numpy: a store and a test per row of a
+        # list as long as the chunk cost more.
+        evs: list[Any]
+        evs, at = fixed_events(groups, size, self.source)
+        if cleared:
+            at[cleared] = -1
         several = False
+        rows: list[int] = []
+        base = len(evs)
         for r, ev in rest.items():
-            slots[r] = ev
+            if ev is None:
+                continue  # (a line the per-line parsers gave no event)
             several = several or type(ev) is list
-        if several:
-            out = list(head)
-            for s in slots:
-                if type(s) is list:
-                    out.extend(s)
-                elif s is not None:
-                    out.append(s)
-            return out
-        return head + [s for s in slots if s is not None]
+            rows.append(r)
+            evs.append(ev)
+        if rows:
+            at[rows] = np.arange(base, len(evs))
+        order = at[at >= 0].tolist()
+        if not several:
+            return head + [evs[i] for i in order]
+        out = list(head)
+        for i in order:
+            ev = evs[i]
+            if type(ev) is list:
+                out.extend(ev)
+            else:
+                out.append(ev)
+        return out
 
 
 @dataclass(frozen=True)

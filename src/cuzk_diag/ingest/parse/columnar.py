@@ -140,13 +140,15 @@ def extract_fixed(
     return groups
 
 
-def fixed_events(groups: list[Group], size: int, source: int) -> list[Event | None]:
-    """The events of ``groups`` at their rows of ``size`` selected lines, None elsewhere."""
-    out: list[Event | None] = [None] * size
+def fixed_events(groups: list[Group], size: int, source: int) -> tuple[list[Event], np.ndarray]:
+    """The events of ``groups`` (group after group), and for each of ``size`` selected lines
+    the index of its event among them (-1 for a line no group holds)."""
+    evs: list[Event] = []
+    at = np.full(size, -1, dtype=np.int64)
     for g in groups:
-        for r, ev in zip(g.rows.tolist(), g.events(source), strict=True):
-            out[r] = ev
-    return out
+        at[g.rows] = np.arange(len(evs), len(evs) + len(g.rows))
+        evs.extend(g.events(source))
+    return evs, at
 
 
 def parse_fixed(
@@ -154,7 +156,9 @@ def parse_fixed(
 ) -> list[Event | None]:
     """Events of the selected lines ``sel`` that have a fixed form, None for the others."""
     tracing = _bools(tracing_heads(sel))
-    return fixed_events(extract_fixed(sel, index, lineno, clock, tracing), len(sel), source)
+    groups = extract_fixed(sel, index, lineno, clock, tracing)
+    evs, at = fixed_events(groups, len(sel), source)
+    return [evs[i] if i >= 0 else None for i in at.tolist()]
 
 
 def _interned(col: pa.Array) -> list[Value]:

@@ -16,13 +16,17 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from cuzk_diag.analysis import analyze
+from cuzk_diag.analysis import analyze, jsonable
 from cuzk_diag.cli import cli
 from cuzk_diag.config import Config
 from cuzk_diag.exit_codes import ExitCode
@@ -34,9 +38,10 @@ from cuzk_diag.live import (
     LiveOptions,
     QuantileSketch,
     RecordStore,
+    partition_text,
 )
 from cuzk_diag.model import daemon as sim
-from cuzk_diag.records import RunInfo
+from cuzk_diag.records import PARTITION_COLUMNS, RunInfo
 from cuzk_diag.sinks import ReportOnly
 from cuzk_diag.sources import SourceStats, clean_chunk
 
@@ -765,3 +770,43 @@ def test_help_says_which_figures_are_windowed() -> None:
     flat = " ".join(r.output.split())
     assert "--follow" in flat and "--no-live" in flat
     assert "Windowed figures" in flat and "--max-records" in flat
+
+
+# -- the partition events' text ------------------------------------------------------------------
+
+_VALUES = st.one_of(
+    st.none(),
+    st.text(),  # quotes, backslashes, control characters, non-ASCII
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.booleans(),
+    st.floats(allow_infinity=False),  # (NaN: ``jsonable`` makes it null)
+    st.integers(min_value=-(2**63), max_value=2**63 - 1).map(np.int64),
+    st.floats(allow_nan=False, allow_infinity=False).map(np.float64),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from([name for name, _ in PARTITION_COLUMNS]), _VALUES),
+    st.booleans(),
+)
+def test_partition_text_is_the_encoded_event(record: dict[str, Any], revised: bool) -> None:
+    """``partition_text`` writes what encoding the event's dict wrote: every column in order,
+    a missing one as null, each value as ``jsonable`` makes it."""
+    obj: dict[str, Any] = {"type": "partition", "time": "2026-01-02T03:04:05.678Z"}
+    obj["revised"] = revised
+    for name, _ in PARTITION_COLUMNS:
+        v = record.get(name)
+        obj[name] = v if v is None or type(v) in (str, int, bool) else jsonable(v)
+    want = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    assert partition_text(record, obj["time"], revised=revised) == want
+
+
+def test_event_times_are_the_clock_in_milliseconds() -> None:
+    sink = JsonLinesSink(io.StringIO())
+    before = time.time_ns() // 1_000_000
+    stamp = sink._time()
+    after = time.time_ns() // 1_000_000
+    assert stamp.endswith("Z") and len(stamp) == len("2026-01-02T03:04:05.678Z")
+    ms = int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000 + 0.5)
+    assert before <= ms <= after

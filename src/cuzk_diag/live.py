@@ -18,6 +18,7 @@ would show.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import queue
@@ -72,9 +73,12 @@ SKETCH_FIELDS: tuple[str, ...] = tuple(
 )
 QUEUE_WAIT = "gpu_queue_wait_ms"  # GPU_PICKUP - CHAN_SEND/GPU_QUEUE, as in the stage table
 _COLUMN_NAMES = tuple(name for name, _ in PARTITION_COLUMNS)
-_AS_IS = frozenset({str, int, bool})  # value types ``jsonable`` returns unchanged
 #: One event of the ``jsonl`` stream (compact; NaN refused, ``jsonable`` having made it null).
 _event_text = encoder(separators=(",", ":"), allow_nan=False)
+#: A text as ``_event_text`` writes it (not ASCII-only).
+_text_json = json.encoder.encode_basestring
+#: ``,"<column>":``, written before each column's value in a ``partition`` event.
+_COLUMN_KEYS = tuple(f",{_event_text(name)}:" for name in _COLUMN_NAMES)
 #: Text handed to the parser at once when a backlog is waiting (keeps replay fast).
 FEED_LIMIT = 4 << 20
 
@@ -239,8 +243,30 @@ class LiveSnapshot:
         return jsonable(d)  # type: ignore[no-any-return]
 
 
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def partition_text(record: dict[str, Any], time: str, *, revised: bool) -> str:
+    """The ``partition`` event of ``record`` as a line of the ``jsonl`` stream (without its
+    newline): the text ``_event_text`` makes of the event's dict (type, time, revised, then
+    every column), written value by value with each key's text made once. Text, whole numbers
+    and nulls, most of a record's values, are written as they are; any other value as
+    ``_event_text`` writes its ``jsonable`` form. (Half the time of building the dict and
+    encoding it.)"""
+    out = ['{"type":"partition","time":', _text_json(time), ',"revised":']
+    out.append("true" if revised else "false")
+    put = out.append
+    get = record.get
+    for key, name in zip(_COLUMN_KEYS, _COLUMN_NAMES, strict=True):
+        v = get(name)
+        put(key)
+        if v is None:
+            put("null")
+        elif type(v) is str:
+            put(_text_json(v))
+        elif type(v) is int:
+            put(int.__repr__(v))
+        else:
+            put(_event_text(jsonable(v)))
+    put("}")
+    return "".join(out)
 
 
 class JsonLinesSink(Sink):
@@ -255,33 +281,49 @@ class JsonLinesSink(Sink):
         self.update_interval = summary_interval
         self._last_partitions = 0
         self._first = True
+        self._time_ms = -1
+        self._time_text = ""
 
     def _write(self, obj: dict[str, Any]) -> None:
+        self._line(_event_text(obj))
+
+    def _line(self, text: str) -> None:
         if self.closed:
             return
         try:
-            self.stream.write(_event_text(obj) + "\n")
+            self.stream.write(text + "\n")
         except BrokenPipeError:
             self.closed = True
 
     def record(self, record: dict[str, Any], *, revised: bool = False) -> None:
-        obj: dict[str, Any] = {"type": "partition", "time": _now_iso(), "revised": revised}
-        for name in _COLUMN_NAMES:
-            v = record.get(name)
-            # (Text, whole numbers and nulls are JSON as they are: most of a record's values.)
-            obj[name] = v if v is None or type(v) in _AS_IS else jsonable(v)
-        self._write(obj)
+        if not self.closed:
+            self._line(partition_text(record, self._time(), revised=revised))
+
+    def _time(self) -> str:
+        """The present time as an event's ``time`` (ISO 8601 UTC, milliseconds), made once per
+        millisecond: a batch of records is written within a few."""
+        ms = time.time_ns() // 1_000_000
+        if ms != self._time_ms:
+            self._time_ms = ms
+            now = datetime.fromtimestamp(ms // 1000, UTC).replace(microsecond=ms % 1000 * 1000)
+            self._time_text = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return self._time_text
 
     def finding(self, finding: Finding, *, status: str = "new") -> None:
         self._write(
-            {"type": "finding", "time": _now_iso(), "status": status, **jsonable(finding.to_dict())}
+            {
+                "type": "finding",
+                "time": self._time(),
+                "status": status,
+                **jsonable(finding.to_dict()),
+            }
         )
 
     def finding_cleared(self, finding: Finding) -> None:
         self._write(
             {
                 "type": "finding_cleared",
-                "time": _now_iso(),
+                "time": self._time(),
                 "code": finding.code,
                 "name": finding.name,
                 "severity": str(finding.severity),
@@ -296,7 +338,7 @@ class JsonLinesSink(Sink):
         if snapshot.partitions != self._last_partitions:
             self._last_partitions = snapshot.partitions
             self._write(
-                {"type": "summary", "time": _now_iso(), "final": False, **snapshot.to_dict()}
+                {"type": "summary", "time": self._time(), "final": False, **snapshot.to_dict()}
             )
 
     def finish(self, end: StreamEnd) -> None:
@@ -305,7 +347,7 @@ class JsonLinesSink(Sink):
         self._write(
             {
                 "type": "summary",
-                "time": _now_iso(),
+                "time": self._time(),
                 "final": True,
                 **end.snapshot.to_dict(),
                 "report": end.analysis.to_dict(),

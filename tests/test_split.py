@@ -8,6 +8,8 @@ import gzip
 import inspect
 import json
 import pickle
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -83,7 +85,7 @@ def here(monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
         monkeypatch.setattr(
             parallel,
             "call_in_child",
-            lambda func, *args, progress=None, child=None, **kwargs: _HereCall(
+            lambda func, *args, progress=None, child=None, needs_pandas=True, **kwargs: _HereCall(
                 fail, func, *args, progress=progress, **kwargs
             ),
         )
@@ -284,6 +286,30 @@ def test_a_sim_log_is_split_and_the_childrens_parts_taken_with_real_children(
     assert files[0].read().equals(files[1].read())
     groups = [[f.metadata.row_group(i).num_rows for i in range(f.num_row_groups)] for f in files]
     assert groups[0] == groups[1] and len(groups[0]) > 1
+
+
+def test_a_child_without_pandas_makes_its_tables_without_importing_it() -> None:
+    """A part's child makes its records' tables; pyarrow would import pandas to make them (to
+    test whether a list is a pandas object). ``without_pandas`` spares that import, and the
+    tables are the same."""
+    code = (
+        "import pickle, sys\n"
+        "from cuzk_diag.ingest.parallel import without_pandas\n"
+        "if sys.argv[1] == 'without': without_pandas()\n"
+        "from cuzk_diag.frame import records_to_table\n"
+        "rows = [{'job_id': 'j', 'partition': 1, 'gpu_ms': 5}, {'era': 'main'}]\n"
+        "table = records_to_table(rows)\n"
+        "sys.stdout.buffer.write(pickle.dumps(('pandas' in sys.modules, table)))\n"
+    )
+    got = {}
+    for how in ("without", "with"):
+        run = subprocess.run([sys.executable, "-c", code, how], capture_output=True, check=True)
+        got[how] = pickle.loads(run.stdout)
+    assert got["without"][0] is False
+    assert got["without"][1].equals(got["with"][1])
+    assert got["with"][1].equals(
+        records_to_table([{"job_id": "j", "partition": 1, "gpu_ms": 5}, {"era": "main"}])
+    )
 
 
 def test_a_part_not_taken_is_parsed_in_a_child_of_its_own_with_real_children(

@@ -14,6 +14,7 @@ only its own ``unattributed`` counts).
 from __future__ import annotations
 
 import dataclasses
+import importlib.abc
 import os
 import pickle
 import signal
@@ -136,10 +137,29 @@ def child_setup() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+class _WithoutPandas(importlib.abc.MetaPathFinder):
+    """Refuses to find pandas (``without_pandas``)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"{name}: not imported by this process", name=name)
+
+
+def without_pandas() -> None:
+    """Go on without pandas, in a child whose work needs none (the parse, a part's records
+    and their tables). pyarrow imports pandas, when it is installed, the first time it makes
+    an array of a Python list (to test whether the list is a pandas object), as a part's
+    tables are made (``frame.records_to_table``): a third of a second of the child's time.
+    With pandas refused, pyarrow takes it as absent. (Nothing when pandas is imported already.)"""
+    if "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _WithoutPandas())
+
+
 def child_main(args: list[str]) -> int:
     """The child: parse the files ``args`` names, or with ``--window`` the window of a file
     that stdin describes (``parse_window_in_child``), and write the messages to stdout."""
     child_setup()
+    without_pandas()
     from cuzk_diag.ingest.stream import PacedCollector, parse_parts, parse_window
 
     out = sys.stdout.buffer
@@ -238,13 +258,16 @@ class ChildCall:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         progress: Callable[[Any], None] | None = None,
+        *,
+        pandas: bool = True,
     ) -> ChildCall:
-        """Give the child its call (once)."""
+        """Give the child its call (once); without ``pandas``, the child makes it
+        ``without_pandas``."""
         assert self.reader is None, "one call per child"
         assert self.proc.stdin is not None
         self.progress = progress
         try:
-            send(self.proc.stdin, (func, args, kwargs, progress is not None))
+            send(self.proc.stdin, (func, args, kwargs, progress is not None, pandas))
             self.proc.stdin.close()
         except OSError:
             pass  # the child ended at once: result() says so
@@ -309,6 +332,7 @@ def call_in_child(
     *args: Any,
     progress: Callable[[Any], None] | None = None,
     child: ChildCall | None = None,
+    needs_pandas: bool = True,
     **kwargs: Any,
 ) -> ChildCall:
     """Start ``func(*args, **kwargs)`` (a module-level function; arguments and value that
@@ -316,8 +340,10 @@ def call_in_child(
     ``result()`` waits for it. What the call prints goes to stderr. With ``progress``, the
     call is given a ``progress`` keyword of its own: what it passes (byte counts, or a note the
     caller knows, that pickles) reaches ``progress`` here, from a thread of this process, while
-    the call runs."""
-    return (child if child is not None else ChildCall()).call(func, args, kwargs, progress)
+    the call runs. Without ``needs_pandas`` the child runs the call ``without_pandas``."""
+    return (child if child is not None else ChildCall()).call(
+        func, args, kwargs, progress, pandas=needs_pandas
+    )
 
 
 def as_sendable(exc: Exception) -> Exception:
@@ -342,7 +368,9 @@ def call_main() -> int:
         msg = recv(sys.stdin.buffer)
         if msg is None:
             return 1
-        func, args, kwargs, wants_progress = msg
+        func, args, kwargs, wants_progress, pandas = msg
+        if not pandas:
+            without_pandas()
         if wants_progress:
 
             def progress(n: int) -> None:

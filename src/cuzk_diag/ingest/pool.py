@@ -42,6 +42,7 @@ from cuzk_diag.ingest.parallel import (
     send,
     start_child,
     stop_child,
+    without_pandas,
 )
 from cuzk_diag.ingest.parse import Carry, LineParser, ParsedChunk
 from cuzk_diag.ingest.stream import PacedCollector, input_read, parse_parts, settle_heap
@@ -99,6 +100,7 @@ def worker_main() -> int:
     """A child: say it is ready, then parse each chunk read from stdin and write its result to
     stdout, until EOF."""
     child_setup()
+    without_pandas()
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     send(out, (READY, None))
     out.flush()

@@ -289,6 +289,7 @@ class _Split:
                     self.chunk_size,
                     progress=functools.partial(self.heard, i),
                     child=self.waiting.pop(i, None),
+                    needs_pandas=False,
                     tables=self.tables,
                 )
         for child in self.waiting.values():

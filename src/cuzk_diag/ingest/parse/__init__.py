@@ -80,8 +80,8 @@ class ParsedChunk:
         # Each row's event found by its index among all of them (the groups' events, made
         # in C, then the others'), in row order by numpy: a store and a test per row of a
         # list as long as the chunk cost more.
-        evs: list[Any]
-        evs, at = fixed_events(groups, size, self.source)
+        fixed, at = fixed_events(groups, size, self.source)
+        evs: list[Any] = fixed  # (and then the others: events, or lists of them)
         if cleared:
             at[cleared] = -1
         several = False

@@ -87,7 +87,10 @@ class Group:
 
     def events(self, source: int) -> list[Event]:
         n = len(self.rows)
-        cols = [_values(c) if isinstance(c, pa.Array) else c for c in self.cols]
+        cols = [
+            _values(c, shared=k == "job_id") if isinstance(c, pa.Array) else c
+            for k, c in zip(self.names, self.cols, strict=True)
+        ]
         fields = _dicts(self.names, cols, n)
         kinds = repeat(self.kind) if isinstance(self.kind, str) else _interned(self.kind)
         lines = self.lines.tolist()
@@ -168,15 +171,27 @@ def _interned(col: pa.Array) -> list[Value]:
     enc = pc.dictionary_encode(col)
     if enc.null_count:
         return col.to_pylist()  # type: ignore[no-any-return]
-    names = np.array([sys.intern(k) for k in enc.dictionary.to_pylist()], dtype=object)
-    out: list[Value] = names[numbers(enc.indices)].tolist()
+    return _decoded(enc, [sys.intern(k) for k in enc.dictionary.to_pylist()])
+
+
+def _decoded(enc: pa.DictionaryArray, names: list[Value]) -> list[Value]:
+    """The values of a dictionary-encoded column without nulls, each of ``names`` (its
+    dictionary's values) one object for all its rows."""
+    out: list[Value] = np.array(names, dtype=object)[numbers(enc.indices)].tolist()
     return out
 
 
-def _values(col: pa.Array) -> list[Value]:
+def _values(col: pa.Array, *, shared: bool = False) -> list[Value]:
     """The values of a column as Python objects; those of an integer column without nulls
-    through numpy (~40 instructions a value fewer than ``to_pylist``, the same ints)."""
-    if col.null_count or not pa.types.is_integer(col.type):
+    through numpy (~40 instructions a value fewer than ``to_pylist``, the same ints). With
+    ``shared`` (job ids), one text object per distinct value, so that the events of a job share
+    it: made, freed and hashed once (the assembly keys its calls by job id)."""
+    if col.null_count:
+        return col.to_pylist()  # type: ignore[no-any-return]
+    if shared and pa.types.is_string(col.type):
+        enc = pc.dictionary_encode(col)
+        return _decoded(enc, enc.dictionary.to_pylist())
+    if not pa.types.is_integer(col.type):
         return col.to_pylist()  # type: ignore[no-any-return]
     return numbers(col).tolist()  # type: ignore[no-any-return]
 

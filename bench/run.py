@@ -243,24 +243,29 @@ def scaling_table(small: dict[str, Measure], large: dict[str, Measure]) -> str:
 
 def baseline_table(res: dict[str, Measure]) -> str:
     """Each cuzk-diag row against its row on the ``--baseline`` build, measured in the same
-    rounds: the medians, their ratio, and in how many rounds this build was the faster."""
+    rounds: the medians of the wall time and of the CPU time (user + system, less moved by the
+    machine's other load than the wall time), their ratios, and in how many rounds this build
+    took less of each."""
     rows = [
         "| Tool | This build s | Baseline s | This ÷ baseline | Faster in rounds "
+        "| CPU s this | CPU s baseline | CPU this ÷ baseline | Less CPU in rounds "
         "| Peak RSS MiB this | Peak RSS MiB baseline |",
-        "|" + "---|" * 7,
+        "|" + "---|" * 11,
     ]
     for tool, m in res.items():
         b = res.get(tool + BASELINE)
         if b is None:
             continue
         if not (m.ok and b.ok):
-            rows.append(f"| {tool} | – | – | – | – | – | – |")
+            rows.append(f"| {tool} |" + " – |" * 10)
             continue
         pairs = list(zip(m.samples, b.samples, strict=False))
         faster = sum(1 for x, y in pairs if x.wall_s < y.wall_s)
+        leaner = sum(1 for x, y in pairs if x.user_s + x.sys_s < y.user_s + y.sys_s)
         rows.append(
             f"| {tool} | {m.wall:.3f} | {b.wall:.3f} | {m.wall / b.wall:.3f} "
-            f"| {faster} of {len(pairs)} | {m.rss_mib:.1f} | {b.rss_mib:.1f} |"
+            f"| {faster} of {len(pairs)} | {m.cpu:.2f} | {b.cpu:.2f} | {m.cpu / b.cpu:.3f} "
+            f"| {leaner} of {len(pairs)} | {m.rss_mib:.1f} | {b.rss_mib:.1f} |"
         )
     return "\n".join(rows)
 

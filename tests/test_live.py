@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import pty
 import signal
@@ -33,6 +34,8 @@ from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.ingest.assemble import Assembler
 from cuzk_diag.ingest.parse import parse_text
 from cuzk_diag.live import (
+    QUEUE_WAIT,
+    SKETCH_FIELDS,
     JsonLinesSink,
     LiveAnalyzer,
     LiveOptions,
@@ -704,6 +707,46 @@ def test_quantile_sketch_batches_give_the_buckets_of_each_value() -> None:
         assert whole.quantile(q) == batched.quantile(q)
     head = [v for v in values[:3000] if v == v]
     assert single.count == len(head) and single.quantile(1.0) == max(head)
+
+
+@pytest.mark.parametrize("lines_per_chunk", [3, 400])
+def test_stage_sketches_hold_every_records_values(lines_per_chunk: int) -> None:
+    """The stage sketches, fed batch by batch as the input comes, hold each record's stage
+    values (whole numbers and floats, not bools or text) and its queue wait: the buckets,
+    counts and extremes of a sketch fed every record's values at once."""
+    cfg = sim.SimConfig(era="main", n_gpus=2, gw=2, proofs=6, concurrency=2, seed=7, **sim.MESSY)
+    data = sim.simulate(cfg).data
+    assert data is not None
+    engine = LiveAnalyzer(Config(), JsonLinesSink(io.StringIO()), LiveOptions(), ["-"])
+    kept: list[dict[str, Any]] = []
+    final = engine._final
+
+    def spy(records: list[dict[str, Any]]) -> None:
+        kept.extend(records)
+        final(records)
+
+    engine._final = spy  # type: ignore[method-assign]
+    _engine_feed(data, engine, lines_per_chunk, speculate=False)
+    engine.finish()
+    assert len(kept) == engine.partitions > 20
+
+    def number(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool)
+
+    values = {name: [r.get(name) for r in kept] for name in SKETCH_FIELDS}
+    values[QUEUE_WAIT] = [
+        p - q if isinstance(q, int) and isinstance(p, int) else None
+        for q, p in ((r.get("queue_ms"), r.get("pickup_ms")) for r in kept)
+    ]
+    made = {n for n, vals in values.items() if any(number(v) for v in vals)}
+    assert set(engine.sketches) == made and len(made) > 20
+    for name in made:
+        want = QuantileSketch()
+        want.add_many(np.array([float(v) for v in values[name] if number(v)]))
+        got = engine.sketches[name]
+        assert (got._pos, got._neg, got._zero) == (want._pos, want._neg, want._zero), name
+        assert (got.count, got.lo, got.hi) == (want.count, want.lo, want.hi), name
+        assert math.isclose(got.total, want.total, rel_tol=1e-12), name
 
 
 def test_record_store_keeps_order_and_cap() -> None:

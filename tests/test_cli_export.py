@@ -328,6 +328,33 @@ def test_parquet_tables_written_on_their_thread_keep_their_order(tmp_path: Path)
     assert w.rows == 10_000
 
 
+def test_the_line_tables_labels_are_dictionary_encoded_and_the_rest_plain(tmp_path: Path) -> None:
+    """The line table's columns of few values (family, event, level, job id, source) are
+    dictionary-encoded in Parquet; those of one value per line (line numbers, timestamps,
+    fields) are written plain. The rows read back are those of the line table."""
+    from cuzk_diag.linetable import LINE_DICTIONARY, LINE_SCHEMA
+
+    out = tmp_path / "lines.parquet"
+    res = run(["export", "--lines", str(LOG), "-o", str(out), "-q", "-j", "1"])
+    assert res.exit_code == 0, res.output
+    meta = pq.ParquetFile(out).metadata
+    assert meta.num_rows > 100
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        encoded = {
+            group.column(i).path_in_schema
+            for i in range(group.num_columns)
+            if group.column(i).has_dictionary_page
+        }
+        assert encoded == set(LINE_DICTIONARY)
+    assert set(LINE_DICTIONARY) < set(LINE_SCHEMA.names)
+    jsonl = tmp_path / "lines.jsonl"
+    res = run(["export", "--lines", str(LOG), "-o", str(jsonl), "--format", "jsonl", "-q"])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert pq.read_table(out).to_pylist() == rows
+
+
 def test_a_parquet_write_error_reaches_the_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

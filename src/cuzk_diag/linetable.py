@@ -32,6 +32,11 @@ LINE_SCHEMA = pa.schema(
         pa.field("fields", pa.string()),  # JSON object of every parsed field
     ]
 )
+#: The columns of few distinct values, dictionary-encoded in Parquet. The others hold mostly
+#: one value per line (line numbers, offsets, timestamps, fields), whose dictionary would be as
+#: large as the values: written plain, the 250 MB log's table took 1.02-1.13 s to write instead
+#: of 1.31-1.42 s, and its file 30.0 MB instead of 36.8 MB.
+LINE_DICTIONARY = ("source", "family", "event", "level", "job_id")
 
 
 def iter_line_tables(

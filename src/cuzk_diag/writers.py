@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, Any
 
@@ -106,10 +106,17 @@ class _Background:
 
 class TableWriter:
     """Streams batches of one schema to a file (or stdout for csv/jsonl with path ``-``).
-    Parquet is encoded and written on a thread of its own (``_Background``)."""
+    Parquet is encoded and written on a thread of its own (``_Background``), its columns
+    dictionary-encoded, or with ``dictionary`` only those named (the others plain)."""
 
     def __init__(
-        self, path: str, fmt: str, schema: pa.Schema, metadata: dict[bytes, bytes] | None = None
+        self,
+        path: str,
+        fmt: str,
+        schema: pa.Schema,
+        metadata: dict[bytes, bytes] | None = None,
+        *,
+        dictionary: Sequence[str] | None = None,
     ) -> None:
         self.path = path
         self.fmt = fmt
@@ -123,7 +130,12 @@ class TableWriter:
             if path == "-":
                 raise InputError("Parquet output needs a file: give -o FILE")
             try:
-                self._pq = pq.ParquetWriter(path, self.schema, compression="zstd")
+                self._pq = pq.ParquetWriter(
+                    path,
+                    self.schema,
+                    compression="zstd",
+                    use_dictionary=True if dictionary is None else list(dictionary),
+                )
             except OSError as exc:
                 raise cannot_write(path, exc) from None
             self._bg = _Background(self._pq)

@@ -89,11 +89,11 @@ def export_cmd(
     elif line_table:
         from cuzk_diag.ingest.parallel import auto_jobs
         from cuzk_diag.ingest.stream import PacedCollector
-        from cuzk_diag.linetable import LINE_SCHEMA, iter_line_tables
+        from cuzk_diag.linetable import LINE_DICTIONARY, LINE_SCHEMA, iter_line_tables
 
         acc = Accounting()
         with (
-            TableWriter(output, fmt, LINE_SCHEMA) as w,
+            TableWriter(output, fmt, LINE_SCHEMA, dictionary=LINE_DICTIONARY) as w,
             input_progress(logs, quiet) as progress,
             PacedCollector() as collector,
         ):

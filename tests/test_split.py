@@ -312,6 +312,24 @@ def test_a_child_without_pandas_makes_its_tables_without_importing_it() -> None:
     )
 
 
+def test_analyze_starts_its_ingest_before_it_imports_pandas() -> None:
+    """What ``analyze`` does before its ingest (the command's modules, the configuration
+    without rule selectors, the pipeline and the split) imports no pandas, so that the children
+    of a split log start a third of a second sooner; selectors still import the rules."""
+    code = (
+        "import sys\n"
+        "import cuzk_diag.cli, cuzk_diag.pipeline, cuzk_diag.ingest.split\n"
+        "from cuzk_diag.config import load_config\n"
+        "load_config(None).with_cli(sys.argv[1:], None, None)\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    for selectors, imported in (([], "False"), (["CZ1"], "True")):
+        run = subprocess.run(
+            [sys.executable, "-c", code, *selectors], capture_output=True, text=True, check=True
+        )
+        assert run.stdout.strip() == imported, selectors
+
+
 def test_a_part_not_taken_is_parsed_in_a_child_of_its_own_with_real_children(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -204,6 +204,8 @@ def _tokens(values: Iterable[str]) -> list[str]:
 
 
 def _check_selectors(tokens: Sequence[str], where: str) -> None:
+    if not tokens:
+        return  # (the rules, and pandas with them, are imported when they are needed)
     from cuzk_diag.rules import matches_any_rule
 
     bad = [t for t in tokens if not matches_any_rule(t)]

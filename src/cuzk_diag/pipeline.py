@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -28,6 +27,9 @@ from cuzk_diag.ingest.stream import stream
 from cuzk_diag.records import PARTITION_SCHEMA, Accounting, Event, Family, RunInfo
 from cuzk_diag.sinks import Sink, StreamEnd
 from cuzk_diag.sources import PARQUET, Source, open_source
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 META_INFO = b"cuzk_diag.info"
 META_ACCOUNTING = b"cuzk_diag.accounting"

@@ -199,12 +199,14 @@ def _run_batch(
     quiet: bool = False,
     estimates: bool = False,
 ) -> Analysis:
-    from cuzk_diag.analysis import analyze_run
     from cuzk_diag.pipeline import load_run
 
     try:
         with input_progress(logs, quiet) as progress:
             run = load_run(list(logs), progress, jobs=jobs, keep_table=False)
+        # (The analysis imports pandas: after the ingest, whose children start sooner so.)
+        from cuzk_diag.analysis import analyze_run
+
         map_large_blocks()
         result = analyze_run(run, config, inputs=list(logs), estimates=estimates)
     except CuzkDiagError as exc:

@@ -259,15 +259,15 @@ class ChildCall:
         kwargs: dict[str, Any],
         progress: Callable[[Any], None] | None = None,
         *,
-        pandas: bool = True,
+        needs_pandas: bool = True,
     ) -> ChildCall:
-        """Give the child its call (once); without ``pandas``, the child makes it
+        """Give the child its call (once); without ``needs_pandas``, the child makes it
         ``without_pandas``."""
         assert self.reader is None, "one call per child"
         assert self.proc.stdin is not None
         self.progress = progress
         try:
-            send(self.proc.stdin, (func, args, kwargs, progress is not None, pandas))
+            send(self.proc.stdin, (func, args, kwargs, progress is not None, needs_pandas))
             self.proc.stdin.close()
         except OSError:
             pass  # the child ended at once: result() says so
@@ -342,7 +342,7 @@ def call_in_child(
     caller knows, that pickles) reaches ``progress`` here, from a thread of this process, while
     the call runs. Without ``needs_pandas`` the child runs the call ``without_pandas``."""
     return (child if child is not None else ChildCall()).call(
-        func, args, kwargs, progress, pandas=needs_pandas
+        func, args, kwargs, progress, needs_pandas=needs_pandas
     )
 
 
@@ -368,8 +368,8 @@ def call_main() -> int:
         msg = recv(sys.stdin.buffer)
         if msg is None:
             return 1
-        func, args, kwargs, wants_progress, pandas = msg
-        if not pandas:
+        func, args, kwargs, wants_progress, needs_pandas = msg
+        if not needs_pandas:
             without_pandas()
         if wants_progress:
 

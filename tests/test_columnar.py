@@ -11,10 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuzk_diag.ingest.parse import parse_text
+from cuzk_diag.ingest.parse import columnar, parse_text
 from cuzk_diag.ingest.parse.columnar import parse_fixed
 from cuzk_diag.ingest.parse.timeline import parse_timeline
 from cuzk_diag.ingest.parse.timing import parse_ntt_h, parse_timing
@@ -22,6 +23,14 @@ from cuzk_diag.ingest.parse.tracing import parse_tracing
 from cuzk_diag.records import Accounting, Event, Family
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def bulk_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scan of C++ and TIMELINE lines runs in these tests in the pure build too (where the
+    pipeline leaves those lines to the per-line parsers), so that its code is held to theirs
+    in every build."""
+    monkeypatch.setattr(columnar, "BULK_SCAN", True)
 
 
 def _per_line(ln: str, no: int, clock: bool) -> Event | None:
@@ -135,7 +144,7 @@ def timeline_lines(draw: st.DrawFn) -> str:
     off = draw(st.one_of(st.integers(0, 10**20).map(str), st.sampled_from(["", "-1", "１"])))
     event = draw(st.sampled_from(["GPU_START", "GPU_END", "SYNTH_START", "CHAN_SEND", "NOPE"]))
     job = draw(st.sampled_from(["job-1", "", "a b", "CUZK_x", "2026-03-01T10:00:00Z x"]))
-    detail = ",".join(draw(st.lists(_DETAIL_PARTS, max_size=4)))
+    detail = ",".join(draw(st.lists(_DETAIL_PARTS, max_size=draw(st.sampled_from([4, 4, 11])))))
     tail = draw(st.sampled_from(["", "", "CUZK_TIMING: prep_msm_ms=1", "TIMELINE,1,GPU_END,j,"]))
     return f"TIMELINE,{off},{event},{job},{detail}{tail}"
 
@@ -144,6 +153,57 @@ def timeline_lines(draw: st.DrawFn) -> str:
 @given(st.lists(st.one_of(timing_lines(), ntt_h_lines(), timeline_lines()), min_size=1))
 def test_mutated_lines_parse_the_same_in_bulk(lines: list[str]) -> None:
     _check(lines)
+
+
+def test_edge_lines_parse_the_same_in_bulk() -> None:
+    """Lines that end or break where the byte scan of C++ and TIMELINE lines turns: at a
+    prefix, a ``=``, a comma, a sign, an 18th and a 19th digit, a word past the eighth, text
+    that is not ASCII next to the bytes the scan looks for."""
+    lines = [
+        "CUZK_TIMING: ",
+        "CUZK_TIMING: prep_msm_ms=",
+        "CUZK_TIMING: prep_msm_ms=1=2",
+        "CUZK_TIMING: prep_msm_ms=" + "9" * 18,
+        "CUZK_TIMING: prep_msm_ms=" + "9" * 19,
+        "CUZK_TIMING: prep_msm_ms=0000000000000000000000012",
+        "CUZK_TIMING: prep_msm_ms=12é",
+        "CUZK_TIMING: gpu_tid=0 batch_add_ms=4 03",
+        "CUZK_TIMING: gpu_tid=0 batch_add_ms=4\u00e9",
+        "CUZK_NTT_H: d_b_alloc=0ms ntt_kernels=1ms coset_intt_sync=2ms msm_init=0ms "
+        "msm_invoke=3ms msm_dtor=0ms total=6ms x=1",
+        "TIMELINE,",
+        "TIMELINE,1",
+        "TIMELINE,1,GPU_START",
+        "TIMELINE,1,GPU_START,j",
+        "TIMELINE,1,GPU_START,j,",
+        "TIMELINE,1,GPU_START,,",
+        "TIMELINE,1,GPU_STARTé,j,",
+        "TIMELINE,1,GPU_STAR,j,",
+        "TIMELINE,01,GPU_END,j,gpu_ms=-0",
+        "TIMELINE," + "1" * 18 + ",GPU_END,j,gpu_ms=5",
+        "TIMELINE," + "1" * 19 + ",GPU_END,j,gpu_ms=5",
+        "TIMELINE,1,GPU_END,j,gpu_ms=" + "9" * 18,
+        "TIMELINE,1,GPU_END,j,gpu_ms=-" + "9" * 18,
+        "TIMELINE,1,GPU_END,j,gpu_ms=" + "9" * 19,
+        "TIMELINE,1,GPU_END,j,gpu_ms=-",
+        "TIMELINE,1,GPU_END,j,gpu_ms=5-",
+        "TIMELINE,1,GPU_END,j,gpu_ms=5,",
+        "TIMELINE,1,GPU_END,j,,gpu_ms=5",
+        "TIMELINE,1,SYNTH_START,j,partition=1,kind=é,monolithic",
+        "TIMELINE,1,SYNTH_START,j,kind=a=b,partition=2",
+        "TIMELINE,1,GPU_END,jobé,worker=1,gpu_ms=2",
+        "TIMELINE,1,GPU_END,j,worker=1,gpu_ms=2,partition=3,synth_ms=4,snap_partition=5,"
+        "kind=k,monolithic",
+        "TIMELINE,1,GPU_END,j," + ",".join(["monolithic"] * 9),
+        "TIMELINE,1,GPU_END,j,worker=1Z x",
+        "TIMELINE,1,GPU_END,CUZK,worker=1",
+        "TIMELINE,1,GPU_END,CUZK_,worker=1",
+        "TIMELINE,1,GPU_END,j,worker=1TIMELINE,",
+        "TIMELINE,1,GPU_END,j,worker=1TIMELINE",
+        "TIMELINE,1,GPU_END,Z,worker=1",
+    ]
+    taken = _check(lines)
+    assert taken == 13  # (the lines in an exact form are still read in bulk)
 
 
 def test_a_log_through_the_parser_equals_line_by_line() -> None:
@@ -161,3 +221,15 @@ def test_a_log_through_the_parser_equals_line_by_line() -> None:
         tuple(_per_line(ln, i + 1, False) or ()) for i, ln in enumerate(lines)
     ]
     assert acc.lines_total == len(lines)
+
+
+def test_without_the_scan_the_per_line_parsers_give_the_same_events() -> None:
+    """The pure build's way (no scan of C++ and TIMELINE lines) and the compiled build's give
+    the same events for a whole log, bulk lines and others."""
+    text = (ROOT / "fixtures" / "example.log").read_text(encoding="utf-8")
+    scanned, acc = parse_text(text)
+    columnar.BULK_SCAN = False  # (the fixture restores it)
+    per_line, acc_per_line = parse_text(text)
+    assert [tuple(e) for e in scanned] == [tuple(e) for e in per_line]
+    assert acc.by_family == acc_per_line.by_family
+    assert sum(e.family in (Family.TIMING, Family.TIMELINE) for e in scanned) > 900

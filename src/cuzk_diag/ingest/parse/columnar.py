@@ -1,13 +1,13 @@
-"""Column-wise parse of the lines whose format is fixed (Arrow compute kernels over a chunk).
+"""Column-wise parse of the lines whose format is fixed (a whole chunk at a time).
 
 Most lines of a daemon log are printed by a handful of format strings: the C++ prover's
 ``CUZK_TIMING:`` lines with integer values (T1-T8, T17-T19), its ``CUZK_NTT_H:`` line, the
 engine's TIMELINE lines, and the tracing lines kept for their timestamp only ("clock" lines).
-Lines in the exact printed form of one of those are parsed here, a whole chunk at a time: the
-C++ lines from their bytes by numpy (a line with its values' digits taken out is the text of
-its format string; each value is read from its digits), the others split into their words and
-values (string columns; a regex, where one is used, only tests lines) with one cast per
-integer column, and the events built from the columns.
+Lines in the exact printed form of one of those are parsed here into columns, and the events
+built from the columns: the C++ and TIMELINE lines by one loop over their bytes (``scan``: a
+line's form is its text with the values taken out, numbered by one dictionary encoding; in the
+compiled build only), the tracing lines by Arrow kernels (their words and values as string
+columns; a regex, where one is used, only tests lines) with one cast per integer column.
 A line in any other form (extra spaces, unknown keys, values that are not plain integers, torn
 lines) is left to the per-line parsers of its family, which take every form; both give the
 same event for a line in the exact form.
@@ -26,13 +26,13 @@ import pyarrow.compute as pc
 
 from cuzk_diag.ingest.parse.classify import (
     _bools,
-    bools_array,
     ints_array,
     numbers,
     scalar,
     split_lines,
     tracing_heads,
 )
+from cuzk_diag.ingest.parse.scan import COMPILED, DETAIL_WORDS, cpp_fill, texts, timeline_fill
 from cuzk_diag.ingest.parse.timeline import (
     _TIMELINE_DETAIL_KEYS,
     TIMELINE_EVENTS,
@@ -56,7 +56,7 @@ _TIMING_SHAPES = {
     TIMING_PREFIX + " ".join(f"{k}=" for k in keys): (kind, keys)
     for keys, kind in _CANONICAL.items()
 }
-#: The ``CUZK_NTT_H:`` line with its values' digits taken out (``_digit_values``), with its
+#: The ``CUZK_NTT_H:`` line with its values' digits taken out (``scan.cpp_fill``), with its
 #: event kind and columns.
 _NTT_H_SHAPES = {
     NTT_H_PREFIX + " ".join(f"{k}=ms" for k in NTT_H_KEYS): (
@@ -64,12 +64,18 @@ _NTT_H_SHAPES = {
         tuple(_NTT_H_COLUMN[k] for k in NTT_H_KEYS),
     )
 }
-_TIMELINE_PARTS = ("off", "event", "job", "detail")  # (after the prefix, split at commas)
-_TIMELINE_EVENT_SET = split_lines("".join(f"{e}\n" for e in sorted(TIMELINE_EVENTS)), 64)[0]
-# What makes the per-line TIMELINE parser look closer (another writer's line inside it).
-_TIMELINE_SUSPECT_RE2 = r"CUZK_|Z |.TIMELINE,"
-#: At most this many detail shapes of one chunk are parsed in bulk (each costs a few kernels).
-_MAX_SHAPES = 32
+#: The C++ and TIMELINE lines are read by ``scan``'s loops over their bytes where those are
+#: compiled; otherwise the per-line parsers read them (see ``scan``). (A module variable: the
+#: tests of the scan set it in the pure build too.)
+BULK_SCAN = COMPILED
+#: The events the engine prints in TIMELINE lines: their texts one after another, where each
+#: starts (and the last ends), and the same as a column (a group's kinds are taken from it).
+_EVENTS = sorted(TIMELINE_EVENTS)
+_EVENT_TEXT = np.frombuffer("".join(_EVENTS).encode("ascii"), dtype=np.uint8)
+_EVENT_AT = np.cumsum([0] + [len(e) for e in _EVENTS], dtype=np.int64)
+_EVENT_COLUMN = split_lines("".join(f"{e}\n" for e in _EVENTS), 64)[0]
+#: The most values a ``CUZK_TIMING:`` or ``CUZK_NTT_H:`` format string prints.
+_CPP_WIDTH = max(len(keys) for _, keys in (*_TIMING_SHAPES.values(), *_NTT_H_SHAPES.values()))
 
 
 @dataclass
@@ -244,155 +250,54 @@ def _cpp(
     groups: list[Group],
 ) -> None:
     """Integer C++ lines (``CUZK_TIMING:``, ``CUZK_NTT_H:``) in the exact form of their format
-    string: those whose text with the values taken out (``_digit_values``) is one of ``plans``
+    string: those whose text with the values taken out (``scan.cpp_fill``) is one of ``plans``
     (the format strings' texts, each with its event kind and keys), a group per text. ``rows``:
     the lines of ``sel`` that start with the family's prefix."""
-    if not len(rows):
+    if not BULK_SCAN or not len(rows):
         return
-    codes, shape_texts, ints, value_at = _digit_values(sel.take(ints_array(rows)))
+    data, offs, rows = _buffers(sel, rows)
+    n = len(rows)
+    shape, shape_at = _shape_buffers(offs, rows)
+    vals = np.zeros((n, _CPP_WIDTH), dtype=np.int64)
+    odd = np.zeros(n, dtype=np.uint8)
+    cpp_fill(memoryview(data), offs, rows, shape, shape_at, vals, odd)
+    codes, shape_texts = _shapes(n, shape, shape_at)
     for code, text in enumerate(shape_texts):
         plan = plans.get(text)
         if plan is None:
             continue  # not a format string's text: the per-line parser's
         kind, names = plan
-        pick = codes == code
+        pick = (codes == code) & (odd == 0)
         if not pick.any():
             continue
-        v = value_at[pick]
-        cols: list[pa.Array | Value] = [ints_array(ints[v + i]) for i in range(len(names))]
+        v = vals[pick]
+        cols: list[pa.Array | Value] = [ints_array(v[:, i]) for i in range(len(names))]
         r = rows[pick]
         groups.append(Group(r, nos[r], family, kind, list(names), cols))
 
 
-def _digit_values(lines: pa.StringArray) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
-    """Lines of ``key=<digits>`` words read from their bytes by numpy: each line's text without
-    the digits of its values (a value: the digits right after a ``=``, up to the next character
-    that is not a digit) as a code, numbered in the order of their first lines, and the text
-    of each code; the values as int64; and the index of each line's first value. A line with
-    a ``=`` without digits after it, or a value of more than 18 digits (more than an int64 holds
-    exactly), gets code -1. (A line whose text is a format string's with the values taken out
-    is then in that exact form: a sign, or anything else after a value, stays in the text.)
-
-    (Splitting the lines into words and the words into keys and values took kernels that copy
-    every word, and the values' tests as many again: some 5,000 instructions a line.)"""
-    _, bounds, text = lines.buffers()
-    at = np.frombuffer(bounds, np.int32, len(lines) + 1, lines.offset * 4).astype(np.int64)
-    data = np.frombuffer(text, dtype=np.uint8)[at[0] : at[-1]]
-    n = len(at) - 1
-    at -= at[0]
-    digit = np.flatnonzero((data - 48) <= 9)  # (wraps around below "0": uint8)
-    # The runs of digits; a value is a run right after a "=" (the first byte of a line
-    # given here is a prefix's, no digit).
-    head = np.ones(len(digit), dtype=bool)
-    head[1:] = digit[1:] != digit[:-1] + 1
-    heads = np.flatnonzero(head)
-    is_value = data[digit[heads] - 1] == 61
-    starts = digit[heads[is_value]]
-    length = np.diff(np.append(heads, len(digit)))
-    count = length[is_value]
-    taken = digit[np.repeat(is_value, length)]  # the values' digits
-    begin = np.cumsum(count) - count  # each value's first digit in ``taken``
-    per_line = np.diff(np.searchsorted(starts, at))
-    eq = np.diff(np.searchsorted(np.flatnonzero(data == 61), at))
-    odd = eq != per_line
-    odd[np.searchsorted(at, starts[count > 18], side="right") - 1] = True
-    keep = np.ones(len(data), dtype=bool)
-    keep[taken] = False
-    shapes = pa.StringArray.from_buffers(
-        n,
-        pa.py_buffer((at - np.searchsorted(taken, at)).astype(np.int32)),
-        pa.py_buffer(data[keep]),
-    )
-    enc = pc.dictionary_encode(shapes)
-    codes = np.where(odd, -1, numbers(enc.indices))
-    place = np.repeat(starts + count, count) - taken - 1  # a digit's place, from the right
-    digits = (data[taken] - 48).astype(np.int64) * _POWERS[np.minimum(place, 18)]
-    ints = np.add.reduceat(digits, begin) if len(begin) else begin
-    return codes, enc.dictionary.to_pylist(), ints, np.cumsum(per_line) - per_line
+def _buffers(sel: pa.StringArray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The bytes of ``sel``'s texts, where each text starts (and the last ends), and ``rows``
+    as the contiguous int64 the scan loops read."""
+    _, bounds, text = sel.buffers()
+    offs = np.frombuffer(bounds, dtype=np.int32, count=len(sel) + 1, offset=sel.offset * 4)
+    data = np.frombuffer(text, dtype=np.uint8) if text is not None else np.zeros(0, np.uint8)
+    return data, offs, np.ascontiguousarray(rows, dtype=np.int64)
 
 
-#: 10 to the power of a digit's place (up to 18: the lines of longer values are left alone).
-_POWERS = 10 ** np.arange(19, dtype=np.int64)
+def _shape_buffers(offs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Room for the forms of the lines ``rows`` (none is longer than its line), and their
+    offsets."""
+    size = int((offs[rows + 1] - offs[rows]).sum())
+    return np.empty(size, dtype=np.uint8), np.zeros(len(rows) + 1, dtype=np.int32)
 
 
-@dataclass
-class _Pairs:
-    """Texts cut into words at a separator, and each word into its key and value at its first
-    ``=`` (a word without one is all key)."""
-
-    line_at: np.ndarray  # the index of each text's first word, and the number of words
-    keys: pa.Array  # per word
-    has_value: np.ndarray  # per word: it has a ``=``
-    value_at: np.ndarray  # per word with a ``=``: the index of its value in ``values``
-    values: pa.Array
-
-    @classmethod
-    def of(cls, texts: pa.StringArray, sep: str) -> _Pairs:
-        words = pc.split_pattern(texts, sep)
-        kv = pc.split_pattern(words.flatten(), "=", max_splits=1)
-        kv_at = numbers(kv.offsets)
-        parts = kv.flatten()
-        has_value = np.diff(kv_at) == 2
-        starts = kv_at[:-1]
-        return cls(
-            numbers(words.offsets),
-            parts.take(ints_array(starts)),
-            has_value,
-            np.cumsum(has_value) - 1,
-            parts.take(ints_array(starts[has_value] + 1)),
-        )
-
-    def shapes(self, sep: str) -> tuple[np.ndarray, list[str]]:
-        """Each text with its values taken out (its keys, each with ``=`` when it had a value,
-        joined by ``sep`` again) as a code per text, and the text of each code, numbered in the
-        order of their first texts (as ``dictionary_encode`` numbers them).
-
-        A word's key and ``=`` are a digit (1 to ``base`` - 1) and a text's digits one integer,
-        unique to its shape: one encoding of the words' keys and one of those integers, where
-        joining the words' texts took three kernels over every word and one over every text.
-        Texts of too many words for an int64 are joined."""
-        keys = pc.dictionary_encode(self.keys)
-        names = keys.dictionary.to_pylist()
-        digit = numbers(keys.indices) * 2 + self.has_value + 1
-        base = 2 * len(names) + 1
-        at = self.line_at
-        size = np.diff(at)
-        if not len(size) or base ** int(size.max()) > 2**62:
-            return self._joined_shapes(sep)
-        place = np.arange(len(digit)) - np.repeat(at[:-1], size)
-        number = np.add.reduceat(digit.astype(np.int64) * base**place, at[:-1])
-        enc = pc.dictionary_encode(ints_array(number))
-        codes: np.ndarray = numbers(enc.indices)
-        _, first = np.unique(codes, return_index=True)
-        marks = ("", "=")
-        texts = [
-            sep.join([names[(d - 1) >> 1] + marks[(d - 1) & 1] for d in digit[a:b].tolist()])
-            for a, b in zip(at[first].tolist(), at[first + 1].tolist(), strict=True)
-        ]
-        return codes, texts
-
-    def _joined_shapes(self, sep: str) -> tuple[np.ndarray, list[str]]:
-        marked = pc.if_else(
-            bools_array(self.has_value),
-            pc.binary_join_element_wise(self.keys, scalar(""), scalar("=")),
-            self.keys,
-        )
-        by_text = pa.ListArray.from_arrays(pc.cast(ints_array(self.line_at), pa.int32()), marked)
-        shape = pc.dictionary_encode(pc.binary_join(by_text, scalar(sep)))
-        codes: np.ndarray = numbers(shape.indices)
-        return codes, shape.dictionary.to_pylist()
-
-    def bad_values(self, good: np.ndarray) -> np.ndarray:
-        """Per word: it has a value, and ``good`` (per value) says that value is not good."""
-        bad = np.zeros(len(self.has_value), dtype=bool)
-        bad[self.has_value] = ~good
-        return bad
-
-    def lines_with(self, marked: np.ndarray) -> np.ndarray:
-        """Per text: whether any of its words is ``marked``."""
-        count = np.zeros(len(marked) + 1, dtype=np.int64)
-        np.cumsum(marked, out=count[1:])
-        return count[self.line_at[1:]] != count[self.line_at[:-1]]  # type: ignore[no-any-return]
+def _shapes(n: int, shape: np.ndarray, shape_at: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """The forms the scan wrote for ``n`` lines, as a code per line and the text of each code
+    (numbered in the order of their first lines)."""
+    forms = pa.StringArray.from_buffers(n, pa.py_buffer(shape_at), pa.py_buffer(shape))
+    enc = pc.dictionary_encode(forms)
+    return numbers(enc.indices), enc.dictionary.to_pylist()
 
 
 def _int_texts(col: pa.StringArray, *, signed: bool = True) -> pa.BooleanArray:
@@ -411,80 +316,61 @@ def _int_texts(col: pa.StringArray, *, signed: bool = True) -> pa.BooleanArray:
     return good
 
 
-def _int_values(col: pa.StringArray, *, signed: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Which texts of ``col`` are whole numbers (``_int_texts``), and their values (0 for the
-    others)."""
-    good = _int_texts(col, signed=signed)
-    if not pc.all(good).as_py():
-        col = pc.if_else(good, col, scalar("0"))
-    ints: np.ndarray = numbers(pc.cast(col, pa.int64()))
-    return _bools(good), ints
-
-
 def _timeline(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list[Group]) -> None:
-    """Whole TIMELINE lines whose detail is ``key=value`` pairs of known keys (``rows``: the
-    lines of ``sel`` that start with ``TIMELINE_PREFIX``)."""
-    found = _timeline_parts(sel, rows)
-    if found is None:
+    """Whole TIMELINE lines (``TIMELINE,<offset>,<event>,<job>,`` and a detail: an offset of
+    1-18 ASCII digits, an event the engine prints, no other writer's text inside) whose detail
+    is ``key=value`` words of known keys (``scan.timeline_fill``), a group per detail form.
+    ``rows``: the lines of ``sel`` that start with ``TIMELINE_PREFIX``."""
+    if not BULK_SCAN or not len(rows):
         return
-    rows, m, offsets = found
-    p = _Pairs.of(m.field("detail"), ",")
-    good, ints = _int_values(p.values)
-    # (A ``kind`` is text: any value of it is good.)
-    odd = p.lines_with(p.bad_values(good) & ~_bools(pc.equal(p.keys, scalar("kind"))))
-    codes, texts = p.shapes(",")
-    counts = np.bincount(codes, minlength=len(texts))
-    for code in np.argsort(-counts, kind="stable")[:_MAX_SHAPES].tolist():
-        keys = _detail_plan(texts[code])
+    data, offs, rows = _buffers(sel, rows)
+    n = len(rows)
+    spans = np.empty((n, 4), dtype=np.int64)
+    shape, shape_at = _shape_buffers(offs, rows)
+    vals = np.empty((n, DETAIL_WORDS), dtype=np.int64)
+    good = np.empty((n, DETAIL_WORDS), dtype=np.uint8)
+    value_spans = np.empty((n, DETAIL_WORDS, 2), dtype=np.int64)
+    timeline_fill(
+        memoryview(data),
+        offs,
+        rows,
+        _EVENT_TEXT,
+        _EVENT_AT,
+        spans,
+        shape,
+        shape_at,
+        vals,
+        good,
+        value_spans,
+    )
+    whole = spans[:, 0] >= 0
+    if not whole.any():
+        return
+    codes, texts_ = _shapes(n, shape, shape_at)
+    for code, text in enumerate(texts_):
+        keys = _detail_plan(text)
         if keys is None:
             continue
-        pick = (codes == code) & ~odd
+        pick = (codes == code) & whole
+        for i, (_, how) in enumerate(keys):
+            if how == "int":
+                pick &= good[:, i] == 1  # (a ``kind`` is text: any value of it is good)
         if not pick.any():
             continue
-        at = p.line_at[:-1][pick]
-        part = m.filter(bools_array(pick))
-        cols: list[pa.Array | Value] = [ints_array(offsets[pick]), part.field("job")]
+        s = spans[pick]
+        cols: list[pa.Array | Value] = [ints_array(s[:, 1]), texts(data, s[:, 2], s[:, 3])]
         for i, (_, how) in enumerate(keys):
             if how == "one":
                 cols.append(1)
             elif how == "text":
-                cols.append(p.values.take(ints_array(p.value_at[at + i])))
+                at = value_spans[pick, i]
+                cols.append(texts(data, at[:, 0], at[:, 1]))
             else:
-                cols.append(ints_array(ints[p.value_at[at + i]]))
+                cols.append(ints_array(vals[pick, i]))
         names = ["offset_ms", "job_id"] + [k for k, _ in keys]
+        kinds = _EVENT_COLUMN.take(ints_array(s[:, 0]))
         r = rows[pick]
-        groups.append(Group(r, nos[r], Family.TIMELINE, part.field("event"), names, cols))
-
-
-def _timeline_parts(
-    sel: pa.StringArray, rows: np.ndarray
-) -> tuple[np.ndarray, pa.StructArray, np.ndarray] | None:
-    """The rows of ``sel`` that are whole TIMELINE lines (``TIMELINE,<offset>,<event>,<job>,``
-    and a detail: an offset of 1-18 ASCII digits, an event the engine prints, and no other
-    writer's text inside), with their four parts and their offsets; None when there are none.
-
-    Split at the first four commas rather than matched by a regex with groups: RE2 finds a
-    match's groups by a second, slower search, which cost more than all the kernels here.
-    """
-    if not len(rows):
-        return None
-    lines = sel.take(ints_array(rows))
-    split = pc.split_pattern(lines, ",", max_splits=4)
-    whole = pc.equal(pc.list_value_length(split), scalar(5))
-    if not pc.all(whole).as_py():
-        rows, lines, split = rows[_bools(whole)], lines.filter(whole), split.filter(whole)
-    cols = [pc.list_element(split, scalar(i + 1)) for i in range(4)]
-    good, offsets = _int_values(cols[0], signed=False)
-    ok = good & ~_bools(
-        pc.or_(
-            pc.invert(pc.is_in(cols[1], value_set=_TIMELINE_EVENT_SET)),
-            pc.match_substring_regex(lines, _TIMELINE_SUSPECT_RE2),
-        )
-    )
-    if not ok.any():
-        return None
-    parts = pa.StructArray.from_arrays(cols, names=_TIMELINE_PARTS)
-    return rows[ok], parts.filter(bools_array(ok)), offsets[ok]
+        groups.append(Group(r, nos[r], Family.TIMELINE, kinds, names, cols))
 
 
 def _detail_plan(shape: str) -> list[tuple[str, str]] | None:

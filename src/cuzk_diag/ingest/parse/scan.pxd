@@ -1,0 +1,30 @@
+# The compiled build's view of scan.py: the loops over a line's bytes with C-typed locals and
+# the chunk's buffers as typed memoryviews (a byte read is a C array read). The pure Python
+# package ignores this file.
+cimport cython
+
+@cython.locals(width=Py_ssize_t, o=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, a=Py_ssize_t,
+               b=Py_ssize_t, nv=Py_ssize_t, bad=cython.uchar, j=Py_ssize_t, c=cython.uchar,
+               d=cython.uchar, v=cython.longlong, k=Py_ssize_t)
+cpdef cpp_fill(const unsigned char[::1] data, const int[::1] offs, const long long[::1] rows,
+               unsigned char[::1] shape, int[::1] shape_at, long long[:, ::1] vals,
+               unsigned char[::1] odd)
+
+@cython.locals(o=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t,
+               j=Py_ssize_t, seen=cython.uchar, c=cython.uchar, c2=Py_ssize_t, c3=Py_ssize_t,
+               c4=Py_ssize_t, off=cython.longlong, n_digits=Py_ssize_t, event=Py_ssize_t,
+               w=Py_ssize_t, v0=Py_ssize_t, e=Py_ssize_t, k=Py_ssize_t,
+               m=Py_ssize_t, neg=cython.uchar, v=cython.longlong, pre=Py_ssize_t,
+               words=Py_ssize_t)
+cpdef timeline_fill(const unsigned char[::1] data, const int[::1] offs,
+                    const long long[::1] rows, const unsigned char[::1] events,
+                    const long long[::1] event_at, long long[:, ::1] spans,
+                    unsigned char[::1] shape, int[::1] shape_at, long long[:, ::1] vals,
+                    unsigned char[:, ::1] good, long long[:, :, ::1] value_spans)
+
+@cython.locals(k=Py_ssize_t)
+cdef bint _at(const unsigned char[::1] data, Py_ssize_t j, bytes word)
+
+@cython.locals(o=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t)
+cpdef _copy(const unsigned char[::1] data, const long long[::1] starts,
+            const long long[::1] ends, unsigned char[::1] out)

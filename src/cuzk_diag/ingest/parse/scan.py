@@ -1,0 +1,264 @@
+# cython: boundscheck=False, wraparound=False
+# (Compiled, the loops index the buffers they are given without checks: every index is within
+# the line it reads or the room the caller made for what it writes.)
+"""The C++ prover's lines and the TIMELINE lines read from their bytes, one pass over each line.
+
+``columnar`` groups the lines of a chunk by their printed form and reads their values as
+columns. For the two families whose lines are short and all alike, the pass that finds each
+line's form and values is one loop over the line's bytes here (compiled: a C loop over the
+chunk's buffer, about 1-2 ns a byte, where the kernels and numpy passes it replaces took some
+1,000 ns a line). It writes, per line, its form as text (the line with its values taken out),
+which the caller numbers with one dictionary encoding, and its values into columns; no Python
+object is made per line.
+
+Only the compiled build reads these lines here (``COMPILED``; ``columnar.BULK_SCAN``): run as
+Python, a loop over each byte costs more than the per-line parsers, which then read them
+(as they read every line in another form, in both builds; the results are the same).
+
+The loops read the chunk's text as Arrow holds it: ``data`` (its bytes) and ``offs`` (where
+each line starts; line ``r`` is ``data[offs[r]:offs[r + 1]]``, without its newline).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+#: This module runs compiled (its file is an extension module, not this source).
+COMPILED = not __file__.endswith(".py")
+#: ``TIMELINE,`` (the prefix every line given to ``timeline_fill`` starts with).
+_PREFIX_LEN = 9
+#: At most this many words of a TIMELINE detail are read (more cannot be a known form: its
+#: keys are seven, none repeated, and a bare ``monolithic``).
+DETAIL_WORDS = 8
+
+
+def cpp_fill(
+    data: np.ndarray,
+    offs: np.ndarray,
+    rows: np.ndarray,
+    shape: np.ndarray,
+    shape_at: np.ndarray,
+    vals: np.ndarray,
+    odd: np.ndarray,
+) -> None:
+    """For each line ``rows[i]`` of ``key=<digits>`` words: its text without the digits of its
+    values into ``shape`` (from ``shape_at[i]`` to ``shape_at[i + 1]``; ``shape_at[0]`` is
+    0), its values into ``vals[i]`` in order (an int64 each), and ``odd[i]`` = 1 when the line
+    cannot be in a format string's form: a ``=`` without a digit after it, a value of more than
+    18 digits (more than an int64 holds exactly), or more values than ``vals`` has columns.
+
+    A value is the digits right after a ``=``, up to the next byte that is not a digit; every
+    other byte (a sign, a unit, a digit of a key) stays in the text, so a line whose text is a
+    format string's is in that exact form.
+    """
+    width = vals.shape[1]
+    o = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        a = offs[r]
+        b = offs[r + 1]
+        nv = 0
+        bad = 0
+        j = a
+        while j < b:
+            c = data[j]
+            shape[o] = c
+            o += 1
+            j += 1
+            if c != 61:  # "="
+                continue
+            d = data[j] if j < b else 0
+            if d < 48 or d > 57:
+                bad = 1  # a "=" without digits
+                continue
+            v = 0
+            k = 0
+            while j < b and 48 <= data[j] <= 57:
+                if k < 18:
+                    v = v * 10 + (data[j] - 48)
+                k += 1
+                j += 1
+            if k > 18 or nv == width:
+                bad = 1
+            else:
+                vals[i, nv] = v
+                nv += 1
+        shape_at[i + 1] = o
+        odd[i] = bad
+
+
+def timeline_fill(
+    data: np.ndarray,
+    offs: np.ndarray,
+    rows: np.ndarray,
+    events: np.ndarray,
+    event_at: np.ndarray,
+    spans: np.ndarray,
+    shape: np.ndarray,
+    shape_at: np.ndarray,
+    vals: np.ndarray,
+    good: np.ndarray,
+    value_spans: np.ndarray,
+) -> None:
+    """For each line ``rows[i]`` (``TIMELINE,<offset>,<event>,<job>,<detail>``): in ``spans[i]``
+    its event's number among ``events`` (texts from ``event_at[e]`` to ``event_at[e + 1]``),
+    its offset, and where its job id starts and ends; or an event number of -1 when the line
+    is not whole: fewer than four commas after the prefix, an offset that is not 1-18 ASCII
+    digits, an event the engine does not print, another writer's text inside (``CUZK_``,
+    ``Z `` or ``TIMELINE,`` anywhere but at its start), or more words in its detail than
+    ``vals`` has columns (``DETAIL_WORDS``).
+
+    The detail is words between commas, each a key and, after its first ``=``, a value. The
+    keys, each with ``=`` when it has a value, joined by commas, go into ``shape`` (from
+    ``shape_at[i]`` to ``shape_at[i + 1]``), each word's value into ``vals[i, w]`` when it is
+    a whole number (``-?[0-9]{1,18}``: ``good[i, w]`` = 1) and where its value starts and ends
+    into ``value_spans[i, w]`` (-1, -1 for a word without one).
+    """
+    pre = _PREFIX_LEN
+    words = vals.shape[1]
+    o = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        a = offs[r]
+        b = offs[r + 1]
+        shape_at[i + 1] = o
+        spans[i, 0] = -1
+        # Another writer's text inside the line (the line starts with the prefix: none of
+        # them starts at its first byte).
+        j = a + 1
+        seen = 0
+        while j + 1 < b:
+            c = data[j]
+            if c == 90 and data[j + 1] == 32:  # "Z "
+                seen = 1
+                break
+            if c == 67 and j + 5 <= b and _at(data, j, b"CUZK_"):
+                seen = 1
+                break
+            if c == 84 and j + 9 <= b and _at(data, j, b"TIMELINE,"):
+                seen = 1
+                break
+            j += 1
+        if seen:
+            continue
+        # The three commas after the prefix's, and the offset's digits.
+        c2 = a + pre
+        off = 0
+        while c2 < b and 48 <= data[c2] <= 57:
+            if c2 - a < pre + 18:
+                off = off * 10 + (data[c2] - 48)
+            c2 += 1
+        n_digits = c2 - a - pre
+        if c2 == b or data[c2] != 44 or n_digits < 1 or n_digits > 18:
+            continue
+        c3 = c2 + 1
+        while c3 < b and data[c3] != 44:
+            c3 += 1
+        if c3 == b:
+            continue
+        c4 = c3 + 1
+        while c4 < b and data[c4] != 44:
+            c4 += 1
+        if c4 == b:
+            continue
+        # The event's number (the texts compared in place: a C function given the buffers
+        # cost more than the comparisons).
+        event = -1
+        for e in range(len(event_at) - 1):
+            k = event_at[e]
+            if event_at[e + 1] - k != c3 - c2 - 1:
+                continue
+            m = 0
+            while m < c3 - c2 - 1 and events[k + m] == data[c2 + 1 + m]:
+                m += 1
+            if m == c3 - c2 - 1:
+                event = e
+                break
+        if event < 0:
+            continue
+        # The detail's words.
+        j = c4 + 1
+        w = 0
+        while True:
+            if w == words:
+                event = -1
+                break
+            if w:
+                shape[o] = 44  # ","
+                o += 1
+            while j < b and data[j] != 44 and data[j] != 61:
+                shape[o] = data[j]
+                o += 1
+                j += 1
+            value_spans[i, w, 0] = -1
+            value_spans[i, w, 1] = -1
+            good[i, w] = 0
+            vals[i, w] = 0
+            if j < b and data[j] == 61:
+                shape[o] = 61
+                o += 1
+                j += 1
+                v0 = j
+                # A whole number: a minus or none, then 1-18 digits up to the word's end.
+                neg = 0
+                if j < b and data[j] == 45:  # "-"
+                    neg = 1
+                    j += 1
+                v = 0
+                k = j
+                while j < b and 48 <= data[j] <= 57:
+                    if j - k < 18:
+                        v = v * 10 + (data[j] - 48)
+                    j += 1
+                if j - k >= 1 and j - k <= 18 and (j == b or data[j] == 44):
+                    vals[i, w] = -v if neg else v
+                    good[i, w] = 1
+                while j < b and data[j] != 44:
+                    j += 1
+                value_spans[i, w, 0] = v0
+                value_spans[i, w, 1] = j
+            w += 1
+            if j == b:
+                break
+            j += 1  # (past the comma)
+        if event < 0:
+            o = shape_at[i]
+            continue
+        spans[i, 0] = event
+        spans[i, 1] = off
+        spans[i, 2] = c3 + 1
+        spans[i, 3] = c4
+        shape_at[i + 1] = o
+
+
+def _at(data: np.ndarray, j: int, word: bytes) -> bool:
+    """``data`` holds ``word`` from ``j`` on (the caller has checked there is room)."""
+    for k in range(len(word)):
+        if data[j + k] != word[k]:
+            return False
+    return True
+
+
+def texts(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.StringArray:
+    """The texts ``data[starts[i]:ends[i]]`` as a string array (whole UTF-8: they start and end
+    at ASCII bytes of a UTF-8 text)."""
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    at = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(ends - starts, out=at[1:])
+    out = np.empty(int(at[len(starts)]), dtype=np.uint8)
+    _copy(memoryview(data), starts, ends, out)
+    texts_: pa.StringArray = pa.StringArray.from_buffers(
+        len(starts), pa.py_buffer(at.astype(np.int32)), pa.py_buffer(out)
+    )
+    return texts_
+
+
+def _copy(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, out: np.ndarray) -> None:
+    """``data[starts[i]:ends[i]]`` one after another into ``out``."""
+    o = 0
+    for i in range(len(starts)):
+        for j in range(starts[i], ends[i]):
+            out[o] = data[j]
+            o += 1

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+import cuzk_diag.cli._startup  # noqa: F401  (first: before numpy is imported)
 from cuzk_diag import __version__
 from cuzk_diag.cli.options import silence_stdout, stdout_silenced
 from cuzk_diag.errors import CuzkDiagError

@@ -106,8 +106,10 @@ def start_child(
     """``python -m module args...`` with its stdout (and with ``stdin``, its stdin) a pipe to
     this process; the child imports this very package, wherever it was imported from."""
     import cuzk_diag
+    from cuzk_diag.blas import one_thread
 
     env = dict(os.environ)
+    one_thread(env)
     root = os.path.dirname(os.path.dirname(os.path.abspath(cuzk_diag.__file__)))
     env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
     return subprocess.Popen(

@@ -6,8 +6,8 @@ are compiled as ``setup.py`` compiles them, next to a copy of the package, and t
 give the digests every pure run gives (``tests/_digest.py``: records, attribution labels,
 accounting, the line table and the JSON report of every fixture and sweep log), and pass the
 live-mode and ingest tests (previews copy the assembler; ``--jobs 2`` sends parsed chunks
-between processes) and the column-wise parse's (the compiled scan of C++ and TIMELINE lines
-held to the per-line parsers).
+between processes) and the column-wise parse's (the compiled loops over the bytes of C++,
+TIMELINE and tracing lines held to the per-line parsers).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def test_the_compiled_build_gives_every_digest_of_the_pure_build(compiled_tree: 
     assert check.returncode == 0, check.stdout[-4000:] + check.stderr[-4000:]
 
 
-def test_the_compiled_build_passes_the_live_ingest_pool_split_and_columnar_tests(
+def test_the_compiled_build_passes_the_live_ingest_pool_split_and_parse_tests(
     compiled_tree: Path,
 ) -> None:
     tests = _run(
@@ -106,5 +106,6 @@ def test_the_compiled_build_passes_the_live_ingest_pool_split_and_columnar_tests
         "tests/test_pool.py",
         "tests/test_split.py",
         "tests/test_columnar.py",
+        "tests/test_shapes.py",
     )
     assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-4000:]

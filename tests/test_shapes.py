@@ -8,16 +8,29 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cuzk_diag.ingest.parse import LineParser, shapes
 from cuzk_diag.ingest.parse.classify import tracing_heads
-from cuzk_diag.ingest.parse.columnar import extract_fixed
+from cuzk_diag.ingest.parse.columnar import _buffers, _shape_buffers, extract_fixed
+from cuzk_diag.ingest.parse.scan import tracing_shape_fill
 from cuzk_diag.ingest.pool import map_parts
 from cuzk_diag.ingest.stream import parse_chunks
 from cuzk_diag.linetable import chunk_lines
 from cuzk_diag.records import Accounting
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def by_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The column-wise parse of tracing shapes runs in these tests in the pure build too
+    (where the parse leaves tracing lines to the per-line parser), so that its code is held to
+    the per-line parser's in every build; the tests that compare set it either way."""
+    monkeypatch.setattr(shapes, "ENABLED", True)
+
+
 LOGS = sorted(str(p) for p in (ROOT / "fixtures").rglob("*.log"))
 
 TS = "2026-03-13T15:14:{:02d}.{:06d}Z"
@@ -165,9 +178,11 @@ def test_a_cut_finds_its_piece_among_the_words_of_any_line_of_the_shape() -> Non
     assert [(c.first, c.last) for c in cuts] == [(0, 0), (3, 4), (3, 3), (7, 7), (8, 8), (9, 9)]
     # The same shape printed with other values: every cut takes the other line's piece.
     other = '2026-03-13T15:14:02.5Z  INFO w{id=123 job=c}: t: m x=Some(-4) y="" z=77'
-    words = pa.compute.split_pattern(pa.array([line, other]), " ")
-    taken = [c.take(words).to_pylist() for c in cuts]
-    assert taken == [
+    short = "2026-03-13T15:14:02.5Z  INFO w{id=1}: t: m"  # (fewer words: not cut)
+    data, offs, rows = _buffers(pa.array([line, other, short]), np.arange(3))
+    ok, taken = shapes.cut_pieces(data, offs, rows, line.count(" ") + 1, cuts)
+    assert ok.tolist() == [True, True, False]
+    assert [t.to_pylist() for t in taken] == [
         ["2026-03-13T15:14:01.000001Z", "2026-03-13T15:14:02.5Z"],
         ["w{id=7 job=ab}", "w{id=123 job=c}"],
         ["7", "123"],
@@ -175,6 +190,26 @@ def test_a_cut_finds_its_piece_among_the_words_of_any_line_of_the_shape() -> Non
         ['"é-q"', '""'],
         ["1", "77"],
     ]
+
+
+#: The shape of a tracing line as RE2 would find it: the text after the first space with each
+#: value after a ``=`` replaced by nothing (what ``scan.tracing_shape_fill`` writes).
+_SHAPE_VALUE_RE2 = r'=(?:"[^"]*"|[^ {}]*)'
+_SHAPE_TEXT = st.text(alphabet=st.sampled_from(list(' ="{}ab1é_:')), max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_SHAPE_TEXT, min_size=1, max_size=8))
+def test_the_scanned_shape_is_the_regex_replacement(bodies: list[str]) -> None:
+    lines = [f"2026-03-13T15:14:01Z {b}" for b in bodies] + ["2026-03-13T15:14:01Z"]
+    sel = pa.array(lines, pa.string())
+    data, offs, rows = _buffers(sel, np.arange(len(lines)))
+    shape, shape_at = _shape_buffers(offs, rows)
+    tracing_shape_fill(memoryview(data), offs, rows, shape, shape_at)
+    got = pa.StringArray.from_buffers(len(lines), pa.py_buffer(shape_at), pa.py_buffer(shape))
+    after = [ln.partition(" ")[2] for ln in lines]
+    want = pa.compute.replace_substring_regex(pa.array(after), _SHAPE_VALUE_RE2, "=")
+    assert got.to_pylist() == want.to_pylist()
 
 
 def test_lines_of_a_shape_with_their_words_shifted_stay_with_the_per_line_parser(

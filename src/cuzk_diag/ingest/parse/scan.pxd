@@ -28,3 +28,15 @@ cdef bint _at(const unsigned char[::1] data, Py_ssize_t j, bytes word)
 @cython.locals(o=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t)
 cpdef _copy(const unsigned char[::1] data, const long long[::1] starts,
             const long long[::1] ends, unsigned char[::1] out)
+
+@cython.locals(o=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t,
+               j=Py_ssize_t, k=Py_ssize_t, c=cython.uchar)
+cpdef tracing_shape_fill(const unsigned char[::1] data, const int[::1] offs,
+                         const long long[::1] rows, unsigned char[::1] shape, int[::1] shape_at)
+
+@cython.locals(words=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t,
+               n=Py_ssize_t, j=Py_ssize_t, f=Py_ssize_t, s=Py_ssize_t, e=Py_ssize_t,
+               k=Py_ssize_t)
+cpdef cut_fill(const unsigned char[::1] data, const int[::1] offs, const long long[::1] rows,
+               const long long[:, ::1] cuts, long long[::1] word_at, long long[:, :, ::1] spans,
+               unsigned char[::1] fit)

@@ -262,3 +262,89 @@ def _copy(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, out: np.ndarra
         for j in range(starts[i], ends[i]):
             out[o] = data[j]
             o += 1
+
+
+def tracing_shape_fill(
+    data: np.ndarray, offs: np.ndarray, rows: np.ndarray, shape: np.ndarray, shape_at: np.ndarray
+) -> None:
+    """For each tracing line ``rows[i]``: its text after its first space with each value after
+    a ``=`` taken out (the ``=`` stays) into ``shape`` (from ``shape_at[i]`` to
+    ``shape_at[i + 1]``): its printed shape (``shapes``). A value is a quoted text up to its
+    closing quote, or else the text up to a space or a brace (``=(?:"[^"]*"|[^ {}]*)``, each
+    match from where the one before ended)."""
+    o = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        a = offs[r]
+        b = offs[r + 1]
+        j = a
+        while j < b and data[j] != 32:
+            j += 1
+        j += 1
+        while j < b:
+            c = data[j]
+            shape[o] = c
+            o += 1
+            j += 1
+            if c != 61:  # "="
+                continue
+            if j < b and data[j] == 34:  # '"': to the closing quote, if there is one
+                k = j + 1
+                while k < b and data[k] != 34:
+                    k += 1
+                if k < b:
+                    j = k + 1
+                    continue
+            while j < b and data[j] != 32 and data[j] != 123 and data[j] != 125:
+                j += 1
+        shape_at[i + 1] = o
+
+
+def cut_fill(
+    data: np.ndarray,
+    offs: np.ndarray,
+    rows: np.ndarray,
+    cuts: np.ndarray,
+    word_at: np.ndarray,
+    spans: np.ndarray,
+    fit: np.ndarray,
+) -> None:
+    """For each line ``rows[i]``, split at each space into ``len(word_at) - 1`` words (else
+    ``fit[i]`` = 0): where the piece of each cut ``cuts[f]`` (``shapes.Cut``: from ``a``
+    characters into word ``first`` to ``b`` characters before the end of word ``last``)
+    starts and ends, into ``spans[i, f]`` (empty when those characters overlap)."""
+    words = len(word_at) - 1
+    for i in range(len(rows)):
+        r = rows[i]
+        a = offs[r]
+        b = offs[r + 1]
+        n = 0
+        word_at[0] = a
+        for j in range(a, b):
+            if data[j] == 32:
+                n += 1
+                if n >= words:
+                    break
+                word_at[n] = j + 1
+        if n != words - 1:
+            fit[i] = 0
+            continue
+        fit[i] = 1
+        word_at[words] = b + 1
+        for f in range(cuts.shape[0]):
+            s = word_at[cuts[f, 0]]
+            e = word_at[cuts[f, 1] + 1] - 1
+            k = 0
+            while k < cuts[f, 2] and s < e:  # (a character: a byte and its continuation bytes)
+                s += 1
+                while s < e and (data[s] & 0xC0) == 0x80:
+                    s += 1
+                k += 1
+            k = 0
+            while k < cuts[f, 3] and e > s:
+                e -= 1
+                while e > s and (data[e] & 0xC0) == 0x80:
+                    e -= 1
+                k += 1
+            spans[i, f, 0] = s
+            spans[i, f, 1] = e

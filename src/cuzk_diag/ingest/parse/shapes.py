@@ -8,11 +8,12 @@ one line is read by the per-line parser (``tracing.parse_tracing``) and cut into
 and values, which gives the shape's plan: where each value stands, counted in the line's
 space-separated words (which word, how many characters in, how many before the word ends),
 and its class, which the per-line parser reads in one way only (whole numbers, ``Some(n)``,
-quoted text, plain text with no space, brace, quote or non-ASCII character). The lines of the
-shape are split at their spaces (one kernel); a line with as many words whose values are each
-of their class (an RE2 test on each value's column, without captures) becomes a row of the
-shape's column ``Group``; the others, and every line of a rare or unusual shape, stay with the
-per-line parser.
+quoted text, plain text with no space, brace, quote or non-ASCII character). The shapes and
+the pieces a plan cuts from each line are found by loops over the lines' bytes (``scan``:
+compiled, C loops; in the pure build the per-line parser reads every tracing line, see
+``ENABLED``); a line with as many words whose values are each of their class (an RE2 test on
+each value's column, without captures) becomes a row of the shape's column ``Group``; the
+others, and every line of a rare or unusual shape, stay with the per-line parser.
 
 Lines of one shape have the same literal text in the same order. A value of its class holds
 no space, so such a line has its words, and its values within them, at the plan's places:
@@ -34,16 +35,23 @@ import pyarrow.compute as pc
 from cuzk_diag.ingest.parse.classify import (
     _bools,
     bools_array,
-    ints_array,
-    numbers,
-    scalar,
 )
-from cuzk_diag.ingest.parse.columnar import _INT, Group, _int_texts, byte_slice, first_space
+from cuzk_diag.ingest.parse.columnar import (
+    _INT,
+    Group,
+    _buffers,
+    _int_texts,
+    _shape_buffers,
+    _shapes,
+)
+from cuzk_diag.ingest.parse.scan import COMPILED, cut_fill, texts, tracing_shape_fill
 from cuzk_diag.ingest.parse.tracing import _scalar, parse_tracing
 from cuzk_diag.records import Family, Value
 
-#: The column-wise parse of tracing shapes is on (tests turn it off to compare).
-ENABLED = True
+#: The column-wise parse of tracing shapes is on: in the compiled build (its shapes and cuts
+#: are ``scan``'s loops over the lines' bytes; in the pure build the per-line parser reads the
+#: lines, see ``scan``). Tests set it either way to compare.
+ENABLED = COMPILED
 #: Levels whose lines of no known message the per-line parser reads whole without ``full``.
 _WHOLE = frozenset({"WARN", "ERROR"})
 #: The most frequent shapes of a chunk get a plan; a shape needs this many lines.
@@ -54,10 +62,8 @@ MIN_LINES = 8
 MAX_LINE = 1024
 MAX_FIELDS = 40
 
-#: What the shape of a line leaves out: its timestamp (the text before its first space: a line
-#: of ``free`` has a tracing header, ``classify.TRACING_TS_RE2`` and a space), and each value
-#: after a ``key=``.
-_SHAPE_VALUE_RE2 = r'=(?:"[^"]*"|[^ {}]*)'
+#: (What the shape of a line leaves out: its timestamp, the text before its first space, and
+#: each value after a ``key=``: ``scan.tracing_shape_fill``.)
 _INT_RE = re.compile(_INT)
 _TEXT = r"[!#-z|~]*"  # printable ASCII but space, quote and braces
 #: Plain text the per-line parser would not keep as it is (a number, None, Some(...)).
@@ -117,17 +123,6 @@ class Cut(NamedTuple):
             start - (line.rfind(" ", 0, start) + 1),
             (len(line) if word_end < 0 else word_end) - end,
         )
-
-    def take(self, words: pa.ListArray) -> pa.StringArray:
-        """The piece of each line whose ``words`` are given."""
-        first, last, a, b = self
-        if first == last:
-            col = pc.list_element(words, scalar(first))
-        else:
-            col = pc.binary_join(pc.list_slice(words, first, last + 1), scalar(" "))
-        if a or b:
-            col = pc.utf8_slice_codeunits(col, a, -b if b else None)
-        return col
 
 
 class Plan(NamedTuple):
@@ -245,30 +240,41 @@ def tracing_groups(
     rows = np.flatnonzero(free)
     if len(rows) < MIN_LINES:
         return []
-    texts = sel.take(ints_array(rows))
-    at = first_space(texts)
-    if at is None:
-        after_ts = pc.list_element(pc.split_pattern(texts, " ", max_splits=1), scalar(1))
-    else:
-        after_ts = byte_slice(texts, at + 1)
-    shape = pc.replace_substring_regex(after_ts, _SHAPE_VALUE_RE2, "=")
-    enc = pc.dictionary_encode(shape)
-    codes = numbers(enc.indices)
-    counts = np.bincount(codes, minlength=len(enc.dictionary))
+    data, offs, rows = _buffers(sel, rows)
+    shape, shape_at = _shape_buffers(offs, rows)
+    tracing_shape_fill(memoryview(data), offs, rows, shape, shape_at)
+    codes, shape_texts = _shapes(len(rows), shape, shape_at)
+    counts = np.bincount(codes, minlength=len(shape_texts))
     found: list[_Found] = []
     for code in np.argsort(-counts, kind="stable")[:MAX_SHAPES].tolist():
         if counts[code] < MIN_LINES:
             break
         pick = np.flatnonzero(codes == code)
-        plan = shape_plan(texts[int(pick[0])].as_py())
+        plan = shape_plan(sel[int(rows[pick[0]])].as_py())
         if plan is None or not full and plan.kind == "tracing" and plan.level not in _WHOLE:
             continue
-        one = _Found.cut(texts.take(ints_array(pick)), rows[pick], plan)
+        one = _Found.cut(data, offs, rows[pick], plan)
         if one is not None:
             found.append(one)
     _check_classes(found)
     groups = [one.group(nos) for one in found]
     return [g for g in groups if g is not None]
+
+
+def cut_pieces(
+    data: np.ndarray, offs: np.ndarray, rows: np.ndarray, words: int, cuts: list[Cut]
+) -> tuple[np.ndarray, list[pa.StringArray]]:
+    """Which lines ``rows`` (of a text's ``data`` and ``offs``, as ``columnar._buffers``
+    gives them) have ``words`` words (split at each space), and the piece of each of ``cuts``
+    in those lines."""
+    table = np.array([tuple(c) for c in cuts], dtype=np.int64).reshape(-1, 4)
+    spans = np.empty((len(rows), len(cuts), 2), dtype=np.int64)
+    fit = np.zeros(len(rows), dtype=np.uint8)
+    word_at = np.empty(words + 1, dtype=np.int64)
+    cut_fill(memoryview(data), offs, rows, table, word_at, spans, fit)
+    ok = fit == 1
+    spans = spans[ok]
+    return ok, [texts(data, spans[:, f, 0], spans[:, f, 1]) for f in range(len(cuts))]
 
 
 class _Found:
@@ -281,25 +287,16 @@ class _Found:
         self.ok = np.ones(len(rows), dtype=bool)
 
     @classmethod
-    def cut(cls, texts: pa.StringArray, rows: np.ndarray, plan: Plan) -> _Found | None:
-        words = pc.split_pattern(texts, " ")
-        fit = pc.equal(pc.list_value_length(words), scalar(plan.words))
-        if not pc.all(fit).as_py():
-            if not pc.any(fit).as_py():
-                return None
-            words = words.filter(fit)
-            rows = rows[_bools(fit)]
-        raw: list[pa.Array | None] = []
-        for way, what in plan.how:
-            if way == "const":
-                raw.append(None)
-            elif way == "cut":
-                assert isinstance(what, Cut)
-                raw.append(what.take(words))
-            else:
-                assert isinstance(what, tuple)
-                raw.append(what[0].take(words))
-        return cls(rows, plan, raw)
+    def cut(cls, data: np.ndarray, offs: np.ndarray, rows: np.ndarray, plan: Plan) -> _Found | None:
+        """The lines ``rows`` of the shape of ``plan`` that have its number of words, and each
+        field's printed text cut from them."""
+        cuts = [what if way == "cut" else what[0] for way, what in plan.how if way != "const"]
+        ok, pieces = cut_pieces(data, offs, rows, plan.words, cuts)  # type: ignore[arg-type]
+        if not ok.any():
+            return None
+        taken = iter(pieces)
+        raw = [None if way == "const" else next(taken) for way, _ in plan.how]
+        return cls(rows[ok], plan, raw)
 
     def values(self) -> list[tuple[str, pa.Array]]:
         """(class, printed text) of each value field."""

@@ -109,3 +109,25 @@ def test_the_compiled_build_passes_the_live_ingest_pool_split_and_parse_tests(
         "tests/test_shapes.py",
     )
     assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-4000:]
+
+
+def test_the_compiled_loops_over_line_bytes_are_linear_on_adversarial_lines(
+    compiled_tree: Path,
+) -> None:
+    """The C loops of ``scan`` (which the pure build does not run in its parse) and the parse
+    of whole 1 MiB lines through them cost what a plain scan of the line costs, within the
+    ratio of the pattern tests."""
+    tests = _run(
+        compiled_tree,
+        "-m",
+        "pytest",
+        "-q",
+        "-x",
+        "-p",
+        "no:cacheprovider",
+        "tests/test_patterns.py",
+        "-k",
+        "scan_loops_are_linear or parser_is_linear",
+    )
+    assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-4000:]
+    assert " skipped" not in tests.stdout, tests.stdout[-2000:]

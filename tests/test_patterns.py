@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,6 +29,7 @@ from cuzk_diag import gate, sanitize, sources
 from cuzk_diag.ingest import parse as lines
 from cuzk_diag.ingest.parse import bench as _bench
 from cuzk_diag.ingest.parse import tracing as _tracing
+from cuzk_diag.records import Family
 
 MIB = 1 << 20
 #: An adversarial line may cost this many times a one-pass scan of a plain line.
@@ -268,7 +271,9 @@ def test_pattern_is_linear_on_1mib_adversarial_lines(name):
         _assert_linear(lambda t=text: _apply(op, pattern, t), f"{name} input {i}")
 
 
-#: Whole lines through the parser: a tracing line, a bench value, a journald line.
+#: Whole lines through the parser: a tracing line, a bench value, a journald line, and lines for
+#: the loops over the bytes of C++, TIMELINE and tracing lines (``scan``; the compiled build's
+#: run of this test, ``test_compiled``, is theirs).
 LOG_LINES = [
     fill(f"{TRACE}GPU prove time: ", "7"),
     fill(f"{TRACE}GPU prove time: 1.", "5"),
@@ -278,7 +283,13 @@ LOG_LINES = [
     fill(f"{TS}  ERROR prove{{job=", "}"),
     fill(f"{TS}  WARN ", "cuzk::"),
     fill("CUZK_TIMING: ", "a=1 "),
+    fill("CUZK_TIMING: prep_msm_ms=", "9"),
+    fill("CUZK_TIMING: ", "=="),
     fill("TIMELINE,12,GPU_START,job ", "2026-03-13T20:4"),
+    fill("TIMELINE,12,GPU_END,j,", "gpu_ms=1,"),
+    fill("TIMELINE,", "1"),
+    fill(f"{TS}  INFO x: m k=", '"='),
+    fill(f"{TS}  INFO x: m ", "k= "),
     fill("Nov 29 10:00:00 host ", "c"),
     fill("\x1b[2m", "\x1b]"),
 ]
@@ -288,6 +299,45 @@ LOG_LINES = [
 def test_parser_is_linear_on_1mib_adversarial_log_lines(index):
     text = "=== Batch Summary ===\n" + LOG_LINES[index] + "\n"
     _assert_linear(lambda: lines.parse_text(text, full=True), f"log line {index}")
+
+
+#: Lines for each loop over a line's bytes (``scan``), with the function that runs it.
+SCAN_LINES = [
+    ("cpp", fill("CUZK_TIMING: prep_msm_ms=", "9")),
+    ("cpp", fill("CUZK_TIMING: ", "=1=")),
+    ("timeline", fill("TIMELINE,12,GPU_END,j,", "gpu_ms=1,")),
+    ("timeline", fill("TIMELINE,12,GPU_END,j,", "CUZK")),
+    ("shape", fill(f"{TS}  INFO x: m k=", '"=')),
+    ("shape", fill(f"{TS}  INFO x: m k=", '=" ')),
+    ("cut", fill(f"{TS}  INFO x: m ", "k= ")),
+]
+
+
+@pytest.mark.parametrize("index", range(len(SCAN_LINES)))
+def test_scan_loops_are_linear_on_1mib_adversarial_lines(index):
+    from cuzk_diag.ingest.parse import columnar, scan, shapes
+
+    if not scan.COMPILED:
+        pytest.skip("the loops run as C in the compiled build only (test_compiled runs this)")
+    which, line = SCAN_LINES[index]
+    sel = pa.array([line], pa.string())
+    rows = np.zeros(1, dtype=np.int64)
+
+    def run() -> None:
+        if which == "cpp":
+            columnar._cpp(sel, rows + 1, rows, Family.TIMING, columnar._TIMING_SHAPES, [])
+        elif which == "timeline":
+            columnar._timeline(sel, rows + 1, rows, [])
+        elif which == "shape":
+            data, offs, r = columnar._buffers(sel, rows)
+            shape, shape_at = columnar._shape_buffers(offs, r)
+            scan.tracing_shape_fill(memoryview(data), offs, r, shape, shape_at)
+        else:
+            data, offs, r = columnar._buffers(sel, rows)
+            cut = shapes.Cut(2, line.count(" "), 0, 0)
+            shapes.cut_pieces(data, offs, r, line.count(" ") + 1, [cut])
+
+    _assert_linear(run, f"scan {which} line {index}")
 
 
 # The rewritten patterns give the results the earlier forms gave, on inputs short enough for the

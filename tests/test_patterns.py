@@ -331,7 +331,7 @@ def test_scan_loops_are_linear_on_1mib_adversarial_lines(index):
         elif which == "shape":
             data, offs, r = columnar._buffers(sel, rows)
             shape, shape_at = columnar._shape_buffers(offs, r)
-            scan.tracing_shape_fill(memoryview(data), offs, r, shape, shape_at)
+            scan.tracing_shape_fill(data.data, offs, r, shape, shape_at)
         else:
             data, offs, r = columnar._buffers(sel, rows)
             cut = shapes.Cut(2, line.count(" "), 0, 0)

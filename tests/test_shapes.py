@@ -205,7 +205,7 @@ def test_the_scanned_shape_is_the_regex_replacement(bodies: list[str]) -> None:
     sel = pa.array(lines, pa.string())
     data, offs, rows = _buffers(sel, np.arange(len(lines)))
     shape, shape_at = _shape_buffers(offs, rows)
-    tracing_shape_fill(memoryview(data), offs, rows, shape, shape_at)
+    tracing_shape_fill(data.data, offs, rows, shape, shape_at)
     got = pa.StringArray.from_buffers(len(lines), pa.py_buffer(shape_at), pa.py_buffer(shape))
     after = [ln.partition(" ")[2] for ln in lines]
     want = pa.compute.replace_substring_regex(pa.array(after), _SHAPE_VALUE_RE2, "=")

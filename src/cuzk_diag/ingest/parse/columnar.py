@@ -260,7 +260,7 @@ def _cpp(
     shape, shape_at = _shape_buffers(offs, rows)
     vals = np.zeros((n, _CPP_WIDTH), dtype=np.int64)
     odd = np.zeros(n, dtype=np.uint8)
-    cpp_fill(memoryview(data), offs, rows, shape, shape_at, vals, odd)
+    cpp_fill(data.data, offs, rows, shape, shape_at, vals, odd)
     codes, shape_texts = _shapes(n, shape, shape_at)
     for code, text in enumerate(shape_texts):
         plan = plans.get(text)
@@ -331,7 +331,7 @@ def _timeline(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: li
     good = np.empty((n, DETAIL_WORDS), dtype=np.uint8)
     value_spans = np.empty((n, DETAIL_WORDS, 2), dtype=np.int64)
     timeline_fill(
-        memoryview(data),
+        data.data,
         offs,
         rows,
         _EVENT_TEXT,

@@ -15,8 +15,9 @@ Only the compiled build reads these lines here (``COMPILED``; ``columnar.BULK_SC
 Python, a loop over each byte costs more than the per-line parsers, which then read them
 (as they read every line in another form, in both builds; the results are the same).
 
-The loops read the chunk's text as Arrow holds it: ``data`` (its bytes) and ``offs`` (where
-each line starts; line ``r`` is ``data[offs[r]:offs[r + 1]]``, without its newline).
+The loops read the chunk's text as Arrow holds it: ``data`` (its bytes, a memoryview of bytes:
+run as Python, a byte read is an ``int``) and ``offs`` (where each line starts; line ``r`` is
+``data[offs[r]:offs[r + 1]]``, without its newline).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ DETAIL_WORDS = 8
 
 
 def cpp_fill(
-    data: np.ndarray,
+    data: memoryview,
     offs: np.ndarray,
     rows: np.ndarray,
     shape: np.ndarray,
@@ -89,7 +90,7 @@ def cpp_fill(
 
 
 def timeline_fill(
-    data: np.ndarray,
+    data: memoryview,
     offs: np.ndarray,
     rows: np.ndarray,
     events: np.ndarray,
@@ -232,7 +233,7 @@ def timeline_fill(
         shape_at[i + 1] = o
 
 
-def _at(data: np.ndarray, j: int, word: bytes) -> bool:
+def _at(data: memoryview, j: int, word: bytes) -> bool:
     """``data`` holds ``word`` from ``j`` on (the caller has checked there is room)."""
     for k in range(len(word)):
         if data[j + k] != word[k]:
@@ -248,14 +249,14 @@ def texts(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.StringAr
     at = np.zeros(len(starts) + 1, dtype=np.int64)
     np.cumsum(ends - starts, out=at[1:])
     out = np.empty(int(at[len(starts)]), dtype=np.uint8)
-    _copy(memoryview(data), starts, ends, out)
+    _copy(data.data, starts, ends, out)
     texts_: pa.StringArray = pa.StringArray.from_buffers(
         len(starts), pa.py_buffer(at.astype(np.int32)), pa.py_buffer(out)
     )
     return texts_
 
 
-def _copy(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, out: np.ndarray) -> None:
+def _copy(data: memoryview, starts: np.ndarray, ends: np.ndarray, out: np.ndarray) -> None:
     """``data[starts[i]:ends[i]]`` one after another into ``out``."""
     o = 0
     for i in range(len(starts)):
@@ -265,7 +266,7 @@ def _copy(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, out: np.ndarra
 
 
 def tracing_shape_fill(
-    data: np.ndarray, offs: np.ndarray, rows: np.ndarray, shape: np.ndarray, shape_at: np.ndarray
+    data: memoryview, offs: np.ndarray, rows: np.ndarray, shape: np.ndarray, shape_at: np.ndarray
 ) -> None:
     """For each tracing line ``rows[i]``: its text after its first space with each value after
     a ``=`` taken out (the ``=`` stays) into ``shape`` (from ``shape_at[i]`` to
@@ -301,7 +302,7 @@ def tracing_shape_fill(
 
 
 def cut_fill(
-    data: np.ndarray,
+    data: memoryview,
     offs: np.ndarray,
     rows: np.ndarray,
     cuts: np.ndarray,

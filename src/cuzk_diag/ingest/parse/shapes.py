@@ -242,7 +242,7 @@ def tracing_groups(
         return []
     data, offs, rows = _buffers(sel, rows)
     shape, shape_at = _shape_buffers(offs, rows)
-    tracing_shape_fill(memoryview(data), offs, rows, shape, shape_at)
+    tracing_shape_fill(data.data, offs, rows, shape, shape_at)
     codes, shape_texts = _shapes(len(rows), shape, shape_at)
     counts = np.bincount(codes, minlength=len(shape_texts))
     found: list[_Found] = []
@@ -271,7 +271,7 @@ def cut_pieces(
     spans = np.empty((len(rows), len(cuts), 2), dtype=np.int64)
     fit = np.zeros(len(rows), dtype=np.uint8)
     word_at = np.empty(words + 1, dtype=np.int64)
-    cut_fill(memoryview(data), offs, rows, table, word_at, spans, fit)
+    cut_fill(data.data, offs, rows, table, word_at, spans, fit)
     ok = fit == 1
     spans = spans[ok]
     return ok, [texts(data, spans[:, f, 0], spans[:, f, 1]) for f in range(len(cuts))]
@@ -290,8 +290,15 @@ class _Found:
     def cut(cls, data: np.ndarray, offs: np.ndarray, rows: np.ndarray, plan: Plan) -> _Found | None:
         """The lines ``rows`` of the shape of ``plan`` that have its number of words, and each
         field's printed text cut from them."""
-        cuts = [what if way == "cut" else what[0] for way, what in plan.how if way != "const"]
-        ok, pieces = cut_pieces(data, offs, rows, plan.words, cuts)  # type: ignore[arg-type]
+        cuts: list[Cut] = []
+        for way, what in plan.how:
+            if way == "cut":
+                assert isinstance(what, Cut)
+                cuts.append(what)
+            elif way == "value":
+                assert isinstance(what, tuple)
+                cuts.append(what[0])
+        ok, pieces = cut_pieces(data, offs, rows, plan.words, cuts)
         if not ok.any():
             return None
         taken = iter(pieces)

@@ -1,19 +1,21 @@
 # cython: boundscheck=False, wraparound=False
 # (Compiled, the loops index the buffers they are given without checks: every index is within
 # the line it reads or the room the caller made for what it writes.)
-"""The C++ prover's lines and the TIMELINE lines read from their bytes, one pass over each line.
+"""Fixed-form lines read from their bytes, one pass over each line: the C++ prover's lines, the
+TIMELINE lines, and the shapes and value pieces of tracing lines.
 
-``columnar`` groups the lines of a chunk by their printed form and reads their values as
-columns. For the two families whose lines are short and all alike, the pass that finds each
-line's form and values is one loop over the line's bytes here (compiled: a C loop over the
-chunk's buffer, about 1-2 ns a byte, where the kernels and numpy passes it replaces took some
-1,000 ns a line). It writes, per line, its form as text (the line with its values taken out),
-which the caller numbers with one dictionary encoding, and its values into columns; no Python
-object is made per line.
+``columnar`` and ``shapes`` group the lines of a chunk by their printed form and read their
+values as columns. The pass that finds each line's form, and its values or the places of its
+pieces, is one loop over the line's bytes here (compiled: a C loop over the chunk's buffer;
+``timeline_fill`` takes about 120 ns a TIMELINE line, where the Arrow kernels and numpy passes
+these loops replace took about 1,000). A loop writes, per line, its form as text (the line
+with its values taken out), which the caller numbers with one dictionary encoding, and its
+values or their places into columns; no Python object is made per line.
 
-Only the compiled build reads these lines here (``COMPILED``; ``columnar.BULK_SCAN``): run as
-Python, a loop over each byte costs more than the per-line parsers, which then read them
-(as they read every line in another form, in both builds; the results are the same).
+Only the compiled build reads these lines here (``COMPILED``; ``columnar.BULK_SCAN``,
+``shapes.ENABLED``): run as Python, a loop over each byte costs more than the per-line
+parsers, which then read them (as they read every line in another form, in both builds; the
+results are the same).
 
 The loops read the chunk's text as Arrow holds it: ``data`` (its bytes, a memoryview of bytes:
 run as Python, a byte read is an ``int``) and ``offs`` (where each line starts; line ``r`` is

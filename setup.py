@@ -1,6 +1,6 @@
 """The package is pure Python; a regular install also compiles the modules that touch each log line
-(``COMPILED``: the parse, the assembly and the records' conversion) with Cython, from the same
-source files, where a C compiler is at hand.
+(``COMPILED``: the parse, the assembly, the records' conversion and live mode's handling of each
+record) with Cython, from the same source files, where a C compiler is at hand.
 
 Compiled, the same code assembles about 1.5 times as fast, and the fixed-form lines (C++,
 TIMELINE, tracing shapes) are read by loops over their bytes (``ingest/parse/scan.py``), which the
@@ -26,6 +26,7 @@ SRC = Path(__file__).resolve().parent / "src"
 COMPILED = sorted(
     [
         SRC / "cuzk_diag" / "frame.py",
+        SRC / "cuzk_diag" / "live.py",
         SRC / "cuzk_diag" / "ingest" / "stream.py",
         *(SRC / "cuzk_diag" / "ingest" / "parse").glob("*.py"),
         *(SRC / "cuzk_diag" / "ingest" / "assemble").glob("*.py"),

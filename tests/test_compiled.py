@@ -72,7 +72,7 @@ def test_setup_compiles_every_module_of_the_stages(compiled_tree: Path) -> None:
     probe = _run(
         compiled_tree,
         "-c",
-        "import cuzk_diag.ingest as i, cuzk_diag.ingest.assemble.gpu as g; "
+        "import cuzk_diag.ingest as i, cuzk_diag.ingest.assemble.gpu as g, cuzk_diag.live; "
         "print(i.build(), g.__file__)",
     )
     assert probe.returncode == 0, probe.stderr

@@ -68,6 +68,13 @@ def _run(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _pytest(tree: Path, *args: str) -> None:
+    """The test suite's ``args`` run against the package in ``tree``; they must pass."""
+    tests = _run(tree, "-m", "pytest", "-x", "-p", "no:cacheprovider", *args)  # (-q: addopts)
+    assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-4000:]
+    assert " skipped" not in tests.stdout, tests.stdout[-2000:]
+
+
 def test_setup_compiles_every_module_of_the_stages(compiled_tree: Path) -> None:
     probe = _run(
         compiled_tree,
@@ -93,14 +100,8 @@ def test_the_compiled_build_gives_every_digest_of_the_pure_build(compiled_tree: 
 def test_the_compiled_build_passes_the_live_ingest_pool_split_and_parse_tests(
     compiled_tree: Path,
 ) -> None:
-    tests = _run(
+    _pytest(
         compiled_tree,
-        "-m",
-        "pytest",
-        "-q",
-        "-x",
-        "-p",
-        "no:cacheprovider",
         "tests/test_live.py",
         "tests/test_ingest.py",
         "tests/test_pool.py",
@@ -108,7 +109,6 @@ def test_the_compiled_build_passes_the_live_ingest_pool_split_and_parse_tests(
         "tests/test_columnar.py",
         "tests/test_shapes.py",
     )
-    assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-4000:]
 
 
 def test_the_compiled_loops_over_line_bytes_are_linear_on_adversarial_lines(
@@ -117,17 +117,9 @@ def test_the_compiled_loops_over_line_bytes_are_linear_on_adversarial_lines(
     """The C loops of ``scan`` (which the pure build does not run in its parse) and the parse
     of whole 1 MiB lines through them cost what a plain scan of the line costs, within the
     ratio of the pattern tests."""
-    tests = _run(
+    _pytest(
         compiled_tree,
-        "-m",
-        "pytest",
-        "-q",
-        "-x",
-        "-p",
-        "no:cacheprovider",
         "tests/test_patterns.py",
         "-k",
         "scan_loops_are_linear or parser_is_linear",
     )
-    assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-4000:]
-    assert " skipped" not in tests.stdout, tests.stdout[-2000:]

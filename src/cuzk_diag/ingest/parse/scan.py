@@ -244,8 +244,8 @@ def _at(data: memoryview, j: int, word: bytes) -> bool:
 
 
 def texts(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.StringArray:
-    """The texts ``data[starts[i]:ends[i]]`` as a string array (whole UTF-8: they start and end
-    at ASCII bytes of a UTF-8 text)."""
+    """The texts ``data[starts[i]:ends[i]]`` as a string array (whole UTF-8: each starts and
+    ends at a character's first byte of a UTF-8 text, or at its end)."""
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
     at = np.zeros(len(starts) + 1, dtype=np.int64)

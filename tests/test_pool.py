@@ -3,6 +3,8 @@ line table, row for row, and the same accounting, whatever the chunk boundaries 
 
 from __future__ import annotations
 
+import io
+import pickle
 import time
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from hypothesis import strategies as st
 
 from cuzk_diag.cli import cli
 from cuzk_diag.errors import InputError
-from cuzk_diag.ingest import pool
+from cuzk_diag.ingest import parallel, pool
 from cuzk_diag.ingest.parse import Carry, LineParser, ParsedChunk
 from cuzk_diag.linetable import chunk_lines
 from cuzk_diag.records import Accounting
@@ -227,3 +229,61 @@ def test_export_lines_from_stdin_with_two_processes(tmp_path: Path) -> None:
         assert res.exit_code == 0, res.output
         outs.append(pq.read_table(out))
     assert outs[0].num_rows > 100 and outs[0].equals(outs[1])
+
+
+def _message() -> tuple[object, ...]:
+    """A message with every kind of buffer a child's reply or task holds: a sliced Arrow table
+    (its buffers shared with the rows left out), a writable numpy array, a chunk's text sent out
+    of band, and values pickled in band."""
+    import numpy as np
+
+    table = pa.table({"n": [1, None, 3, 4], "s": ["a", None, "é", "d"]}).slice(1, 2)
+    text = pickle.PickleBuffer(b"line one\nline two\n")
+    return ("ok", table, np.arange(5, dtype=np.int64), text, {"k": [1, 2]}, b"in band")
+
+
+def test_a_message_comes_back_as_it_was_sent() -> None:
+    """Out-of-band buffers come back as a pickle in band gives them: the table equal, the numpy
+    array writable, the text as ``bytes``; a second message follows the first."""
+    out = io.BytesIO()
+    parallel.send(out, _message())
+    parallel.send(out, ("done", None))
+    inp = io.BytesIO(out.getvalue())
+    kind, table, arr, text, plain, inband = parallel.recv(inp)  # type: ignore[misc]
+    assert kind == "ok" and table.to_pylist() == [{"n": None, "s": None}, {"n": 3, "s": "é"}]
+    arr[0] = 7  # (writable, as in band)
+    assert arr.tolist() == [7, 1, 2, 3, 4]
+    assert type(text) is bytes and text == b"line one\nline two\n"
+    assert plain == {"k": [1, 2]} and inband == b"in band"
+    assert parallel.recv(inp) == ("done", None)
+    assert parallel.recv(inp) is None
+
+
+def test_a_message_cut_anywhere_reads_as_the_end() -> None:
+    """A child that dies mid-message: the reader sees the end (None), never a part of it."""
+    out = io.BytesIO()
+    parallel.send(out, _message())
+    data = out.getvalue()
+    for cut in range(0, len(data), max(1, len(data) // 97)):
+        assert parallel.recv(io.BytesIO(data[:cut])) is None
+    assert parallel.recv(io.BytesIO(data[:-1])) is None
+
+
+def test_a_message_through_a_pipe_in_pieces() -> None:
+    """Through a real pipe, written by another thread, buffers larger than the pipe holds."""
+    import os
+    import threading
+
+    big = pa.table({"x": pa.array(range(300_000))})
+    r, w = os.pipe()
+    with os.fdopen(r, "rb") as inp, os.fdopen(w, "wb") as out:
+
+        def write() -> None:
+            parallel.send(out, ("ok", big))
+            out.close()
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        msg = parallel.recv(inp)
+        writer.join()
+    assert msg is not None and msg[1].equals(big)

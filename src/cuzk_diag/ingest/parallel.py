@@ -32,7 +32,10 @@ from cuzk_diag.sources import CHUNK_SIZE
 
 #: What the assembly writes into the accounting; everything else is the parse's.
 ASSEMBLY_FIELDS = frozenset({"unattributed", "unattributed_examples"})
-_LEN = struct.Struct("<Q")
+#: A message's head: the size of its pickle and the number of its out-of-band buffers; then
+#: per buffer, its size and whether it is read-only.
+_HEAD = struct.Struct("<QI")
+_BUF = struct.Struct("<Q?")
 
 
 def adopt_parse_counts(acc: Accounting, parsed: Accounting) -> None:
@@ -86,18 +89,51 @@ def can_parallel(inputs: Sequence[Any]) -> bool:
 
 
 def send(out: IO[bytes], msg: tuple[Any, ...]) -> None:
-    data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(_LEN.pack(len(data)))
+    """Write ``msg`` for ``recv``: its pickle (protocol 5) with the buffers of its Arrow arrays,
+    numpy arrays and ``pickle.PickleBuffer``s out of band, each written from where it lies (a
+    pickle in band copies them into itself, and its reader copies them out again: two copies
+    of every column of a line table, on top of the pipe's two)."""
+    bufs: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(msg, protocol=5, buffer_callback=bufs.append)
+    raws = [b.raw() for b in bufs]
+    out.write(_HEAD.pack(len(data), len(raws)))
+    out.write(b"".join(_BUF.pack(r.nbytes, r.readonly) for r in raws))
     out.write(data)
+    for r in raws:
+        out.write(r)
 
 
 def recv(inp: IO[bytes]) -> tuple[Any, ...] | None:
-    head = inp.read(_LEN.size)
-    if len(head) < _LEN.size:
+    """A message ``send`` wrote; None when the stream ends before all of it. Each out-of-band
+    buffer is read into an object of its own, once: ``bytes`` for a read-only one (an Arrow
+    buffer, a ``PickleBuffer`` of bytes: the object the receiver gets), a ``bytearray`` for a
+    writable one (a numpy array's), as a pickle in band would give them."""
+    head = inp.read(_HEAD.size)
+    if len(head) < _HEAD.size:
         return None
-    (size,) = _LEN.unpack(head)
+    size, count = _HEAD.unpack(head)
+    sizes = inp.read(_BUF.size * count)
     data = inp.read(size)
-    return pickle.loads(data) if len(data) == size else None
+    if len(sizes) < _BUF.size * count or len(data) < size:
+        return None
+    buffers: list[bytes | bytearray] = []
+    for nbytes, readonly in _BUF.iter_unpack(sizes):
+        buf = inp.read(nbytes) if readonly else _read_into(inp, bytearray(nbytes))
+        if buf is None or len(buf) < nbytes:
+            return None
+        buffers.append(buf)
+    return pickle.loads(data, buffers=buffers)  # type: ignore[no-any-return]
+
+
+def _read_into(inp: IO[bytes], buf: bytearray) -> bytearray | None:
+    """``buf`` filled from ``inp``; None when the stream ends first."""
+    view, got = memoryview(buf), 0
+    while got < len(buf):
+        n = inp.readinto(view[got:])  # type: ignore[attr-defined]
+        if not n:
+            return None
+        got += n
+    return buf
 
 
 def start_child(

@@ -277,7 +277,9 @@ def _pooled(
             started = [c for c in children if c.started]
             child = min(started, key=lambda c: c.inflight) if started else None
             if child is not None and child.inflight < AHEAD:
-                child.send((idx, text, start, full, work))
+                # (The text out of band: written to the pipe from where it lies; the
+                # child reads it into the bytes it parses.)
+                child.send((idx, pickle.PickleBuffer(text), start, full, work))
                 PoolStats.sent += 1
                 sent.append(_Sent(child, None, idx, text, start, read, bench))
             else:

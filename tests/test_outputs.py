@@ -257,6 +257,7 @@ def test_check_junit_on_stdout_matches_the_junit_file(tmp_path: Path) -> None:
                 st.none(),
                 st.booleans(),
                 st.integers(-(2**63), 2**63 - 1),
+                st.integers(2**63, 2**70),
                 st.floats(allow_nan=True),
                 st.text(max_size=5),
                 st.lists(st.integers(), max_size=2),
@@ -274,9 +275,17 @@ def test_records_fit_their_columns_as_the_careful_path_makes_them(recs: list[dic
     from cuzk_diag.frame import _fit, records_to_table
     from cuzk_diag.records import PARTITION_SCHEMA
 
+    from cuzk_diag import frame
+
     # (gpu_ms: integer column; kernel, x: not columns; job_id, status: text)
     expected = pa.Table.from_pylist([_fit(r) for r in recs], schema=PARTITION_SCHEMA)
-    assert records_to_table(recs).equals(expected)
+    compiled = frame.COMPILED
+    try:
+        for fill in (True, False):  # (with and without ``_fill``, whichever build this is)
+            frame.COMPILED = fill
+            assert records_to_table(recs).equals(expected)
+    finally:
+        frame.COMPILED = compiled
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
@@ -324,3 +333,31 @@ def test_a_partition_export_is_the_same_file_whether_records_come_one_by_one_or_
     assert files[1].read().column("record").to_pylist() == list(range(40))
     sizes = [[f.metadata.row_group(i).num_rows for i in range(f.num_row_groups)] for f in files]
     assert sizes[0] == sizes[1] == [7, 7, 7, 7, 7, 5]
+
+
+def test_every_fixture_log_s_records_make_the_same_table_with_and_without_the_fill() -> None:
+    """``records_to_table`` through ``_fill`` (the integer columns on numpy buffers) and
+    through ``_columns`` alone: equal tables, null counts and schema included, for the records
+    of every fixture log (all code versions, failed and damaged calls), in batches."""
+    from cuzk_diag import frame
+    from cuzk_diag.ingest.stream import stream
+    from cuzk_diag.records import Accounting, RunInfo
+
+    logs = sorted((ROOT / "fixtures").rglob("*.log"))
+    assert len(logs) > 20
+    compiled = frame.COMPILED
+    try:
+        for log in logs:
+            recs = list(stream([str(log)], Accounting(), RunInfo()))
+            for at in range(0, len(recs), 37):  # (batches that cut where they fall)
+                rows = recs[at : at + 37]
+                frame.COMPILED = True
+                filled = frame.records_to_table(rows)
+                frame.COMPILED = False
+                plain = frame.records_to_table(rows)
+                assert filled.equals(plain, check_metadata=True), (log.name, at)
+                assert [c.null_count for c in filled.columns] == [
+                    c.null_count for c in plain.columns
+                ]
+    finally:
+        frame.COMPILED = compiled

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
 from cuzk_diag.records import PARTITION_COLUMNS, PARTITION_SCHEMA, is_int64
@@ -90,7 +91,9 @@ def records_to_table(records: Iterable[dict[str, Any]]) -> pa.Table:
     cannot take (an integer beyond int64, say, from a line with 25 digits), every record of the
     batch goes through ``_fit``."""
     rows = list(records)
-    columns = _columns(rows, check=True)
+    columns = _filled_columns(rows) if COMPILED else None
+    if columns is None:
+        columns = _columns(rows, check=True)
     if columns is None:
         rows = [_coerce(r) for r in rows]
         columns = _columns(rows, check=False)
@@ -127,6 +130,94 @@ def _columns(rows: list[dict[str, Any]], *, check: bool) -> list[Any] | None:
         values if has or not n else null_array(typ, n)
         for (values, _, has), (_, typ) in zip(cols.values(), PARTITION_COLUMNS, strict=True)
     ]
+
+
+#: This module runs compiled (its file is an extension module): ``records_to_table`` then
+#: takes the records' values through ``_fill``, a C loop, before ``_columns``.
+COMPILED = not __file__.endswith(".py")
+#: Each column's slot for ``_fill``: an int64 column's row of the integer matrix (0, 1, ...),
+#: any other column's list of values, counted down from -1.
+_INT64_COLS = [name for name, typ in PARTITION_COLUMNS if typ == pa.int64()]
+_OBJ_COLS = [name for name, typ in PARTITION_COLUMNS if typ != pa.int64()]
+_SLOTS: dict[str, int] = {
+    **{name: i for i, name in enumerate(_INT64_COLS)},
+    **{name: -1 - j for j, name in enumerate(_OBJ_COLS)},
+}
+#: The value types the other columns take as they are (``_FITS``; None: any).
+_OBJ_FITS: list[tuple[type, ...] | None] = [_FITS.get(name) for name in _OBJ_COLS]
+
+
+def _filled_columns(rows: list[dict[str, Any]]) -> list[Any] | None:
+    """``_columns(rows, check=True)`` with the integer columns as Arrow arrays on numpy
+    buffers that ``_fill`` wrote (Arrow reads a list of ints at ~300 instructions a value);
+    None when a value is not of its column's types, or an integer does not fit in an int64
+    (then ``_columns`` and ``_fit`` take the batch, as without this step)."""
+    n = len(rows)
+    if not n:
+        return None
+    ints = np.zeros((len(_INT64_COLS), n), dtype=np.int64)
+    seen = np.zeros((len(_INT64_COLS), n), dtype=np.uint8)
+    objs: list[list[Any]] = [[None] * n for _ in _OBJ_COLS]
+    has = np.zeros(len(_OBJ_COLS), dtype=np.uint8)
+    if not _fill(rows, _SLOTS, ints, seen, objs, has, _OBJ_FITS):
+        return None
+    counts = seen.sum(axis=1, dtype=np.int64).tolist()
+    out: list[Any] = []
+    for name, typ in PARTITION_COLUMNS:
+        slot = _SLOTS[name]
+        if slot < 0:
+            out.append(objs[-1 - slot] if has[-1 - slot] else null_array(typ, n))
+            continue
+        k = counts[slot]
+        if not k:
+            out.append(null_array(typ, n))
+            continue
+        # (A copy of the column's row: the matrix, rows of empty columns included, is freed.)
+        data = pa.py_buffer(ints[slot].copy())
+        valid = None if k == n else pa.py_buffer(np.packbits(seen[slot], bitorder="little"))
+        out.append(pa.Array.from_buffers(typ, n, [valid, data], null_count=n - k))
+    return out
+
+
+def _fill(
+    rows: list[dict[str, Any]],
+    slots: dict[str, int],
+    ints: np.ndarray,
+    seen: np.ndarray,
+    objs: list[list[Any]],
+    has: np.ndarray,
+    fits: list[tuple[type, ...] | None],
+) -> bool:
+    """Each record's values into its columns (``slots``): an int64 column's into ``ints``,
+    marked in ``seen``, any other's into its list in ``objs``, marked in ``has``. False at the
+    first value that is not of its column's types (``fits``, as ``_columns`` checks them) or an
+    integer beyond int64. (Compiled, a C loop over the records' items; keys that are no
+    column, and None, are left, as ``_columns`` leaves them.)"""
+    for i in range(len(rows)):
+        for k, v in rows[i].items():
+            if v is None:
+                continue
+            slot = slots.get(k)
+            if slot is None:
+                continue
+            c = slot
+            if c >= 0:
+                if type(v) is not int:
+                    return False
+                try:
+                    x = v  # (compiled: a C integer, which raises here for a larger one)
+                    ints[c, i] = x  # (run as Python: numpy raises here)
+                except OverflowError:
+                    return False
+                seen[c, i] = 1
+            else:
+                j = -1 - c
+                ok = fits[j]
+                if ok is not None and type(v) not in ok:
+                    return False
+                objs[j][i] = v
+                has[j] = 1
+    return True
 
 
 #: All-null arrays by (type, length), made once: see ``share_nulls``.

@@ -272,10 +272,9 @@ def test_records_fit_their_columns_as_the_careful_path_makes_them(recs: list[dic
     text): the table is the one ``_fit`` on every record gives."""
     import pyarrow as pa
 
+    from cuzk_diag import frame
     from cuzk_diag.frame import _fit, records_to_table
     from cuzk_diag.records import PARTITION_SCHEMA
-
-    from cuzk_diag import frame
 
     # (gpu_ms: integer column; kernel, x: not columns; job_id, status: text)
     expected = pa.Table.from_pylist([_fit(r) for r in recs], schema=PARTITION_SCHEMA)

@@ -356,6 +356,15 @@ def test_clean_chunk_hands_on_plain_chunks_as_the_text_cleaning_would(pieces, pa
 
 
 @settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([b"]", b":", b" ", b"]: ", b"a", b"\n", b"\xff"]), max_size=30))
+def test_the_journald_bracket_search_agrees_with_a_search_of_the_bytes(pieces):
+    from cuzk_diag.sources import _bracket_colon
+
+    data = b"".join(pieces)
+    assert _bracket_colon(data) is (b"]: " in data)
+
+
+@settings(max_examples=500, deadline=None)
 @given(st.binary(max_size=64))
 def test_utf8_valid_agrees_with_decode(data):
     from cuzk_diag.sources import utf8_valid

@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from cuzk_diag.sources import input_errors, open_input
+from cuzk_diag.sources import input_errors, newlines, open_input
 
 DAEMON_START = b"cuzk-daemon starting"
 ENGINE_START = b"starting cuzk engine"
@@ -61,7 +61,7 @@ def start_lines(path: str) -> list[int]:
                     daemon_pending = False
                 else:
                     out.append(at)
-            line += block.count(b"\n")
+            line += newlines(block)
         if carry and any(m == DAEMON_START or not daemon_pending for _, m in _markers(carry)):
             out.append(line)
     return out
@@ -142,7 +142,7 @@ def _copy_lines(piece: Piece, dest: str) -> None:
                 block, carry = data[:cut], data[cut:]
             else:
                 block, carry = data, b""
-            n = block.count(b"\n") + (0 if block.endswith(b"\n") or not block else 1)
+            n = newlines(block) + (0 if block.endswith(b"\n") or not block else 1)
             lo, hi = line, line + n - 1  # lines held in block
             line += n
             if piece.last is not None and lo > piece.last:
@@ -163,5 +163,5 @@ def _nth_line_start(block: bytes, n: int) -> int:
     """Offset of the start of the n-th line (0-based) in block."""
     if n <= 0:
         return 0
-    newlines = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
-    return int(newlines[n - 1]) + 1
+    ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+    return int(ends[n - 1]) + 1

@@ -22,7 +22,7 @@ from cuzk_diag.ingest.assemble.runinfo import has_run_info, timeline_key
 from cuzk_diag.ingest.parse import Carry, LineParser
 from cuzk_diag.ingest.parse.era import EraDetector
 from cuzk_diag.records import Accounting, Event, Family, RunInfo
-from cuzk_diag.sources import CHUNK_SIZE, SourceStats, iter_input, open_window
+from cuzk_diag.sources import CHUNK_SIZE, SourceStats, iter_input, newlines, open_window
 
 #: Warm-ups a child tries (``_warm_up``).
 TRIES = 3
@@ -52,7 +52,7 @@ def count_lines(name: str, stop: int, start: int = 0) -> int:
     with open(name, "rb") as fh:
         fh.seek(start)
         while left > 0 and (block := fh.read(min(_SCAN, left))):
-            n += block.count(b"\n")
+            n += newlines(block)
             left -= len(block)
     return n
 

@@ -47,7 +47,7 @@ from cuzk_diag.ingest.parallel import (
 from cuzk_diag.ingest.parse import Carry, LineParser, ParsedChunk
 from cuzk_diag.ingest.stream import PacedCollector, input_read, parse_parts, settle_heap
 from cuzk_diag.records import Accounting
-from cuzk_diag.sources import CHUNK_SIZE, Source, iter_input
+from cuzk_diag.sources import CHUNK_SIZE, Source, iter_input, newlines
 
 R = TypeVar("R")
 
@@ -286,7 +286,7 @@ def _pooled(
                 here = parse_chunk(idx, text, start, full, work)
                 PoolStats.here += 1
                 sent.append(_Sent(None, here, idx, text, start, read, bench))
-            next_line += text.count(b"\n")
+            next_line += newlines(text)
             while sent and (len(sent) >= limit or sent[0].child is None or sent[0].child.ready()):
                 item = sent.popleft()
                 result, ended = _take(item, ended, acc, work, full)

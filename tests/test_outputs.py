@@ -360,3 +360,31 @@ def test_every_fixture_log_s_records_make_the_same_table_with_and_without_the_fi
                 ]
     finally:
         frame.COMPILED = compiled
+
+
+def test_the_filled_columns_live_in_arrow_s_memory_pool() -> None:
+    """The integer columns ``_fill`` makes are in Arrow's pool, as the columns Arrow makes
+    itself: on numpy's buffers (the C heap), a long log's tables left the heap fragmented once
+    the frame took them (1 GB log: the frame's and the analysis's steps 50-60 MiB higher)."""
+    import pyarrow as pa
+
+    from cuzk_diag import frame
+    from cuzk_diag.ingest.stream import stream
+    from cuzk_diag.records import Accounting, RunInfo
+
+    recs = list(stream([str(ROOT / "fixtures" / "sim" / "gw2.log")], Accounting(), RunInfo()))
+    compiled = frame.COMPILED
+    frame.COMPILED = True
+    try:
+        before = pa.total_allocated_bytes()
+        columns = frame._filled_columns(recs * 50)
+        pooled = pa.total_allocated_bytes() - before
+    finally:
+        frame.COMPILED = compiled
+    assert columns is not None
+    ints = [
+        c
+        for c in columns
+        if isinstance(c, pa.Array) and c.type == pa.int64() and c.null_count < len(c)
+    ]
+    assert ints and pooled >= sum(c.nbytes for c in ints)

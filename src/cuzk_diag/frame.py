@@ -173,10 +173,20 @@ def _filled_columns(rows: list[dict[str, Any]]) -> list[Any] | None:
             out.append(null_array(typ, n))
             continue
         # (A copy of the column's row: the matrix, rows of empty columns included, is freed.)
-        data = pa.py_buffer(ints[slot].copy())
-        valid = None if k == n else pa.py_buffer(np.packbits(seen[slot], bitorder="little"))
+        data = _pooled(ints[slot])
+        valid = None if k == n else _pooled(np.packbits(seen[slot], bitorder="little"))
         out.append(pa.Array.from_buffers(typ, n, [valid, data], null_count=n - k))
     return out
+
+
+def _pooled(values: np.ndarray) -> pa.Buffer:
+    """A copy of ``values`` in Arrow's memory pool, where the columns Arrow makes itself live:
+    the tables of a long log are held until the frame, and on numpy's buffers (the C heap) they
+    left the heap fragmented after the frame took them (1 GB log: the frame's step peaked at
+    509 MiB and the analysis's at 527, against 459 and 465)."""
+    buf = pa.allocate_buffer(values.nbytes)
+    np.frombuffer(buf, dtype=values.dtype)[:] = values
+    return buf
 
 
 def _fill(

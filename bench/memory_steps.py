@@ -8,7 +8,7 @@ Runs the steps of ``cuzk-diag analyze LOG --format json -o FILE -q`` in this pro
 installed package, or ``PYTHONPATH``), as the command runs them: the imports, the ingest (the
 record batches, ``pipeline.iter_record_batches``), the frame (``completed_table`` and
 ``take_frame``: the run's era and wall clock, rows put in lock order as each column is
-converted), the analysis (``cli.analyze.map_large_blocks``, then ``analyze_run``: the facts, the
+converted), the analysis (``heap.map_large_blocks``, then ``analyze_run``: the facts, the
 stage table, the rules), the findings' estimates (``model.savings.estimate_findings``) and the JSON
 report written to a file. After each step it reads the process's peak (``VmHWM``) and what it holds
 (``VmRSS``) from ``/proc/self/status``, then resets the peak (``/proc/self/clear_refs``), so each
@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import cuzk_diag.cli  # noqa: F401  (what the command imports)
     from cuzk_diag.analysis import analyze_run
-    from cuzk_diag.cli.analyze import map_large_blocks
     from cuzk_diag.frame import take_frame
+    from cuzk_diag.heap import hand_back, map_large_blocks
     from cuzk_diag.model.savings import estimate_findings
     from cuzk_diag.pipeline import Run, completed_table, iter_record_batches, open_sources
     from cuzk_diag.records import Accounting, RunInfo
@@ -68,15 +68,18 @@ def main(argv: list[str] | None = None) -> int:
     batches = list(iter_record_batches(open_sources([str(log)]), acc, info, jobs=a.jobs))
     step("ingest (record batches)")
     table, order = completed_table(batches, info)
+    hand_back()  # (as ``pipeline.assemble_frame``)
     tables = [table]
     del table
     run = Run(take_frame(tables, order), info, acc, [str(log)])
     step("frame (era, wall clock, lock order)")
+    hand_back()  # (as the command, before the analysis)
     map_large_blocks()
     result = analyze_run(run, None, inputs=[str(log)])
     step("analysis (facts, stages, rules)")
     result.findings = estimate_findings(run, result.facts, result.findings, [str(log)])
     step("estimates")
+    hand_back()  # (as the command, before the report)
     with tempfile.TemporaryFile("w", encoding="utf-8") as out:
         get_reporter("json")(result, out, color="never")
     step("JSON report")

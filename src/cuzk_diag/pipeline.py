@@ -22,6 +22,7 @@ from cuzk_diag.frame import (
     table_to_frame,
     take_frame,
 )
+from cuzk_diag.heap import hand_back
 from cuzk_diag.ingest.assemble.calls import _ts_ms
 from cuzk_diag.ingest.stream import stream
 from cuzk_diag.records import PARTITION_SCHEMA, Accounting, Event, Family, RunInfo
@@ -450,6 +451,7 @@ def assemble_frame(
     info = RunInfo()
     batches = iter_record_batches(inputs, acc, info, progress, jobs=jobs)
     table, order = completed_table(list(batches), info)
+    hand_back()  # (what the ingest freed, before the frame is made)
     tables = [table]
     del table
     return take_frame(tables, order), info, acc

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 from typing import IO, TYPE_CHECKING
 
 import click
@@ -23,6 +22,7 @@ from cuzk_diag.cli.options import (
 )
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
+from cuzk_diag.heap import hand_back, map_large_blocks
 from cuzk_diag.report import names as report_names
 
 if TYPE_CHECKING:
@@ -207,32 +207,14 @@ def _run_batch(
         # (The analysis imports pandas: after the ingest, whose children start sooner so.)
         from cuzk_diag.analysis import analyze_run
 
+        hand_back()
         map_large_blocks()
         result = analyze_run(run, config, inputs=list(logs), estimates=estimates)
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
+    hand_back()
     _write_report(result, fmt, color, output)
     return result
-
-
-#: glibc's ``mallopt`` parameter: the size from which a block is mapped on its own.
-_M_MMAP_THRESHOLD = -3
-
-
-def map_large_blocks() -> None:
-    """From here to the end of the process (the analysis of the loaded run, then its report),
-    glibc maps each block of 256 KiB or more on its own and unmaps it once freed. By default it
-    raises that size to the largest block freed so far (up to 32 MiB) and keeps the freed
-    blocks in its heap, where the analysis's arrays of one value per call, made and freed one
-    after another, left holes that the next ones did not fit (1 GB log: the analysis peaked at
-    483 MiB and the report at 499; so, at 467 and 472). Not during the ingest, whose arrays of a
-    chunk would then be mapped again for every chunk (about 10 % more time). Nothing happens
-    where the C library has no ``mallopt``."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError, TypeError):  # (TypeError: no C library by that name)
-        return
-    mallopt(_M_MMAP_THRESHOLD, 256 << 10)
 
 
 def _write_report(result: Analysis, fmt: str, color: str, output: str | None) -> None:

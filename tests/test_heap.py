@@ -1,0 +1,59 @@
+"""The C heap between the steps of an analysis (``cuzk_diag.heap``)."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+
+import pytest
+
+_HELD_AFTER = """
+import gc
+from cuzk_diag.heap import hand_back
+
+def rss():
+    with open("/proc/self/status") as fh:
+        return next(int(l.split()[1]) for l in fh if l.startswith("VmRSS")) // 1024
+
+blocks = [bytearray(100_000) for _ in range(2_000)]  # (heap blocks, below the mmap threshold)
+keep = blocks[-1]  # (the heap's top stays in use: only a trim of its inside frees the rest)
+del blocks
+gc.collect()
+before = rss()
+{call}
+print(before, rss())
+"""
+
+
+def _held(call: str) -> tuple[int, int]:
+    out = subprocess.run(
+        [sys.executable, "-c", _HELD_AFTER.format(call=call)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    before, after = map(int, out.stdout.split())
+    return before, after
+
+
+@pytest.mark.skipif(
+    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
+    reason="malloc_trim and /proc are glibc's and Linux's",
+)
+def test_hand_back_returns_the_free_pages_inside_the_heap() -> None:
+    """200 MB of blocks freed under a block still in use stay in the process until
+    ``hand_back``, which returns them (a step's holes, not held into the next step)."""
+    before, after = _held("hand_back()")
+    kept_before, kept_after = _held("pass")
+    assert kept_after > 150 and kept_after >= kept_before - 10  # (glibc keeps them)
+    assert after < before - 150
+
+
+def test_the_heap_settings_do_nothing_without_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the C library has neither function, both calls return quietly."""
+    from cuzk_diag import heap
+
+    monkeypatch.setattr(heap, "_libc", lambda name: None)
+    heap.hand_back()
+    heap.map_large_blocks()

@@ -148,8 +148,9 @@ _OBJ_FITS: list[tuple[type, ...] | None] = [_FITS.get(name) for name in _OBJ_COL
 
 
 def _filled_columns(rows: list[dict[str, Any]]) -> list[Any] | None:
-    """``_columns(rows, check=True)`` with the integer columns as Arrow arrays on numpy
-    buffers that ``_fill`` wrote (Arrow reads a list of ints at ~300 instructions a value);
+    """``_columns(rows, check=True)`` with the integer columns as Arrow arrays made from the
+    matrix ``_fill`` wrote, each copied into Arrow's pool (``_pooled``), where Arrow read a
+    list of ints at ~300 instructions a value;
     None when a value is not of its column's types, or an integer does not fit in an int64
     (then ``_columns`` and ``_fit`` take the batch, as without this step)."""
     n = len(rows)

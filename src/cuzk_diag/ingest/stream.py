@@ -51,8 +51,9 @@ class PacedCollector:
     cycles of emitted calls and their blocks are broken as they leave the assembly,
     ``GpuRegion._release``, so a full collection finds next to nothing: on the simulated logs
     of every era, 12 MB each, read without one, a collection at the end found 600-800 objects,
-    as many as on a log of 1,000 lines, where one every 16 MiB took 22-39 ms each and found
-    none. The rare one left guards against cycles from elsewhere.)
+    the blocks the assembly holds to its end with their calls, as on a log of 1 MB, where one
+    every 16 MiB took 22-39 ms each and found none. The rare one left guards against cycles
+    from elsewhere.)
     Leaving the context restores the collector as it was. ``stream`` enters it per chunk,
     never across a ``yield``, so that a caller holding a suspended iterator keeps its collector;
     a loop that runs a whole input through in one go (the line-table export, the parse

@@ -18,6 +18,9 @@ Each run takes about a minute per 10 MB (callgrind runs the program some 50 time
 ``run.py`` measures), several times for several builds; without it, the installed package.
 ``--lines`` adds a fourth run: reading, parsing every line and making the line tables, what
 ``export --lines`` does before writing them (its instructions less the import's).
+``--command`` adds two more: the whole ``cuzk-diag analyze LOG --jobs 1 --format json`` as the
+command runs it (the records' tables, the paced collections, the frame, the analysis and the
+report too), less a run that imports the command only.
 """
 
 from __future__ import annotations
@@ -34,11 +37,20 @@ from common import DEFAULT_OUT, BenchError, ensure_log
 
 STAGES = ("import", "parse", "assemble")
 LINES = "lines"  # (``--lines``)
+COMMAND = ("import-cli", "command")  # (``--command``)
 
 
 def child(stage: str, log: str) -> None:
     """Run one stage (and the stages before it) in this process: what callgrind counts."""
     import gc
+
+    if stage in COMMAND:
+        from cuzk_diag.cli import main as cli_main
+
+        if stage == "command":
+            args = ["analyze", log, "--jobs", "1", "--format", "json", "-o", os.devnull, "-q"]
+            print(f"exit {cli_main(args)}")
+        return
 
     import pandas  # noqa: F401  (as the CLI does; pyarrow imports it on first use otherwise)
 
@@ -95,8 +107,11 @@ def count(tree: str | None, stage: str, log: Path) -> tuple[int, str]:
     return int(m.group(1).replace(",", "")), proc.stdout
 
 
-def measure(tree: str | None, log: Path, lines: bool = False) -> dict[str, int]:
-    ir = {stage: count(tree, stage, log) for stage in (*STAGES, *([LINES] if lines else []))}
+def measure(
+    tree: str | None, log: Path, lines: bool = False, command: bool = False
+) -> dict[str, int]:
+    stages = (*STAGES, *([LINES] if lines else []), *(COMMAND if command else ()))
+    ir = {stage: count(tree, stage, log) for stage in stages}
     out = {
         "parse": ir["parse"][0] - ir["import"][0],
         "assemble": ir["assemble"][0] - ir["parse"][0],
@@ -106,6 +121,8 @@ def measure(tree: str | None, log: Path, lines: bool = False) -> dict[str, int]:
     if lines:
         out["lines"] = ir[LINES][0] - ir["import"][0]
         out["rows"] = int(ir[LINES][1].split()[1])
+    if command:
+        out["command"] = ir["command"][0] - ir["import-cli"][0]
     return out
 
 
@@ -116,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tree", action="append", help="a directory holding the package to run")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where logs are cached")
     ap.add_argument("--lines", action="store_true", help="also count the line tables of every line")
+    ap.add_argument(
+        "--command", action="store_true", help="also count the whole analyze command (--jobs 1)"
+    )
     ap.add_argument("--child", nargs=2, metavar=("STAGE", "LOG"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -134,10 +154,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.lines:
             head += " Lines | Line tables (M) | per line |"
             rule += "---|---|---|"
+        if args.command:
+            head += " analyze (M) | per event |"
+            rule += "---|---|"
         print(head)
         print(rule)
         for tree in trees:
-            r = measure(tree, log, args.lines)
+            r = measure(tree, log, args.lines, args.command)
             n = r["events"]
             row = (
                 f"| {tree or 'installed'} | {n:,} | {r['records']:,} | {r['parse'] / 1e6:,.0f} | "
@@ -146,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.lines:
                 k = r["rows"]
                 row += f" {k:,} | {r['lines'] / 1e6:,.0f} | {r['lines'] / k:,.0f} |"
+            if args.command:
+                row += f" {r['command'] / 1e6:,.0f} | {r['command'] / n:,.0f} |"
             print(row, flush=True)
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)

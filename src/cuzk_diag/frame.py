@@ -91,9 +91,10 @@ def records_to_table(records: Iterable[dict[str, Any]]) -> pa.Table:
     cannot take (an integer beyond int64, say, from a line with 25 digits), every record of the
     batch goes through ``_fit``."""
     rows = list(records)
-    columns = _filled_columns(rows) if COMPILED else None
-    if columns is None:
-        columns = _columns(rows, check=True)
+    # (Where ``_filled_columns`` refuses a batch, ``_columns`` with its check would refuse it
+    # too, or, for an integer beyond int64, take it and leave it to ``_fit`` below: either way
+    # the batch goes the path after it, so the check is not made twice.)
+    columns = _filled_columns(rows) if COMPILED else _columns(rows, check=True)
     if columns is None:
         rows = [_coerce(r) for r in rows]
         columns = _columns(rows, check=False)

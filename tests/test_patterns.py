@@ -310,12 +310,17 @@ SCAN_LINES = [
     ("shape", fill(f"{TS}  INFO x: m k=", '"=')),
     ("shape", fill(f"{TS}  INFO x: m k=", '=" ')),
     ("cut", fill(f"{TS}  INFO x: m ", "k= ")),
+    ("tracing", fill(f"{TS}  INFO x: ", "GPU prove time;")),
+    ("tracing", fill(f"{TS}  INFO x: ", "e:")),
+    ("tracing", fill(f"{TS}  INFO x: ", "Phase 7: dispatching per-partition synthesi")),
 ]
 
 
 @pytest.mark.parametrize("index", range(len(SCAN_LINES)))
 def test_scan_loops_are_linear_on_1mib_adversarial_lines(index):
     from cuzk_diag.ingest.parse import columnar, scan, shapes
+
+    classify = importlib.import_module("cuzk_diag.ingest.parse.classify")
 
     if not scan.COMPILED:
         pytest.skip("the loops run as C in the compiled build only (test_compiled runs this)")
@@ -328,12 +333,14 @@ def test_scan_loops_are_linear_on_1mib_adversarial_lines(index):
             columnar._cpp(sel, rows + 1, rows, Family.TIMING, columnar._TIMING_SHAPES, [])
         elif which == "timeline":
             columnar._timeline(sel, rows + 1, rows, [])
+        elif which == "tracing":
+            classify._tracing(sel, np.ones(1, dtype=bool), search=True)
         elif which == "shape":
-            data, offs, r = columnar._buffers(sel, rows)
+            data, offs, r = scan.buffers(sel, rows)
             shape, shape_at = columnar._shape_buffers(offs, r)
             scan.tracing_shape_fill(data.data, offs, r, shape, shape_at)
         else:
-            data, offs, r = columnar._buffers(sel, rows)
+            data, offs, r = scan.buffers(sel, rows)
             cut = shapes.Cut(2, line.count(" "), 0, 0)
             shapes.cut_pieces(data, offs, r, line.count(" ") + 1, [cut])
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from cuzk_diag.ingest.parse import LineParser, shapes
 from cuzk_diag.ingest.parse.classify import tracing_heads
-from cuzk_diag.ingest.parse.columnar import _buffers, _shape_buffers, extract_fixed
-from cuzk_diag.ingest.parse.scan import tracing_shape_fill
+from cuzk_diag.ingest.parse.columnar import _shape_buffers, extract_fixed
+from cuzk_diag.ingest.parse.scan import buffers, tracing_shape_fill
 from cuzk_diag.ingest.pool import map_parts
 from cuzk_diag.ingest.stream import parse_chunks
 from cuzk_diag.linetable import chunk_lines
@@ -126,7 +126,7 @@ def test_the_common_forms_are_read_column_wise() -> None:
     text = _odd_log()
     sel = pa.array(text.splitlines(), pa.string())
     index = np.arange(len(sel))
-    heads = tracing_heads(sel).to_numpy(zero_copy_only=False)
+    heads = tracing_heads(sel)
     groups = extract_fixed(sel, index, 1, None, heads, full=True)
     rows = np.concatenate([g.rows for g in groups])
     # The common forms (the first two value rows) of both shapes, in both spacings.
@@ -179,7 +179,7 @@ def test_a_cut_finds_its_piece_among_the_words_of_any_line_of_the_shape() -> Non
     # The same shape printed with other values: every cut takes the other line's piece.
     other = '2026-03-13T15:14:02.5Z  INFO w{id=123 job=c}: t: m x=Some(-4) y="" z=77'
     short = "2026-03-13T15:14:02.5Z  INFO w{id=1}: t: m"  # (fewer words: not cut)
-    data, offs, rows = _buffers(pa.array([line, other, short]), np.arange(3))
+    data, offs, rows = buffers(pa.array([line, other, short]), np.arange(3))
     ok, taken = shapes.cut_pieces(data, offs, rows, line.count(" ") + 1, cuts)
     assert ok.tolist() == [True, True, False]
     assert [t.to_pylist() for t in taken] == [
@@ -203,7 +203,7 @@ _SHAPE_TEXT = st.text(alphabet=st.sampled_from(list(' ="{}ab1é_:')), max_size=4
 def test_the_scanned_shape_is_the_regex_replacement(bodies: list[str]) -> None:
     lines = [f"2026-03-13T15:14:01Z {b}" for b in bodies] + ["2026-03-13T15:14:01Z"]
     sel = pa.array(lines, pa.string())
-    data, offs, rows = _buffers(sel, np.arange(len(lines)))
+    data, offs, rows = buffers(sel, np.arange(len(lines)))
     shape, shape_at = _shape_buffers(offs, rows)
     tracing_shape_fill(data.data, offs, rows, shape, shape_at)
     got = pa.StringArray.from_buffers(len(lines), pa.py_buffer(shape_at), pa.py_buffer(shape))
@@ -230,6 +230,6 @@ def test_lines_of_a_shape_with_their_words_shifted_stay_with_the_per_line_parser
     assert events[0] == events[1]
     assert [ev.fields["job_id"] for ev in events[1][-2:]] == ["x y", "x y z"]
     sel = pa.array(text.splitlines(), pa.string())
-    heads = tracing_heads(sel).to_numpy(zero_copy_only=False)
+    heads = tracing_heads(sel)
     (group,) = extract_fixed(sel, np.arange(len(sel)), 1, None, heads, full=True)
     assert group.rows.tolist() == list(range(10))

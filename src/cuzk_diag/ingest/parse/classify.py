@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cuzk_diag.ingest.parse import scan
 from cuzk_diag.ingest.parse.timeline import TIMELINE_PREFIX
 from cuzk_diag.ingest.parse.timing import NTT_H_PREFIX, TIMING_PREFIX
 from cuzk_diag.ingest.parse.tracing import TRACING_KINDS, is_tracing
@@ -55,12 +56,15 @@ ANALYSIS_TRACING_KINDS = frozenset(
 )
 
 
-def _relevant_re2() -> str:
-    words = [re.escape(p) for p, k in TRACING_KINDS if k in ANALYSIS_TRACING_KINDS]
-    return r"^\S+ +(?:WARN|ERROR) |" + "|".join(words)
-
-
-_RELEVANT_RE2 = _relevant_re2()
+#: The messages of those kinds: a tracing line is selected when one is anywhere in it.
+_RELEVANT_WORDS = [p for p, k in TRACING_KINDS if k in ANALYSIS_TRACING_KINDS]
+#: The tracing lines analysis needs: warnings, errors and those messages.
+_RELEVANT_RE2 = r"^\S+ +(?:WARN|ERROR) |" + "|".join(map(re.escape, _RELEVANT_WORDS))
+#: The tracing headers and the relevant lines are found by one loop over each line's bytes
+#: (``scan.tracing_fill``) in the compiled build, else by the RE2 kernels of the two regexes
+#: above; both give the same lines. (A module variable: the tests set it.)
+BYTE_SCAN = scan.COMPILED
+_WORDS = scan.Words(_RELEVANT_WORDS)
 
 
 @dataclass
@@ -116,10 +120,10 @@ def classify(arr: pa.StringArray, *, full: bool) -> Classified:
     ntt_h_lines = pc.starts_with(arr, NTT_H_PREFIX)
     cpp = _bools(timing)
     is_timeline = _bools(timeline)
-    # The tracing header's regex on the lines that start with neither ``CUZK_`` nor
-    # ``TIMELINE,`` only (it fails on those at their first character, but its call on a line
+    # The tracing header is looked for on the lines that start with neither ``CUZK_`` nor
+    # ``TIMELINE,`` only (it fails on those at their first character, but a test of a line
     # cost more than taking the others).
-    is_tracing = _where(~(cpp | is_timeline), _TRACING_HEAD_RE2, arr)
+    is_tracing, relevant = _tracing(arr, ~(cpp | is_timeline), search=not full)
     counts = Counter[str]()
     counts["timing"] = pc.sum(timing_lines).as_py() or 0
     counts["ntt_h"] = pc.sum(ntt_h_lines).as_py() or 0
@@ -130,7 +134,6 @@ def classify(arr: pa.StringArray, *, full: bool) -> Classified:
     if full:
         prefixed = _bools(timing_lines), _bools(ntt_h_lines), is_timeline
         return Classified(arr, counts, np.arange(n), arr, None, is_tracing, prefixed)
-    relevant = _where(is_tracing, _RELEVANT_RE2, arr)
     # Bench output and damaged lines start with neither ``CUZK_`` nor ``TIMELINE,`` nor a
     # tracing header (the bench regex is anchored at a space, ``=``, ``[`` or a lowercase word):
     # both tests run on the other lines only, mostly none.
@@ -167,21 +170,47 @@ def classify(arr: pa.StringArray, *, full: bool) -> Classified:
     )
 
 
-def tracing_heads(arr: pa.StringArray) -> pa.BooleanArray:
+def tracing_heads(arr: pa.StringArray) -> np.ndarray:
     """Per line of ``arr``: whether it has a tracing line's header (timestamp, level)."""
-    heads: pa.BooleanArray = pc.match_substring_regex(arr, _TRACING_HEAD_RE2)
-    return heads
+    return _tracing(arr, np.ones(len(arr), dtype=bool), search=False)[0]
 
 
-def _where(mask: np.ndarray, pattern: str, arr: pa.StringArray) -> np.ndarray:
-    """``mask`` and ``pattern`` found in the line, the regex run on the lines of ``mask`` only
-    (RE2 searches every byte of a line: the tracing lines are a third of a log's lines, two
-    thirds of its bytes)."""
+def _tracing(
+    arr: pa.StringArray, mask: np.ndarray, *, search: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per line of ``arr``: it is a line of ``mask`` with a tracing header, and (with
+    ``search``; else none) such a line analysis needs (``_RELEVANT_RE2``). Only the lines of
+    ``mask`` are read: the regexes search every byte of a line, and the tracing lines are a
+    third of a log's lines, two thirds of its bytes."""
     rows = np.flatnonzero(mask)
-    out = np.zeros(len(arr), dtype=bool)
-    if len(rows):
-        out[rows] = _bools(pc.match_substring_regex(arr.take(ints_array(rows)), pattern))
-    return out
+    heads = np.zeros(len(arr), dtype=bool)
+    relevant = np.zeros(len(arr), dtype=bool)
+    if not len(rows):
+        return heads, relevant
+    if BYTE_SCAN:
+        data, offs, rows = scan.buffers(arr, rows)
+        found = np.zeros((2, len(rows)), dtype=np.uint8)
+        w = _WORDS
+        scan.tracing_fill(
+            data.data,
+            offs,
+            rows,
+            w.shortest,
+            w.shift,
+            w.text,
+            w.at,
+            w.tails,
+            found[0],
+            found[1],
+            search,
+        )
+        heads[rows], relevant[rows] = found.view(bool)
+        return heads, relevant
+    heads[rows] = _bools(pc.match_substring_regex(arr.take(ints_array(rows)), _TRACING_HEAD_RE2))
+    if search and heads.any():
+        rows = np.flatnonzero(heads)
+        relevant[rows] = _bools(pc.match_substring_regex(arr.take(ints_array(rows)), _RELEVANT_RE2))
+    return heads, relevant
 
 
 def ints_array(values: np.ndarray) -> pa.Int64Array:

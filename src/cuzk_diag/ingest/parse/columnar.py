@@ -32,7 +32,14 @@ from cuzk_diag.ingest.parse.classify import (
     split_lines,
     tracing_heads,
 )
-from cuzk_diag.ingest.parse.scan import COMPILED, DETAIL_WORDS, cpp_fill, texts, timeline_fill
+from cuzk_diag.ingest.parse.scan import (
+    COMPILED,
+    DETAIL_WORDS,
+    buffers,
+    cpp_fill,
+    texts,
+    timeline_fill,
+)
 from cuzk_diag.ingest.parse.timeline import (
     _TIMELINE_DETAIL_KEYS,
     TIMELINE_EVENTS,
@@ -164,7 +171,7 @@ def parse_fixed(
     sel: pa.StringArray, index: np.ndarray, lineno: int, source: int, clock: np.ndarray | None
 ) -> list[Event | None]:
     """Events of the selected lines ``sel`` that have a fixed form, None for the others."""
-    tracing = _bools(tracing_heads(sel))
+    tracing = tracing_heads(sel)
     groups = extract_fixed(sel, index, lineno, clock, tracing)
     evs, at = fixed_events(groups, len(sel), source)
     return [evs[i] if i >= 0 else None for i in at.tolist()]
@@ -255,7 +262,7 @@ def _cpp(
     the lines of ``sel`` that start with the family's prefix."""
     if not BULK_SCAN or not len(rows):
         return
-    data, offs, rows = _buffers(sel, rows)
+    data, offs, rows = buffers(sel, rows)
     n = len(rows)
     shape, shape_at = _shape_buffers(offs, rows)
     vals = np.zeros((n, _CPP_WIDTH), dtype=np.int64)
@@ -274,15 +281,6 @@ def _cpp(
         cols: list[pa.Array | Value] = [ints_array(v[:, i]) for i in range(len(names))]
         r = rows[pick]
         groups.append(Group(r, nos[r], family, kind, list(names), cols))
-
-
-def _buffers(sel: pa.StringArray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The bytes of ``sel``'s texts, where each text starts (and the last ends), and ``rows``
-    as the contiguous int64 the scan loops read."""
-    _, bounds, text = sel.buffers()
-    offs = np.frombuffer(bounds, dtype=np.int32, count=len(sel) + 1, offset=sel.offset * 4)
-    data = np.frombuffer(text, dtype=np.uint8) if text is not None else np.zeros(0, np.uint8)
-    return data, offs, np.ascontiguousarray(rows, dtype=np.int64)
 
 
 def _shape_buffers(offs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -323,7 +321,7 @@ def _timeline(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: li
     ``rows``: the lines of ``sel`` that start with ``TIMELINE_PREFIX``."""
     if not BULK_SCAN or not len(rows):
         return
-    data, offs, rows = _buffers(sel, rows)
+    data, offs, rows = buffers(sel, rows)
     n = len(rows)
     spans = np.empty((n, 4), dtype=np.int64)
     shape, shape_at = _shape_buffers(offs, rows)

@@ -40,3 +40,18 @@ cpdef tracing_shape_fill(const unsigned char[::1] data, const int[::1] offs,
 cpdef cut_fill(const unsigned char[::1] data, const int[::1] offs, const long long[::1] rows,
                const long long[:, ::1] cuts, long long[::1] word_at, long long[:, :, ::1] spans,
                unsigned char[::1] fit)
+
+@cython.locals(nw=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t,
+               level=int, found=cython.uchar, e=Py_ssize_t, k=Py_ssize_t, s=Py_ssize_t,
+               st=Py_ssize_t, w=Py_ssize_t, wa=Py_ssize_t, n=Py_ssize_t, j=Py_ssize_t)
+cpdef tracing_fill(const unsigned char[::1] data, const int[::1] offs, const long long[::1] rows,
+                   Py_ssize_t shortest, const long long[::1] shift,
+                   const unsigned char[::1] words, const long long[::1] word_at,
+                   const long long[::1] tails, unsigned char[::1] heads,
+                   unsigned char[::1] relevant, bint search=*)
+
+@cython.locals(k=Py_ssize_t, c=cython.uchar, j=Py_ssize_t)
+cdef int _level(const unsigned char[::1] data, Py_ssize_t a, Py_ssize_t b)
+
+@cython.locals(k=Py_ssize_t)
+cdef bint _digits(const unsigned char[::1] data, Py_ssize_t j, Py_ssize_t b, Py_ssize_t n)

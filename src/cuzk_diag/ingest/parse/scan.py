@@ -243,6 +243,15 @@ def _at(data: memoryview, j: int, word: bytes) -> bool:
     return True
 
 
+def buffers(texts_: pa.StringArray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The bytes of a string array's texts, where each text starts (and the last ends), and
+    ``rows`` as the contiguous int64 the loops read."""
+    _, bounds, text = texts_.buffers()
+    offs = np.frombuffer(bounds, dtype=np.int32, count=len(texts_) + 1, offset=texts_.offset * 4)
+    data = np.frombuffer(text, dtype=np.uint8) if text is not None else np.zeros(0, np.uint8)
+    return data, offs, np.ascontiguousarray(rows, dtype=np.int64)
+
+
 def texts(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.StringArray:
     """The texts ``data[starts[i]:ends[i]]`` as a string array (whole UTF-8: each starts and
     ends at a character's first byte of a UTF-8 text, or at its end)."""
@@ -265,6 +274,162 @@ def _copy(data: memoryview, starts: np.ndarray, ends: np.ndarray, out: np.ndarra
         for j in range(starts[i], ends[i]):
             out[o] = data[j]
             o += 1
+
+
+class Words:
+    """Texts to look for anywhere in a line, in the form ``tracing_fill`` searches by
+    (Wu-Manber, on blocks of two bytes): every window of ``shortest`` bytes is tested at its
+    last two bytes, ``shift[k]`` bytes are skipped where those two bytes, ``k`` (the first
+    plus 256 times the second), end no window-long start of any text sooner; at a shift of 0
+    the texts whose window-long start ends in ``k`` (``tails``) are compared whole. A line
+    of ordinary text is passed by about ``shortest`` bytes a test."""
+
+    def __init__(self, words: list[str]) -> None:
+        raw = [w.encode("utf-8") for w in words]
+        if not raw or min(map(len, raw)) < 2:
+            raise ValueError("each text must be at least two bytes long")
+        m = min(map(len, raw))
+        shift = np.full(1 << 16, m - 1, dtype=np.int64)
+        for w in raw:
+            for q in range(1, m):  # (q: where a block of two ends in the window)
+                k = w[q - 1] | w[q] << 8
+                shift[k] = min(int(shift[k]), m - 1 - q)
+        self.shortest = m
+        self.shift = shift
+        self.text = np.frombuffer(b"".join(raw), dtype=np.uint8)
+        self.at = np.cumsum([0] + [len(w) for w in raw], dtype=np.int64)
+        self.tails = np.array([w[m - 2] | w[m - 1] << 8 for w in raw], dtype=np.int64)
+
+
+def tracing_fill(
+    data: memoryview,
+    offs: np.ndarray,
+    rows: np.ndarray,
+    shortest: int,
+    shift: np.ndarray,
+    words: np.ndarray,
+    word_at: np.ndarray,
+    tails: np.ndarray,
+    heads: np.ndarray,
+    relevant: np.ndarray,
+    search: bool = True,
+) -> None:
+    """For each line ``rows[i]``: ``heads[i]`` = 1 when it starts with a tracing line's
+    header (``classify.TRACING_HEAD_RE2``: a timestamp, spaces, a level and a space), and,
+    with ``search``, ``relevant[i]`` = 1 when it has one and its level is WARN or ERROR, or
+    one of the texts of a ``Words`` (``shortest``, ``shift``, ``words``, ``word_at``,
+    ``tails``) is anywhere in it."""
+    nw = len(word_at) - 1
+    for i in range(len(rows)):
+        r = rows[i]
+        a = offs[r]
+        b = offs[r + 1]
+        level = _level(data, a, b)
+        heads[i] = level != 0
+        if not search:
+            continue
+        if level != 1:
+            relevant[i] = level == 2
+            continue
+        found = 0
+        e = a + shortest - 1
+        while e < b:
+            k = data[e - 1] | (data[e] << 8)
+            s = shift[k]
+            if s:
+                e += s
+                continue
+            st = e - shortest + 1
+            for w in range(nw):
+                if tails[w] != k:
+                    continue
+                wa = word_at[w]
+                n = word_at[w + 1] - wa
+                if st + n > b:
+                    continue
+                j = 0
+                while j < n and data[st + j] == words[wa + j]:
+                    j += 1
+                if j == n:
+                    found = 1
+                    break
+            if found:
+                break
+            e += 1
+        relevant[i] = found
+
+
+def _level(data: memoryview, a: int, b: int) -> int:
+    """The level of the tracing header ``data[a:b]`` starts with: 2 for WARN or ERROR, 1 for
+    TRACE, DEBUG or INFO, 0 without a header (``classify.TRACING_HEAD_RE2``: ``YYYY-MM-DDThh:mm:ss``
+    in ASCII digits, ``.`` and digits or nothing, ``Z`` or a sign, two digits, a colon or
+    nothing and two digits; then spaces, the level and a space)."""
+    if b - a < 20:
+        return 0
+    for k in range(19):
+        c = data[a + k]
+        if k == 4 or k == 7:
+            if c != 45:  # "-"
+                return 0
+        elif k == 10:
+            if c != 84:  # "T"
+                return 0
+        elif k == 13 or k == 16:
+            if c != 58:  # ":"
+                return 0
+        elif c < 48 or c > 57:
+            return 0
+    j = a + 19
+    if data[j] == 46:  # "."
+        j += 1
+        if not _digits(data, j, b, 1):
+            return 0
+        while j < b and 48 <= data[j] <= 57:
+            j += 1
+    if j >= b:
+        return 0
+    c = data[j]
+    j += 1
+    if c == 43 or c == 45:  # "+" or "-"
+        if not _digits(data, j, b, 2):
+            return 0
+        j += 2
+        if j < b and data[j] == 58:  # ":"
+            j += 1
+        if not _digits(data, j, b, 2):
+            return 0
+        j += 2
+    elif c != 90:  # "Z"
+        return 0
+    k = j
+    while j < b and data[j] == 32:
+        j += 1
+    if j == k:
+        return 0
+    if j >= b:
+        return 0
+    c = data[j]
+    if c == 73 and j + 5 <= b and _at(data, j, b"INFO "):
+        return 1
+    if c == 68 and j + 6 <= b and _at(data, j, b"DEBUG "):
+        return 1
+    if c == 87 and j + 5 <= b and _at(data, j, b"WARN "):
+        return 2
+    if c == 69 and j + 6 <= b and _at(data, j, b"ERROR "):
+        return 2
+    if c == 84 and j + 6 <= b and _at(data, j, b"TRACE "):
+        return 1
+    return 0
+
+
+def _digits(data: memoryview, j: int, b: int, n: int) -> bool:
+    """``data[j:j + n]`` is ``n`` ASCII digits before ``b``."""
+    if j + n > b:
+        return False
+    for k in range(j, j + n):
+        if data[k] < 48 or data[k] > 57:
+            return False
+    return True
 
 
 def tracing_shape_fill(

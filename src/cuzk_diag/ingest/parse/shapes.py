@@ -39,12 +39,11 @@ from cuzk_diag.ingest.parse.classify import (
 from cuzk_diag.ingest.parse.columnar import (
     _INT,
     Group,
-    _buffers,
     _int_texts,
     _shape_buffers,
     _shapes,
 )
-from cuzk_diag.ingest.parse.scan import COMPILED, cut_fill, texts, tracing_shape_fill
+from cuzk_diag.ingest.parse.scan import COMPILED, buffers, cut_fill, texts, tracing_shape_fill
 from cuzk_diag.ingest.parse.tracing import _scalar, parse_tracing
 from cuzk_diag.records import Family, Value
 
@@ -240,7 +239,7 @@ def tracing_groups(
     rows = np.flatnonzero(free)
     if len(rows) < MIN_LINES:
         return []
-    data, offs, rows = _buffers(sel, rows)
+    data, offs, rows = buffers(sel, rows)
     shape, shape_at = _shape_buffers(offs, rows)
     tracing_shape_fill(data.data, offs, rows, shape, shape_at)
     codes, shape_texts = _shapes(len(rows), shape, shape_at)
@@ -264,7 +263,7 @@ def tracing_groups(
 def cut_pieces(
     data: np.ndarray, offs: np.ndarray, rows: np.ndarray, words: int, cuts: list[Cut]
 ) -> tuple[np.ndarray, list[pa.StringArray]]:
-    """Which lines ``rows`` (of a text's ``data`` and ``offs``, as ``columnar._buffers``
+    """Which lines ``rows`` (of a text's ``data`` and ``offs``, as ``scan.buffers``
     gives them) have ``words`` words (split at each space), and the piece of each of ``cuts``
     in those lines."""
     table = np.array([tuple(c) for c in cuts], dtype=np.int64).reshape(-1, 4)

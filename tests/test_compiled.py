@@ -102,6 +102,7 @@ def test_the_compiled_build_passes_the_live_ingest_pool_split_and_parse_tests(
 ) -> None:
     _pytest(
         compiled_tree,
+        "tests/test_classify.py",
         "tests/test_live.py",
         "tests/test_ingest.py",
         "tests/test_pool.py",

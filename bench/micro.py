@@ -17,6 +17,10 @@ Prints the best of ``--repeat`` runs of each (milliseconds):
 3. **Whole-chunk byte searches** on a 4 MiB chunk: ``"]: "`` (``sources._bracket_colon``
    against ``bytes.__contains__``) and the newlines (``sources.newlines`` against
    ``bytes.count``).
+4. **The classification of a 4 MiB chunk** (``ingest.parse.classify.classify``, the lines
+   analysis needs and, as ``export --lines`` reads, every line): its tracing lines found by
+   ``scan.tracing_fill`` (the present compiled path) and by the two RE2 kernels
+   (``classify.BYTE_SCAN`` off, the pure build's path); meaningful on the compiled build.
 
 Runs the installed package, or ``PYTHONPATH``.
 """
@@ -150,6 +154,30 @@ def searches(log: Path, repeat: int) -> list[tuple[str, float]]:
     ]
 
 
+def classification(log: Path, repeat: int) -> list[tuple[str, float]]:
+    import importlib
+
+    from cuzk_diag import sources
+
+    # (``cuzk_diag.ingest.parse.classify`` is also the name of the package's function)
+    cls = importlib.import_module("cuzk_diag.ingest.parse.classify")
+    with open(log, "rb") as fh:
+        data = fh.read(sources.CHUNK_SIZE)
+    arr, _ = cls.split_lines(data[: data.rfind(b"\n") + 1], 1 << 16)
+    rows = []
+    byte_scan = cls.BYTE_SCAN
+    try:
+        for name, flag in [("a loop over the bytes (now)", True), ("RE2 kernels (before)", False)]:
+            cls.BYTE_SCAN = flag
+            for full in (False, True):
+                what = "every line" if full else "the lines analysis needs"
+                ms = best(lambda f=full: cls.classify(arr, full=f), repeat)
+                rows.append((f"classify a 4 MiB chunk, {what}: {name}", ms))
+    finally:
+        cls.BYTE_SCAN = byte_scan
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--mb", type=int, default=50, help="size of the simulated log")
@@ -162,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     log = ensure_log(a.mb, a.out)
     small = ensure_log(10, a.out)
     rows = messages(log, a.repeat) + records(small, a.repeat) + searches(log, a.repeat)
+    rows += classification(log, a.repeat)
     print(f"# Steps of the ingest, {build} build, best of {a.repeat} (ms)\n")
     print("| Step | ms |")
     print("|---|---|")

@@ -206,11 +206,16 @@ def _tracing(
         )
         heads[rows], relevant[rows] = found.view(bool)
         return heads, relevant
-    heads[rows] = _bools(pc.match_substring_regex(arr.take(ints_array(rows)), _TRACING_HEAD_RE2))
+    heads[rows] = _matches(arr, rows, _TRACING_HEAD_RE2)
     if search and heads.any():
         rows = np.flatnonzero(heads)
-        relevant[rows] = _bools(pc.match_substring_regex(arr.take(ints_array(rows)), _RELEVANT_RE2))
+        relevant[rows] = _matches(arr, rows, _RELEVANT_RE2)
     return heads, relevant
+
+
+def _matches(arr: pa.StringArray, rows: np.ndarray, pattern: str) -> np.ndarray:
+    """Per line ``rows[i]`` of ``arr``: ``pattern`` (RE2) is found in it."""
+    return _bools(pc.match_substring_regex(arr.take(ints_array(rows)), pattern))
 
 
 def ints_array(values: np.ndarray) -> pa.Int64Array:

@@ -163,7 +163,7 @@ def classification(log: Path, repeat: int) -> list[tuple[str, float]]:
     cls = importlib.import_module("cuzk_diag.ingest.parse.classify")
     with open(log, "rb") as fh:
         data = fh.read(sources.CHUNK_SIZE)
-    arr, _ = cls.split_lines(data[: data.rfind(b"\n") + 1], 1 << 16)
+    arr, _ = cls.split_lines(data[: data.rfind(b"\n") + 1], sources.MAX_LINE)
     rows = []
     byte_scan = cls.BYTE_SCAN
     try:

@@ -509,33 +509,6 @@ def test_a_child_started_early_takes_its_call_later_and_an_unused_one_is_stopped
     assert idle.proc.returncode is not None  # stopped and reaped
 
 
-def test_work_given_while_waiting_runs_once_while_a_child_runs(tmp_path: Path) -> None:
-    """``analyze`` imports its analysis while it waits for a child of ``--jobs``: a task of
-    ``while_waiting`` runs at the first wait that would block, once, in this process; its
-    error is dropped; outside the block nothing runs."""
-    import time
-
-    ran: list[str] = []
-
-    def fails() -> None:
-        ran.append("fails")
-        raise RuntimeError("dropped")
-
-    with parallel.while_waiting(lambda: ran.append("task")), parallel.while_waiting(fails):
-        child = parallel.call_in_child(time.sleep, 2.0, needs_pandas=False)
-        assert child.running()
-        assert child.result() is None
-        assert ran == ["task", "fails"]
-        again = parallel.call_in_child(time.sleep, 0.5, needs_pandas=False)
-        assert again.result() is None
-        assert ran == ["task", "fails"]  # (once)
-    with parallel.while_waiting(lambda: ran.append("late")):
-        pass
-    child = parallel.call_in_child(time.sleep, 0.5, needs_pandas=False)
-    assert child.result() is None
-    assert ran == ["task", "fails"]  # (a task left unrun goes with its block)
-
-
 def test_a_part_whose_records_did_not_all_arrive_is_read_here(
     here: Callable[[bool], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

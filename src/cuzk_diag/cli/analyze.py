@@ -199,14 +199,12 @@ def _run_batch(
     quiet: bool = False,
     estimates: bool = False,
 ) -> Analysis:
-    from cuzk_diag.ingest.parallel import while_waiting
     from cuzk_diag.pipeline import load_run
 
     try:
-        # (The analysis imports pandas: after the ingest, whose children start sooner so; or
-        # while this process waits for a child of ``--jobs``.)
-        with input_progress(logs, quiet) as progress, while_waiting(_import_analysis):
+        with input_progress(logs, quiet) as progress:
             run = load_run(list(logs), progress, jobs=jobs, keep_table=False)
+        # (The analysis imports pandas: after the ingest, whose children start sooner so.)
         from cuzk_diag.analysis import analyze_run
 
         hand_back()
@@ -217,10 +215,6 @@ def _run_batch(
     hand_back()
     _write_report(result, fmt, color, output)
     return result
-
-
-def _import_analysis() -> None:
-    import cuzk_diag.analysis  # noqa: F401
 
 
 def _write_report(result: Analysis, fmt: str, color: str, output: str | None) -> None:

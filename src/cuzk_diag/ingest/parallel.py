@@ -23,7 +23,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import contextmanager
 from typing import IO, Any
 
 from cuzk_diag.errors import CuzkDiagError, InputError
@@ -338,11 +337,8 @@ class ChildCall:
         return self.reader is not None and self.reader.is_alive()
 
     def result(self) -> Any:
-        """The call's value; its error raised here (``as_sendable``). While the child still
-        runs, this process first does the work given to ``while_waiting``."""
+        """The call's value; its error raised here (``as_sendable``)."""
         assert self.reader is not None, "result before call"
-        if self.reader.is_alive():
-            _idle()
         self.reader.join()
         self.close()
         if self.reply is None:
@@ -361,35 +357,6 @@ class ChildCall:
             self.reader.join(timeout=5)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
-
-
-#: Work this process does while it waits for a child (``while_waiting``).
-_idle_tasks: list[Callable[[], object]] = []
-
-
-@contextmanager
-def while_waiting(task: Callable[[], object]) -> Iterator[None]:
-    """Within the block, the first wait for a child's result that would block
-    (``ChildCall.result``) runs ``task`` first, in this process, once: work needed later (an
-    import, as ``analyze`` imports its analysis) done while the child's CPU is the busy one.
-    An error of ``task`` is dropped: the work is done again where it is needed, and fails
-    there."""
-    _idle_tasks.append(task)
-    try:
-        yield
-    finally:
-        if task in _idle_tasks:
-            _idle_tasks.remove(task)
-
-
-def _idle() -> None:
-    """Run the tasks of ``while_waiting`` blocks not run yet."""
-    while _idle_tasks:
-        task = _idle_tasks.pop(0)
-        try:
-            task()
-        except Exception:
-            pass
 
 
 def waiting_child() -> ChildCall:

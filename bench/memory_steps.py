@@ -6,11 +6,11 @@
 
 Runs the steps of ``cuzk-diag analyze LOG --format json -o FILE -q`` in this process (the
 installed package, or ``PYTHONPATH``), as the command runs them: the imports, the ingest (the
-record batches, ``pipeline.iter_record_batches``), the frame (``completed_table`` and
-``take_frame``: the run's era and wall clock, rows put in lock order as each column is
-converted), the analysis (``heap.map_large_blocks``, then ``analyze_run``: the facts, the
-stage table, the rules), the findings' estimates (``model.savings.estimate_findings``) and the JSON
-report written to a file. After each step it reads the process's peak (``VmHWM``) and what it holds
+record batches, ``pipeline.iter_record_batches``), the frame (``pipeline.frame_of_batches``:
+the run's era and wall clock, rows put in lock order as each column is converted), the
+analysis (``heap.map_large_blocks``, then ``analyze_run``: the facts, the stage table, the
+rules), the findings' estimates (``model.savings.estimate_findings``) and the JSON report
+written to a file. After each step it reads the process's peak (``VmHWM``) and what it holds
 (``VmRSS``) from ``/proc/self/status``, then resets the peak (``/proc/self/clear_refs``), so each
 row's peak is that step's own. ``/usr/bin/time`` on the command reports about the largest of them
 (Linux only).
@@ -56,10 +56,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import cuzk_diag.cli  # noqa: F401  (what the command imports)
     from cuzk_diag.analysis import analyze_run
-    from cuzk_diag.frame import take_frame
     from cuzk_diag.heap import hand_back, map_large_blocks
     from cuzk_diag.model.savings import estimate_findings
-    from cuzk_diag.pipeline import Run, completed_table, iter_record_batches, open_sources
+    from cuzk_diag.pipeline import Run, frame_of_batches, iter_record_batches, open_sources
     from cuzk_diag.records import Accounting, RunInfo
     from cuzk_diag.report import get_reporter
 
@@ -67,11 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     acc, info = Accounting(), RunInfo()
     batches = list(iter_record_batches(open_sources([str(log)]), acc, info, jobs=a.jobs))
     step("ingest (record batches)")
-    table, order = completed_table(batches, info)
-    hand_back()  # (as ``pipeline.assemble_frame``)
-    tables = [table]
-    del table
-    run = Run(take_frame(tables, order), info, acc, [str(log)])
+    run = Run(frame_of_batches(batches, info), info, acc, [str(log)])
     step("frame (era, wall clock, lock order)")
     hand_back()  # (as the command, before the analysis)
     map_large_blocks()

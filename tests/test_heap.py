@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +58,28 @@ def test_the_heap_settings_do_nothing_without_glibc(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(heap, "_libc", lambda name: None)
     heap.hand_back()
     heap.map_large_blocks()
+
+
+def test_the_frame_is_built_handing_the_heap_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pipeline.frame_of_batches`` gives the frame of the sorted, completed table, takes its
+    list's batches, and hands the C heap's free pages back before the sort, after it, and
+    every ``frame._TRIM_EVERY`` columns of the frame (a child's records are C heap buffers,
+    freed a column at a time)."""
+    import pandas as pd
+
+    from cuzk_diag import frame, pipeline
+    from cuzk_diag.records import PARTITION_SCHEMA, Accounting, RunInfo
+
+    log = str(Path(__file__).parent.parent / "fixtures" / "sim" / "phase12-2gpu-gw2.log")
+    acc, info = Accounting(), RunInfo()
+    batches = list(pipeline.iter_record_batches([log], acc, info))
+    expected = frame.table_to_frame(pipeline.finish_table(list(batches), info))
+    assert len(expected) > 10
+    calls: list[str] = []
+    monkeypatch.setattr(pipeline, "hand_back", lambda: calls.append("pipeline"))
+    monkeypatch.setattr(frame, "hand_back", lambda: calls.append("column"))
+    got = pipeline.frame_of_batches(batches, info)
+    assert batches == []
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    columns = len(PARTITION_SCHEMA) // frame._TRIM_EVERY
+    assert calls == ["pipeline", "pipeline", *["column"] * columns]

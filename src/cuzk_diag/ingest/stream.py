@@ -11,6 +11,7 @@ import gc
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
+from cuzk_diag.heap import keep_chunk_pages
 from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
 from cuzk_diag.ingest.parse import Carry, LineParser, ParsedChunk, apply_source_stats
 from cuzk_diag.records import Accounting, Event, RunInfo
@@ -23,8 +24,9 @@ _settled = False
 
 
 def settle_heap() -> None:
-    """Once per process, before the first ingest: collect, then take every object alive now
-    (the imported modules, mostly) out of the garbage collector's view (``gc.freeze``).
+    """Before each ingest, the C heap's settings for chunks (``heap.keep_chunk_pages``); once
+    per process, before the first: collect, then take every object alive now (the imported
+    modules, mostly) out of the garbage collector's view (``gc.freeze``).
 
     An ingest makes millions of short-lived objects, which make the collector run full
     collections; each scans the whole heap. With the modules frozen these scan only what the
@@ -33,6 +35,7 @@ def settle_heap() -> None:
     every ingest starts: ``parse_parts`` (batch, exports, the parse process of ``--jobs``) and
     ``Ingest`` (live mode)."""
     global _settled
+    keep_chunk_pages()
     if not _settled:
         _settled = True
         gc.collect()

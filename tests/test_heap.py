@@ -88,7 +88,7 @@ def test_the_frame_is_built_handing_the_heap_back(monkeypatch: pytest.MonkeyPatc
 _CHUNK_FAULTS = """
 import resource
 import numpy as np
-from cuzk_diag.heap import keep_chunk_pages
+from cuzk_diag.heap import for_ingest
 
 {call}
 data = np.frombuffer(b"x" * (4 << 20), dtype=np.uint8)
@@ -118,17 +118,17 @@ def _chunk_faults(call: str) -> int:
 )
 def test_chunk_sized_blocks_reuse_their_pages_during_an_ingest() -> None:
     """Blocks the size of a chunk, made and freed chunk after chunk, are faulted in (and
-    zeroed) by the system each time by default; after ``keep_chunk_pages`` they reuse the
+    zeroed) by the system each time by default; after ``for_ingest`` they reuse the
     heap's pages (40 rounds of 12 MiB: about 120,000 faults against a few thousand)."""
     default = _chunk_faults("pass")
-    kept = _chunk_faults("keep_chunk_pages()")
+    kept = _chunk_faults("for_ingest()")
     assert default > 40 * 1024  # (at least a 4 MiB block's pages a round)
     assert kept * 10 < default
 
 
 def test_the_ingest_and_the_analysis_set_the_heap_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     """An ingest starts with the chunks' settings (each ingest: a process may run several);
-    the analysis replaces both with its own (large blocks mapped, glibc's top pad)."""
+    the analysis replaces two with its own (large blocks mapped, glibc's top pad)."""
     from cuzk_diag import heap
     from cuzk_diag.ingest.stream import settle_heap
 
@@ -140,8 +140,49 @@ def test_the_ingest_and_the_analysis_set_the_heap_in_turn(monkeypatch: pytest.Mo
     monkeypatch.setattr(heap, "_libc", libc)
     settle_heap()
     settle_heap()
-    chunk = [(heap._M_MMAP_THRESHOLD, heap.CHUNK_BLOCKS), (heap._M_TOP_PAD, heap.CHUNK_PAD)]
+    chunk = [
+        (heap._M_ARENA_MAX, 1),
+        (heap._M_MMAP_THRESHOLD, heap.CHUNK_BLOCKS),
+        (heap._M_TOP_PAD, heap.CHUNK_PAD),
+    ]
     assert calls == chunk * 2
     calls.clear()
     heap.map_large_blocks()
     assert calls == [(heap._M_MMAP_THRESHOLD, 256 << 10), (heap._M_TOP_PAD, 128 << 10)]
+
+
+_THREAD_HELD = """
+import threading
+from cuzk_diag.heap import for_ingest, hand_back
+
+def rss():
+    with open("/proc/self/status") as fh:
+        return next(int(l.split()[1]) for l in fh if l.startswith("VmRSS")) // 1024
+
+for_ingest()
+before = rss()
+
+def work():  # (as the thread that takes a child's messages: blocks it makes, all freed)
+    blocks = [bytearray(100_000) for _ in range(600)]
+    del blocks
+
+t = threading.Thread(target=work)
+t.start()
+t.join()
+hand_back()
+print(rss() - before)
+"""
+
+
+@pytest.mark.skipif(
+    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
+    reason="mallopt's settings and /proc are glibc's and Linux's",
+)
+def test_a_threads_freed_blocks_go_back_during_an_ingest() -> None:
+    """The blocks a thread made and freed during an ingest go back with ``hand_back`` (one
+    heap for all threads: a thread's own heap would keep the ingest's 16 MiB pad at its top,
+    which ``malloc_trim`` does not return)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _THREAD_HELD], capture_output=True, text=True, check=True
+    )
+    assert int(out.stdout) < 8

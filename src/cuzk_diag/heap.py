@@ -15,9 +15,10 @@ from typing import Any
 #: free space kept at the heap's top when it grows or shrinks (glibc's default: 128 KiB).
 _M_MMAP_THRESHOLD = -3
 _M_TOP_PAD = -2
+_M_ARENA_MAX = -8
 _DEFAULT_TOP_PAD = 128 << 10
-#: During an ingest (``keep_chunk_pages``): blocks below this size come from the heap, and this
-#: much free space stays at its top.
+#: During an ingest (``for_ingest``): blocks below this size come from the heap, and this much
+#: free space stays at its top.
 CHUNK_BLOCKS = 32 << 20
 CHUNK_PAD = 16 << 20
 
@@ -30,20 +31,28 @@ def _libc(name: str) -> Any:
         return None
 
 
-def keep_chunk_pages() -> None:
-    """For an ingest: glibc takes every block below 32 MiB from its heap (``CHUNK_BLOCKS``) and
-    keeps 16 MiB of free space at the heap's top (``CHUNK_PAD``), until an analysis starts
-    (``map_large_blocks``).
+def for_ingest() -> None:
+    """For an ingest: glibc takes every block below 32 MiB from its heap (``CHUNK_BLOCKS``),
+    keeps 16 MiB of free space at the heap's top (``CHUNK_PAD``) until an analysis starts
+    (``map_large_blocks``), and has one heap for all threads.
 
     Each 4 MiB chunk makes arrays and texts of its size (the newline mask, the text without
     newlines, the scans' buffers) and frees them before the next chunk. By default glibc gives
     the heap's top back to the system as soon as that much of it is free, so every chunk's
-    pages were faulted in, and zeroed, anew: on the 250 MB log 196,000 minor page faults in
-    one process, 0.6-0.8 s of system time; with these settings 82,000, 0.4 s (each page about
-    once). A block the size of a chunk would otherwise also be mapped on its own until glibc
-    raised its threshold past the first one freed."""
+    pages were faulted in, and zeroed, anew: on the 250 MB log 91,000 minor page faults in a
+    one-process ingest, 31,000 with the pad (0.1-0.2 s of system time). A block the size of a
+    chunk would otherwise also be mapped on its own until glibc raised its threshold past the
+    first one freed.
+
+    One heap (``M_ARENA_MAX``): the threads that take a child's messages (``--jobs``) or write a
+    file would otherwise allocate in heaps of their own, whose top ``malloc_trim`` does not give
+    back and which keep the pad too (1 GB log, ``--jobs 2``: the frame's step held 17 MiB more
+    with the pad; with one heap as much as without it, and the ingest's step 40-45 MiB less).
+    The threads allocate while they hold the interpreter's lock, so they seldom wait on the
+    heap's."""
     mallopt = _libc("mallopt")
     if mallopt is not None:
+        mallopt(_M_ARENA_MAX, 1)
         mallopt(_M_MMAP_THRESHOLD, CHUNK_BLOCKS)
         mallopt(_M_TOP_PAD, CHUNK_PAD)
 
@@ -56,7 +65,7 @@ def map_large_blocks() -> None:
     after another, left holes that the next ones did not fit (1 GB log: the analysis peaked at
     483 MiB and the report at 499; so, at 467 and 472). Not during the ingest, whose arrays of a
     chunk would then be mapped again for every chunk (about 10 % more time). The ingest's free
-    space at the heap's top (``keep_chunk_pages``) goes back to glibc's default."""
+    space at the heap's top (``for_ingest``) goes back to glibc's default."""
     mallopt = _libc("mallopt")
     if mallopt is not None:
         mallopt(_M_MMAP_THRESHOLD, 256 << 10)
@@ -68,7 +77,7 @@ def hand_back() -> None:
     steps of an analysis: after the ingest, whose children's records come as Python objects,
     and after the frame, which frees the record tables. On the 1 GB log with ``--jobs 2`` the
     frame's step peaked at 566 MiB and the report's at 577, the heap's freed pages staying in
-    the process from step to step. (It returns the free space ``keep_chunk_pages`` keeps at the
+    the process from step to step. (It returns the free space ``for_ingest`` keeps at the
     heap's top too: ``malloc_trim`` keeps only what its argument asks for.)"""
     trim = _libc("malloc_trim")
     if trim is not None:

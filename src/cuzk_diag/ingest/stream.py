@@ -11,7 +11,7 @@ import gc
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
-from cuzk_diag.heap import keep_chunk_pages
+from cuzk_diag.heap import for_ingest
 from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
 from cuzk_diag.ingest.parse import Carry, LineParser, ParsedChunk, apply_source_stats
 from cuzk_diag.records import Accounting, Event, RunInfo
@@ -24,7 +24,7 @@ _settled = False
 
 
 def settle_heap() -> None:
-    """Before each ingest, the C heap's settings for chunks (``heap.keep_chunk_pages``); once
+    """Before each ingest, the C heap's settings for chunks (``heap.for_ingest``); once
     per process, before the first: collect, then take every object alive now (the imported
     modules, mostly) out of the garbage collector's view (``gc.freeze``).
 
@@ -35,7 +35,7 @@ def settle_heap() -> None:
     every ingest starts: ``parse_parts`` (batch, exports, the parse process of ``--jobs``) and
     ``Ingest`` (live mode)."""
     global _settled
-    keep_chunk_pages()
+    for_ingest()
     if not _settled:
         _settled = True
         gc.collect()

@@ -1,18 +1,22 @@
-"""The C heap of a long analysis: how glibc maps large blocks, and when it hands free pages back.
+"""The C heap of an ingest and of a long analysis: where glibc takes blocks from, how much free
+space it keeps, and when it hands free pages back.
 
 numpy's arrays, pandas' columns and the Python objects an unpickled message holds live in the C
-library's heap (Arrow's columns in its own pool). glibc keeps the pages of freed blocks unless
-told otherwise, so the holes a step leaves stay in the process's memory for the next steps.
-These functions do nothing where the C library is not glibc (no ``mallopt``/``malloc_trim``).
+library's heap (Arrow's columns in its own pool). An ingest frees and makes again blocks of a
+chunk's size (``for_ingest`` keeps their pages); an analysis's steps leave holes that glibc keeps
+unless told otherwise (``map_large_blocks``, ``hand_back``). These functions do nothing where
+the C library is not glibc (no ``mallopt``/``malloc_trim``).
 """
 
 from __future__ import annotations
 
 import ctypes
+from functools import cache
 from typing import Any
 
-#: glibc's ``mallopt`` parameters: the size from which a block is mapped on its own, and the
-#: free space kept at the heap's top when it grows or shrinks (glibc's default: 128 KiB).
+#: glibc's ``mallopt`` parameters: the size from which a block is mapped on its own, the free
+#: space kept at the heap's top when it grows or shrinks (glibc's default: 128 KiB), and the
+#: number of heaps (arenas) the threads may use.
 _M_MMAP_THRESHOLD = -3
 _M_TOP_PAD = -2
 _M_ARENA_MAX = -8
@@ -26,9 +30,15 @@ CHUNK_PAD = 16 << 20
 def _libc(name: str) -> Any:
     """The C library's function ``name``, or None."""
     try:
-        return getattr(ctypes.CDLL(None), name)
+        return getattr(_c_library(), name)
     except (OSError, AttributeError, TypeError):  # (TypeError: no C library by that name)
         return None
+
+
+@cache
+def _c_library() -> ctypes.CDLL:
+    """The process's C library (loaded once: the frame's step asks for it a dozen times)."""
+    return ctypes.CDLL(None)
 
 
 def for_ingest() -> None:

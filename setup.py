@@ -1,6 +1,6 @@
 """The package is pure Python; a regular install also compiles the modules that touch each log line
-(``COMPILED``: the parse, the assembly, the records' conversion and live mode's handling of each
-record) with Cython, from the same source files, where a C compiler is at hand.
+(``COMPILED``: the events, the parse, the assembly, the records' conversion and live mode's handling
+of each record) with Cython, from the same source files, where a C compiler is at hand.
 
 Compiled, the same code assembles about 1.5 times as fast, and the fixed-form lines (C++,
 TIMELINE, tracing shapes) are read by loops over their bytes (``ingest/parse/scan.py``), which the
@@ -25,6 +25,7 @@ SRC = Path(__file__).resolve().parent / "src"
 #: Every module of these stages is compiled (``cuzk_diag.ingest.build`` checks the same set).
 COMPILED = sorted(
     [
+        SRC / "cuzk_diag" / "event.py",
         SRC / "cuzk_diag" / "frame.py",
         SRC / "cuzk_diag" / "live.py",
         SRC / "cuzk_diag" / "ingest" / "stream.py",

@@ -59,7 +59,7 @@ def _check(lines: list[str], clock: list[bool] | None = None) -> int:
         taken += 1
         want = _per_line(ln, i + 1, bool(marks[i]))
         assert want is not None, ln
-        assert tuple(ev) == tuple(want), ln
+        assert ev == want, ln
         assert list(ev.fields) == list(want.fields), ln  # key order: the line table's JSON
     return taken
 

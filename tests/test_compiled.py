@@ -97,12 +97,13 @@ def test_the_compiled_build_gives_every_digest_of_the_pure_build(compiled_tree: 
     assert check.returncode == 0, check.stdout[-4000:] + check.stderr[-4000:]
 
 
-def test_the_compiled_build_passes_the_live_ingest_pool_split_and_parse_tests(
+def test_the_compiled_build_passes_the_event_live_ingest_pool_split_and_parse_tests(
     compiled_tree: Path,
 ) -> None:
     _pytest(
         compiled_tree,
         "tests/test_classify.py",
+        "tests/test_event.py",
         "tests/test_live.py",
         "tests/test_ingest.py",
         "tests/test_pool.py",

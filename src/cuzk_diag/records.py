@@ -9,9 +9,11 @@ import dataclasses
 import enum
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import pyarrow as pa
+
+from cuzk_diag.event import Event as Event  # (where it is defined: a C type compiled)
 
 Value = int | float | str | None
 
@@ -32,17 +34,6 @@ class Family(enum.StrEnum):
     BENCH = "bench"  # cuzk-bench batch output
     OTHER = "other"  # anything else (kept, counted)
     BLANK = "blank"  # empty line
-
-
-class Event(NamedTuple):
-    """One parsed log line. A NamedTuple because the parser makes millions of them."""
-
-    line: int  # 1-based line number in its source
-    source: int  # index of the input in the order given
-    family: Family
-    kind: str  # event kind, e.g. "split_vectors", "GPU_START", "gpu_timing_prove_start"
-    fields: dict[str, Value]  # parsed fields under the log's own key names
-    malformed: bool = False  # some token of a recognised line could not be parsed
 
 
 class Severity(enum.IntEnum):

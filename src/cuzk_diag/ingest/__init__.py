@@ -22,12 +22,13 @@ from cuzk_diag.ingest.stream import Ingest, stream, stream_events
 
 
 def build() -> str:
-    """``compiled`` when every module ``setup.py`` compiles (``ingest/parse``,
+    """``compiled`` when every module ``setup.py`` compiles (``event``, ``ingest/parse``,
     ``ingest/assemble``, ``ingest/stream``, ``frame``, and ``live`` once imported) runs
     compiled, ``pure Python`` when none does, ``partly compiled`` otherwise."""
     from cuzk_diag import frame
 
     stages = (
+        "cuzk_diag.event",
         "cuzk_diag.ingest.parse",
         "cuzk_diag.ingest.assemble",
         "cuzk_diag.ingest.stream",

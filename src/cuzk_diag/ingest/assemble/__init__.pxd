@@ -1,5 +1,6 @@
-# The compiled build's view of __init__.py: the extension types of blocks.pxd, calls.pxd, state.pxd
-# and era.pxd, the C functions of runinfo.pxd, cpu.pxd, gpu.pxd, timeline.pxd and prep.pxd.
+# The compiled build's view of __init__.py: the extension types of event.pxd, blocks.pxd, calls.pxd,
+# state.pxd and era.pxd, the C functions of runinfo.pxd, cpu.pxd, gpu.pxd, timeline.pxd and prep.pxd.
+from cuzk_diag.event cimport Event
 from cuzk_diag.ingest.assemble.blocks cimport Block
 from cuzk_diag.ingest.assemble.calls cimport Call, _ts_ms
 from cuzk_diag.ingest.assemble.state cimport State

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from cuzk_diag.event import Event
 from cuzk_diag.ingest.assemble.blocks import (
     _CPU_KINDS,
     _JOINT_KINDS,
@@ -51,7 +52,6 @@ from cuzk_diag.ingest.assemble.timeline import EngineEvents, timeline_line, trac
 from cuzk_diag.ingest.parse.era import EraDetector
 from cuzk_diag.records import (
     Accounting,
-    Event,
     Family,
     RunInfo,
     Value,
@@ -79,6 +79,7 @@ def drain(self: State, hi: Clock) -> None:
         return
     pending, self.pending = self.pending, []
     lo = self.clock
+    ev: Event  # (compiled, a C type: its fields read as struct members)
     # Prep-thread lines wait for a joint placement; GPU lines placed meanwhile whose block
     # has a known lock time are clock readings of their own (anchors) for them.
     joint: list[tuple[int, Event]] = []
@@ -167,6 +168,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         out: list[Any] = []
         kinds_seen = self._kinds_seen
         era: EraDetector = self.era
+        ev: Event  # (compiled, a C type: its fields read as struct members, not by name)
         # (``timeline_line``, ``tracing_line`` and ``drain``: compiled, C functions called
         # directly.)
         for ev in events:

@@ -7,6 +7,7 @@
 # long, the flags as C booleans and the lock interval, always floats, as C doubles: read and
 # compared without an object); an argument typed ``object`` here may be any int (a value read
 # from the log), which no C integer type would hold.
+from cuzk_diag.event cimport Event
 
 cimport cython
 
@@ -78,6 +79,6 @@ cdef object _ivf(dict d, str k)
 cpdef _copy_fields(dict into, dict f, str kind)
 cdef _copy_renamed(dict into, dict f, dict ren)
 
-cpdef _apply_gpu(Block blk, object ev, str kind, object tid)
+cpdef _apply_gpu(Block blk, Event ev, str kind, object tid)
 @cython.locals(per=dict)
 cpdef _apply_line(Block blk, object line, dict f, str kind, long stage, object tid)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cuzk_diag.event import Event
 from cuzk_diag.records import (
     PARTITION_COLUMNS,
-    Event,
     Value,
 )
 

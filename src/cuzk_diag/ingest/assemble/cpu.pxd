@@ -1,5 +1,6 @@
 # The compiled build's view of cpu.py: the extension types of blocks.pxd, calls.pxd and state.pxd,
 # and the C function ``_first_started`` of identity.pxd.
+from cuzk_diag.event cimport Event
 from cuzk_diag.ingest.assemble.blocks cimport Block, _copy_fields
 from cuzk_diag.ingest.assemble.calls cimport Call
 from cuzk_diag.ingest.assemble.state cimport State
@@ -9,8 +10,8 @@ from cuzk_diag.ingest.assemble.emit cimport maybe_emit
 # ``put_cpu`` and ``cpu_line`` as C functions (``put_cpu`` is also the method
 # ``CpuSide._put_cpu``):
 # __init__.pxd and prep.pxd cimport them.
-cpdef put_cpu(State self, Call call, object ev, str kind)
-cpdef cpu_line(State self, object ev, str kind, object lo, object hi)
+cpdef put_cpu(State self, Call call, Event ev, str kind)
+cpdef cpu_line(State self, Event ev, str kind, object lo, object hi)
 # The T2/T3 print-time model, as a C function (prep.pxd cimports it).
 cpdef double prep_print_ms(Call c, str kind, double v, object prep)
 cdef bint _has_end(Call c)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from cuzk_diag.event import Event
 from cuzk_diag.ingest.assemble.blocks import (
     TOL_MS,
     _copy_fields,
@@ -25,7 +26,6 @@ from cuzk_diag.ingest.assemble.emit import maybe_emit
 from cuzk_diag.ingest.assemble.identity import _best_fits, _clock_costs, _first_started
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
-    Event,
     Value,
 )
 

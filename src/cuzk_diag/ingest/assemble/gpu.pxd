@@ -1,5 +1,6 @@
 # The compiled build's view of gpu.py: the extension types of blocks.pxd, calls.pxd and state.pxd,
 # and the C function ``bind_block`` of identity.pxd.
+from cuzk_diag.event cimport Event
 cimport cython
 from cuzk_diag.ingest.assemble.blocks cimport Block, _apply_line, closes, names_gpu
 from cuzk_diag.ingest.assemble.calls cimport Call
@@ -13,12 +14,12 @@ cdef frozenset STARTS_BLOCK
 cdef long _STAGE_MUTEX_WAIT, _STAGE_PRESTAGE_VRAM, _STAGE_NTT_H
 
 # Placing a GPU-region line, as a C function that ``drain`` calls directly.
-cpdef gpu_line(State self, object ev, str kind, object lo, object hi)
+cpdef gpu_line(State self, Event ev, str kind, object lo, object hi)
 # A GPU-region line into its block, as a C function (``gpu_line`` calls it directly).
 cdef _put_line(
     State self,
     Block blk,
-    object ev,
+    Event ev,
     dict f,
     str kind,
     long st,
@@ -29,15 +30,15 @@ cdef _put_line(
 )
 # Whether a line opens a new block, as a C function (``gpu_line`` calls it directly).
 @cython.locals(seen=set)
-cdef bint _opens_block(long st, Block blk, object ev) except -1
+cdef bint _opens_block(long st, Block blk, Event ev) except -1
 
 # Opening and closing a block as C functions that the module calls directly (``close_block``
 # is also the method ``GpuRegion._close_block``, which ``Assembler.flush`` calls).
-cpdef Block open_block(State self, object ev, str kind, object lo, object hi)
+cpdef Block open_block(State self, Event ev, str kind, object lo, object hi)
 cpdef close_block(State self, Block blk)
 # Placing a line in every hypothesis of the beam, as a C function
 # that ``gpu_line`` calls directly.
 @cython.locals(c=double, lc=double, order=long)
 cpdef bint extend_beam(
-    State self, object ev, str kind, long st, object tid, object lo, object hi, bint ntt_era
+    State self, Event ev, str kind, long st, object tid, object lo, object hi, bint ntt_era
 ) except -1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cuzk_diag.event import Event
 from cuzk_diag.ingest.assemble.blocks import (
     _ANON_MISS,
     _STAGE,
@@ -27,7 +28,6 @@ from cuzk_diag.ingest.assemble.identity import bind_block
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.ingest.parse.era import EraDetector
 from cuzk_diag.records import (
-    Event,
     Value,
 )
 

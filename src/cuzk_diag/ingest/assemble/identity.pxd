@@ -1,5 +1,6 @@
 # The compiled build's view of identity.py: the extension types of blocks.pxd, calls.pxd and
 # state.pxd, and its own C function ``_first_started`` (cpu.pxd cimports it).
+from cuzk_diag.event cimport Event
 cimport cython
 from cuzk_diag.ingest.assemble.blocks cimport Block
 from cuzk_diag.ingest.assemble.calls cimport Call
@@ -9,4 +10,4 @@ from cuzk_diag.ingest.assemble.state cimport State
 cpdef Call _first_started(object cands)
 
 # ``bind_block`` as a C function: gpu.pxd cimports it.
-cpdef bind_block(State self, Block blk, object ev, str kind, object lo, object hi)
+cpdef bind_block(State self, Block blk, Event ev, str kind, object lo, object hi)

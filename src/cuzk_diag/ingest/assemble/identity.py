@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from cuzk_diag.event import Event
 from cuzk_diag.ingest.assemble.blocks import (
     _ANON_MISS,
     TOL_MS,
@@ -19,7 +20,6 @@ from cuzk_diag.ingest.assemble.calls import (
 )
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
-    Event,
     Value,
 )
 

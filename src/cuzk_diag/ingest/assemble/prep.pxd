@@ -2,6 +2,7 @@
 # attributes are struct fields and whose search recurses as a C method. The cost of an
 # assignment and the clock it has reached are C doubles (the floats the pure module computes,
 # with the same operations).
+from cuzk_diag.event cimport Event
 cimport cython
 from cuzk_diag.ingest.assemble.calls cimport Call
 from cuzk_diag.ingest.assemble.state cimport State
@@ -31,4 +32,4 @@ cdef dict _NO_TEMP
 @cython.locals(search=PrepSearch, best=list, n=Py_ssize_t)
 cpdef solve_prep_lines(State self, list indexed, list anchors, object lo, object hi)
 @cython.locals(c=Call, out=list, t=dict)
-cpdef list prep_candidates(State self, object ev, dict temp)
+cpdef list prep_candidates(State self, Event ev, dict temp)

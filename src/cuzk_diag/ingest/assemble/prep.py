@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from cuzk_diag.event import Event
 from cuzk_diag.ingest.assemble.blocks import TOL_MS
 from cuzk_diag.ingest.assemble.calls import Call, _int0
 from cuzk_diag.ingest.assemble.cpu import cpu_line, prep_print_ms, put_cpu
 from cuzk_diag.ingest.assemble.state import State
-from cuzk_diag.records import Event
 
 #: The lines assigned meanwhile when there are none, for ``prep_candidates`` (read, never
 #: written to: an empty dict made per call and per candidate cost more than the lookups).

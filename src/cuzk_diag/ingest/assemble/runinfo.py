@@ -10,8 +10,9 @@ stretch of log assembled elsewhere can be had by passing its lines with run fact
 
 from __future__ import annotations
 
+from cuzk_diag.event import Event
 from cuzk_diag.ingest.assemble.calls import _ts_ms
-from cuzk_diag.records import Event, Family, RunInfo, Value, ascii_int
+from cuzk_diag.records import Family, RunInfo, Value, ascii_int
 
 _BENCH, _TRACING = Family.BENCH, Family.TRACING  # (see records.Family)
 

@@ -1,5 +1,6 @@
 # The compiled build's view of timeline.py: the extension types of blocks.pxd, calls.pxd and state.pxd,
 # and the C functions of runinfo.pxd and emit.pxd.
+from cuzk_diag.event cimport Event
 cimport cython
 from cuzk_diag.ingest.assemble.blocks cimport Block
 from cuzk_diag.ingest.assemble.calls cimport Call, _ts_ms
@@ -10,14 +11,14 @@ from cuzk_diag.ingest.assemble.emit cimport maybe_emit
 # The TIMELINE and tracing lines' functions as C functions: __init__.pxd cimports them for
 # ``feed_many``, which calls them for every such line.
 @cython.locals(code=long)
-cpdef timeline_line(State self, object ev, str kind, dict f)
+cpdef timeline_line(State self, Event ev, str kind, dict f)
 @cython.locals(code=long)
-cpdef tracing_line(State self, object ev, str kind, dict f)
+cpdef tracing_line(State self, Event ev, str kind, dict f)
 
 # ``start_call``, ``end_call`` and ``find_call`` as C functions: the functions above call
 # them directly.
-cpdef start_call(State self, str job, object part, object worker, object start, object ev)
-cpdef end_call(State self, str job, object part, dict f, object ev)
+cpdef start_call(State self, str job, object part, object worker, object start, Event ev)
+cpdef end_call(State self, str job, object part, dict f, Event ev)
 cpdef Call find_call(State self, str job, object part, object worker)
 
 # The kind tables as C variables of their type (a lookup in them is a direct dict operation).

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from cuzk_diag.event import Event
 from cuzk_diag.ingest.assemble.calls import (
     Call,
     Clock,
@@ -15,7 +16,6 @@ from cuzk_diag.ingest.assemble.emit import maybe_emit
 from cuzk_diag.ingest.assemble.runinfo import note_run_info, timeline_key
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
-    Event,
     Value,
 )
 

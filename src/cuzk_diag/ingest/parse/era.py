@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from cuzk_diag.records import Event, Family, RunInfo, Value
+from cuzk_diag.event import Event
+from cuzk_diag.records import Family, RunInfo, Value
 
 ERAS = ("phase4-8", "phase9-11", "phase12", "pool-cache", "main")
 ERA_LABELS = {

@@ -78,7 +78,6 @@ _CANONICAL: dict[tuple[str, ...], str] = {
     ("pre_lock_cpu_ms", "mutex_wait_ms"): "mutex_wait",
     ("mutex_held_ms", "total_start_fn_ms"): "mutex_held",
 }
-_new = tuple.__new__
 _TIMING = Family.TIMING
 
 # (Numbers of up to 18 digits, which ``int`` reads: a longer one leaves the line malformed.)
@@ -105,7 +104,7 @@ def parse_timing(ln: str, no: int, source: int, acc: Accounting) -> Event:
         }
         kind = _CANONICAL.get(tuple(fields))
         if kind is not None:
-            return _new(Event, (no, source, _TIMING, kind, fields, False))
+            return Event(no, source, _TIMING, kind, fields)
     except ValueError:
         pass
     return _timing_general(ln, no, source, acc)

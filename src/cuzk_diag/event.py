@@ -18,10 +18,10 @@ class Event:
     ``gpu_timing_prove_start``, ...), its fields under the log's own key names, and whether some
     token of the recognised line could not be parsed (``malformed``).
 
-    Compared by value, and unpacked or indexed in that order as the tuple it was; read-only in
-    the compiled build (a C type, made in about a quarter of the
+    Compared by value, and unpacked or indexed in that order as the tuple it was. Read-only in
+    the compiled build, where it is a C type (``event.pxd``): made in about a third of the
     instructions a ``NamedTuple`` took, its fields read by the compiled assembly as C struct
-    members). Treat it as read-only everywhere.
+    members. Treat it as read-only everywhere.
     """
 
     __slots__ = ("line", "source", "family", "kind", "fields", "malformed")

@@ -2,6 +2,10 @@
 # assembly (its .pxd files cimport the type) reads their fields as C struct members. The pure
 # Python package ignores this file.
 
+cimport cython
+
+# Final: a value the parse makes, never subclassed.
+@cython.final
 cdef class Event:
     cdef readonly object line
     cdef readonly object source

@@ -749,6 +749,22 @@ def test_stage_sketches_hold_every_records_values(lines_per_chunk: int) -> None:
         assert math.isclose(got.total, want.total, rel_tol=1e-12), name
 
 
+def test_stage_sketches_take_records_in_batches_and_whole_when_read() -> None:
+    """Records go into the sketches ``SKETCH_BATCH`` at a time (numpy's cost per call paid
+    per batch, not per chunk), and reading the sketches puts in those still waiting."""
+    from cuzk_diag import live
+
+    engine = LiveAnalyzer(Config(), JsonLinesSink(io.StringIO()), LiveOptions(), ["-"])
+    records = [{"gpu_ms": 10 + i, "queue_ms": 5, "pickup_ms": 7 + i} for i in range(30)]
+    engine._sketch(records[:20])
+    engine._sketch(records[20:])
+    assert engine._sketches == {}  # (fewer than a batch: waiting)
+    assert engine.sketches["gpu_ms"].count == 30 and engine.sketches[QUEUE_WAIT].count == 30
+    assert engine._unsketched == []
+    engine._sketch([{"gpu_ms": 1}] * live.SKETCH_BATCH)
+    assert engine._sketches["gpu_ms"].count == 30 + live.SKETCH_BATCH  # (a batch: in at once)
+
+
 def test_record_store_keeps_order_and_cap() -> None:
     store = RecordStore(cap=5, batch=2)
     for i in [3, 1, None, 2, 5, 4, 7, 6]:

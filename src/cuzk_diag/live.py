@@ -651,21 +651,27 @@ class LiveAnalyzer:
 
     def _sketch_waiting(self) -> None:
         """Each stage's values of the records waiting into its sketch (whole numbers and
-        floats; the queue wait where both its offsets are known)."""
+        floats; the queue wait where both its offsets are known), gathered in one pass over the
+        records (compiled: a dict's ``get`` and type tests of C calls)."""
         records, self._unsketched = self._unsketched, []
         if not records:
             return
+        names: tuple[str, ...] = SKETCH_FIELDS
+        columns: list[list[float]] = [[] for _ in names]
+        waits: list[float] = []
+        r: dict[str, Any]
+        col: list[float]
+        for r in records:
+            for i in range(len(names)):
+                v = r.get(names[i])
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    col = columns[i]
+                    col.append(float(v))
+            q, p = r.get("queue_ms"), r.get("pickup_ms")
+            if isinstance(q, int) and isinstance(p, int):
+                waits.append(float(p - q))
         sk = self._sketches
-        columns = [(name, [r.get(name) for r in records]) for name in SKETCH_FIELDS]
-        queue_wait = [
-            p - q if isinstance(q, int) and isinstance(p, int) else None
-            for q, p in ((r.get("queue_ms"), r.get("pickup_ms")) for r in records)
-        ]
-        columns.append((QUEUE_WAIT, queue_wait))
-        for name, vals in columns:
-            nums = [
-                float(v) for v in vals if isinstance(v, int | float) and not isinstance(v, bool)
-            ]
+        for name, nums in (*zip(names, columns, strict=True), (QUEUE_WAIT, waits)):
             if nums:
                 s = sk.get(name)
                 if s is None:

@@ -245,7 +245,7 @@ class LiveSnapshot:
         return jsonable(d)  # type: ignore[no-any-return]
 
 
-def partition_text(record: dict[str, Any], time: str, *, revised: bool) -> str:
+def partition_text(record: dict[str, Any], time: str, revised: bool) -> str:
     """The ``partition`` event of ``record`` as a line of the ``jsonl`` stream (without its
     newline): the text ``_event_text`` makes of the event's dict (type, time, revised, then
     every column), written value by value with each key's text made once. Text, whole numbers
@@ -254,10 +254,8 @@ def partition_text(record: dict[str, Any], time: str, *, revised: bool) -> str:
     encoding it.)"""
     out = ['{"type":"partition","time":', _text_json(time), ',"revised":']
     out.append("true" if revised else "false")
-    # (Compiled, ``record.get`` of a dict and ``out.append`` of a list are C calls, and the
-    # columns' keys and names are read from tuples by position: a bound ``get`` called as an
-    # object, ``int.__repr__`` looked up on the type and a ``zip`` took some 60,000 machine
-    # instructions a record more.)
+    # (Compiled, live.pxd types the locals: ``record.get`` of a dict and ``out.append`` of a
+    # list are C calls, and the columns' keys and names are read from tuples by position.)
     keys: tuple[str, ...] = _COLUMN_KEYS
     names: tuple[str, ...] = _COLUMN_NAMES
     for i in range(len(names)):
@@ -273,6 +271,26 @@ def partition_text(record: dict[str, Any], time: str, *, revised: bool) -> str:
             out.append(_event_text(jsonable(v)))
     out.append("}")
     return "".join(out)
+
+
+def stage_values(records: list[dict[str, Any]]) -> tuple[list[list[float]], list[float]]:
+    """The values of each of ``SKETCH_FIELDS`` in ``records`` (whole numbers and floats, not
+    bools), and their queue waits (where both offsets are whole numbers), as floats, in one
+    pass over the records (compiled, live.pxd types the locals: a dict's ``get`` and the type
+    tests are C calls)."""
+    names: tuple[str, ...] = SKETCH_FIELDS
+    columns: list[list[float]] = [[] for _ in names]
+    waits: list[float] = []
+    for r in records:
+        for i in range(len(names)):
+            v = r.get(names[i])
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                col = columns[i]
+                col.append(float(v))
+        q, p = r.get("queue_ms"), r.get("pickup_ms")
+        if isinstance(q, int) and isinstance(p, int):
+            waits.append(float(p - q))
+    return columns, waits
 
 
 class JsonLinesSink(Sink):
@@ -650,28 +668,13 @@ class LiveAnalyzer:
             self._sketch_waiting()
 
     def _sketch_waiting(self) -> None:
-        """Each stage's values of the records waiting into its sketch (whole numbers and
-        floats; the queue wait where both its offsets are known), gathered in one pass over the
-        records (compiled: a dict's ``get`` and type tests of C calls)."""
+        """Each stage's values of the records waiting into its sketch (``stage_values``)."""
         records, self._unsketched = self._unsketched, []
         if not records:
             return
-        names: tuple[str, ...] = SKETCH_FIELDS
-        columns: list[list[float]] = [[] for _ in names]
-        waits: list[float] = []
-        r: dict[str, Any]
-        col: list[float]
-        for r in records:
-            for i in range(len(names)):
-                v = r.get(names[i])
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    col = columns[i]
-                    col.append(float(v))
-            q, p = r.get("queue_ms"), r.get("pickup_ms")
-            if isinstance(q, int) and isinstance(p, int):
-                waits.append(float(p - q))
+        columns, waits = stage_values(records)
         sk = self._sketches
-        for name, nums in (*zip(names, columns, strict=True), (QUEUE_WAIT, waits)):
+        for name, nums in (*zip(SKETCH_FIELDS, columns, strict=True), (QUEUE_WAIT, waits)):
             if nums:
                 s = sk.get(name)
                 if s is None:

@@ -4,7 +4,7 @@
 # ignores this file.
 cimport cython
 
-@cython.locals(keys=tuple, names=tuple, out=list, i=Py_ssize_t)
+@cython.locals(keys=tuple, names=tuple, small=tuple, out=list, i=Py_ssize_t)
 cpdef str partition_text(dict record, str time, bint revised)
 
 @cython.locals(names=tuple, columns=list, waits=list, r=dict, col=list, i=Py_ssize_t)

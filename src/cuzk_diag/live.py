@@ -665,8 +665,8 @@ class LiveAnalyzer:
     def _sketch(self, records: list[dict[str, Any]]) -> None:
         """A batch of records for the sketches: their values go in ``SKETCH_BATCH`` records at
         a time, or when the sketches are read. (Each sketch's ``add_many`` has a fixed cost of
-        a dozen numpy calls, paid for every field: put in as each chunk's records came, a few
-        dozen at a time, it took some 40,000 machine instructions a record.)"""
+        a dozen numpy calls, paid for each of 30 fields: while input streams, records come a
+        few dozen at a time.)"""
         self._unsketched.extend(records)
         if len(self._unsketched) >= SKETCH_BATCH:
             self._sketch_waiting()

@@ -1,4 +1,4 @@
-"""The C heap between the steps of an analysis (``cuzk_diag.heap``)."""
+"""The C heap of an ingest and between the steps of an analysis (``cuzk_diag.heap``)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,32 @@ from pathlib import Path
 
 import pytest
 
-_HELD_AFTER = """
-import gc
-from cuzk_diag.heap import hand_back
+#: The tests below that measure the heap run on Linux with glibc only (``mallopt``,
+#: ``malloc_trim``, minor faults and ``/proc`` are theirs).
+_GLIBC = pytest.mark.skipif(
+    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
+    reason="mallopt, malloc_trim, minor faults and /proc are glibc's and Linux's",
+)
 
+#: What the child scripts below read: the process's resident memory, MiB.
+_RSS = """
 def rss():
     with open("/proc/self/status") as fh:
         return next(int(l.split()[1]) for l in fh if l.startswith("VmRSS")) // 1024
+"""
+
+
+def _numbers(script: str) -> list[int]:
+    """The whole numbers a Python child running ``script`` prints (a heap of its own)."""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return [int(w) for w in out.stdout.split()]
+
+
+_HELD_AFTER = (
+    _RSS
+    + """
+import gc
+from cuzk_diag.heap import hand_back
 
 blocks = [bytearray(100_000) for _ in range(2_000)]  # (heap blocks, below the mmap threshold)
 keep = blocks[-1]  # (the heap's top stays in use: only a trim of its inside frees the rest)
@@ -25,23 +44,15 @@ before = rss()
 {call}
 print(before, rss())
 """
+)
 
 
 def _held(call: str) -> tuple[int, int]:
-    out = subprocess.run(
-        [sys.executable, "-c", _HELD_AFTER.format(call=call)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    before, after = map(int, out.stdout.split())
+    before, after = _numbers(_HELD_AFTER.format(call=call))
     return before, after
 
 
-@pytest.mark.skipif(
-    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
-    reason="malloc_trim and /proc are glibc's and Linux's",
-)
+@_GLIBC
 def test_hand_back_returns_the_free_pages_inside_the_heap() -> None:
     """200 MB of blocks freed under a block still in use stay in the process until
     ``hand_back``, which returns them (a step's holes, not held into the next step)."""
@@ -52,10 +63,11 @@ def test_hand_back_returns_the_free_pages_inside_the_heap() -> None:
 
 
 def test_the_heap_settings_do_nothing_without_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where the C library has neither function, both calls return quietly."""
+    """Where the C library has neither function, every call returns quietly."""
     from cuzk_diag import heap
 
     monkeypatch.setattr(heap, "_libc", lambda name: None)
+    heap.for_ingest()
     heap.hand_back()
     heap.map_large_blocks()
 
@@ -103,19 +115,11 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 
 
 def _chunk_faults(call: str) -> int:
-    out = subprocess.run(
-        [sys.executable, "-c", _CHUNK_FAULTS.format(call=call)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(out.stdout)
+    (faults,) = _numbers(_CHUNK_FAULTS.format(call=call))
+    return faults
 
 
-@pytest.mark.skipif(
-    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
-    reason="mallopt's settings and minor faults are glibc's and Linux's",
-)
+@_GLIBC
 def test_chunk_sized_blocks_reuse_their_pages_during_an_ingest() -> None:
     """Blocks the size of a chunk, made and freed chunk after chunk, are faulted in (and
     zeroed) by the system each time by default; after ``for_ingest`` they reuse the
@@ -151,13 +155,11 @@ def test_the_ingest_and_the_analysis_set_the_heap_in_turn(monkeypatch: pytest.Mo
     assert calls == [(heap._M_MMAP_THRESHOLD, 256 << 10), (heap._M_TOP_PAD, 128 << 10)]
 
 
-_THREAD_HELD = """
+_THREAD_HELD = (
+    _RSS
+    + """
 import threading
 from cuzk_diag.heap import for_ingest, hand_back
-
-def rss():
-    with open("/proc/self/status") as fh:
-        return next(int(l.split()[1]) for l in fh if l.startswith("VmRSS")) // 1024
 
 for_ingest()
 before = rss()
@@ -172,17 +174,13 @@ t.join()
 hand_back()
 print(rss() - before)
 """
-
-
-@pytest.mark.skipif(
-    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
-    reason="mallopt's settings and /proc are glibc's and Linux's",
 )
+
+
+@_GLIBC
 def test_a_threads_freed_blocks_go_back_during_an_ingest() -> None:
     """The blocks a thread made and freed during an ingest go back with ``hand_back`` (one
     heap for all threads: a thread's own heap would keep the ingest's 16 MiB pad at its top,
     which ``malloc_trim`` does not return)."""
-    out = subprocess.run(
-        [sys.executable, "-c", _THREAD_HELD], capture_output=True, text=True, check=True
-    )
-    assert int(out.stdout) < 8
+    (held,) = _numbers(_THREAD_HELD)
+    assert held < 8

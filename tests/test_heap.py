@@ -68,6 +68,7 @@ def test_the_heap_settings_do_nothing_without_glibc(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(heap, "_libc", lambda name: None)
     heap.for_ingest()
+    heap.after_ingest()
     heap.hand_back()
     heap.map_large_blocks()
 
@@ -132,7 +133,8 @@ def test_chunk_sized_blocks_reuse_their_pages_during_an_ingest() -> None:
 
 def test_the_ingest_and_the_analysis_set_the_heap_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     """An ingest starts with the chunks' settings (each ingest: a process may run several);
-    the analysis replaces two with its own (large blocks mapped, glibc's top pad)."""
+    taking its records into a frame gives glibc's top pad back, for every command that
+    analyses a run, and ``analyze``'s analysis maps large blocks on their own."""
     from cuzk_diag import heap
     from cuzk_diag.ingest.stream import settle_heap
 
@@ -151,8 +153,18 @@ def test_the_ingest_and_the_analysis_set_the_heap_in_turn(monkeypatch: pytest.Mo
     ]
     assert calls == chunk * 2
     calls.clear()
+    from cuzk_diag import pipeline
+    from cuzk_diag.records import Accounting, RunInfo
+
+    log = str(Path(__file__).parent.parent / "fixtures" / "sim" / "phase12-2gpu-gw2.log")
+    batches = list(pipeline.iter_record_batches([log], Accounting(), RunInfo()))
+    assert (heap._M_TOP_PAD, heap.CHUNK_PAD) in calls  # (the ingest's settings)
+    calls.clear()
+    pipeline.frame_of_batches(batches, RunInfo())
+    assert calls == [(heap._M_TOP_PAD, 128 << 10)]
+    calls.clear()
     heap.map_large_blocks()
-    assert calls == [(heap._M_MMAP_THRESHOLD, 256 << 10), (heap._M_TOP_PAD, 128 << 10)]
+    assert calls == [(heap._M_MMAP_THRESHOLD, 256 << 10)]
 
 
 _THREAD_HELD = (

@@ -43,8 +43,8 @@ def _c_library() -> ctypes.CDLL:
 
 def for_ingest() -> None:
     """For an ingest: glibc takes every block below 32 MiB from its heap (``CHUNK_BLOCKS``),
-    keeps 16 MiB of free space at the heap's top (``CHUNK_PAD``) until an analysis starts
-    (``map_large_blocks``), and has one heap for all threads.
+    keeps 16 MiB of free space at the heap's top (``CHUNK_PAD``) until the ingest's records
+    are taken (``after_ingest``), and has one heap for all threads.
 
     Each 4 MiB chunk makes arrays and texts of its size (the newline mask, the text without
     newlines, the scans' buffers) and frees them before the next chunk. By default glibc gives
@@ -68,6 +68,15 @@ def for_ingest() -> None:
         mallopt(_M_TOP_PAD, CHUNK_PAD)
 
 
+def after_ingest() -> None:
+    """The ingest is over (its records are taken into a frame): the free space at the heap's
+    top goes back to glibc's default, for every command that analyses a run (``for_ingest``
+    kept 16 MiB there for the chunks' sake)."""
+    mallopt = _libc("mallopt")
+    if mallopt is not None:
+        mallopt(_M_TOP_PAD, _DEFAULT_TOP_PAD)
+
+
 def map_large_blocks() -> None:
     """From here to the end of the process (the analysis of the loaded run, then its report),
     glibc maps each block of 256 KiB or more on its own and unmaps it once freed. By default it
@@ -75,12 +84,10 @@ def map_large_blocks() -> None:
     blocks in its heap, where the analysis's arrays of one value per call, made and freed one
     after another, left holes that the next ones did not fit (1 GB log: the analysis peaked at
     483 MiB and the report at 499; so, at 467 and 472). Not during the ingest, whose arrays of a
-    chunk would then be mapped again for every chunk (about 10 % more time). The ingest's free
-    space at the heap's top (``for_ingest``) goes back to glibc's default."""
+    chunk would then be mapped again for every chunk (about 10 % more time)."""
     mallopt = _libc("mallopt")
     if mallopt is not None:
         mallopt(_M_MMAP_THRESHOLD, 256 << 10)
-        mallopt(_M_TOP_PAD, _DEFAULT_TOP_PAD)
 
 
 def hand_back() -> None:

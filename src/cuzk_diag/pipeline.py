@@ -22,7 +22,7 @@ from cuzk_diag.frame import (
     table_to_frame,
     take_frame,
 )
-from cuzk_diag.heap import hand_back
+from cuzk_diag.heap import after_ingest, hand_back
 from cuzk_diag.ingest.assemble.calls import _ts_ms
 from cuzk_diag.ingest.stream import stream
 from cuzk_diag.records import PARTITION_SCHEMA, Accounting, Event, Family, RunInfo
@@ -457,10 +457,12 @@ def frame_of_batches(tables: list[pa.Table], info: RunInfo) -> pd.DataFrame:
     """The frame of an ingest's record batches (``completed_table``, then ``take_frame``),
     which it takes (the list is emptied).
 
-    The C heap's free pages go back first (``hand_back``): those the ingest freed, then those
-    the sort freed. (The records a child sent live in the C heap, not in Arrow's pool, and the
-    ingest's temporaries leave it full of holes: on the 1 GB log with ``--jobs 2`` the sort
-    peaked at 475 MiB without the first, 413 with it.)"""
+    The ingest's heap settings end here (``after_ingest``), and the C heap's free pages go
+    back first (``hand_back``): those the ingest freed, then those the sort freed. (The
+    records a child sent live in the C heap, not in Arrow's pool, and the ingest's temporaries
+    leave it full of holes: on the 1 GB log with ``--jobs 2`` the sort peaked at 475 MiB
+    without the first, 413 with it.)"""
+    after_ingest()
     hand_back()
     table, order = completed_table(tables, info)
     hand_back()

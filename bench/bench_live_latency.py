@@ -7,8 +7,9 @@
 A simulated log is written into ``cuzk-diag analyze -`` in slices paced to ``--rate`` MB/s; the
 time each slice was written is kept with its last line number. Every ``partition`` event read
 from the JSON Lines output is matched to the slice that held its ``last_line``: the difference is
-the latency a user watching the live view sees. Reports the median, p95 and max, and the input
-rate actually reached. Writes ``bench/out/live-latency.md`` and ``.json``.
+the latency a user watching the live view sees. Reports the median, p95 and max, the input
+rate actually reached and the CPU time live mode took (user and system, all its threads).
+Writes ``bench/out/live-latency.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import json
+import resource
 import shutil
 import statistics
 import subprocess
@@ -94,7 +96,10 @@ def measure(a: argparse.Namespace, log: Path, work: Path) -> int:
             time.sleep(due - time.monotonic())
     elapsed = time.monotonic() - start
     proc.stdin.close()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc.wait()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     reader.join(timeout=30)
     lat = []
     for t, last in arrivals:
@@ -110,13 +115,16 @@ def measure(a: argparse.Namespace, log: Path, work: Path) -> int:
         f"# live latency: {len(data) / MB:.1f} MB at {len(data) / MB / elapsed:.1f} MB/s "
         f"(asked {a.rate:g})\n\n"
         f"{len(lat):,} records: latency median {statistics.median(lat) * 1000:.0f} ms, "
-        f"p95 {p95 * 1000:.0f} ms, max {lat[-1] * 1000:.0f} ms "
+        f"p95 {p95 * 1000:.0f} ms, max {lat[-1] * 1000:.0f} ms; "
+        f"live mode's CPU time {cpu:.2f} s "
         f"(load average {' '.join(machine_info()['loadavg'])}; package {fp}).\n"
     )
     print(text)
     (a.out / "live-latency.md").write_text(text)
     (a.out / "live-latency.json").write_text(
-        json.dumps({"latencies_s": lat, "rate_mb_s": len(data) / MB / elapsed}, indent=0)
+        json.dumps(
+            {"latencies_s": lat, "rate_mb_s": len(data) / MB / elapsed, "cpu_s": cpu}, indent=0
+        )
     )
     return 0
 

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import pty
+import queue
 import signal
 import subprocess
 import sys
@@ -41,6 +42,7 @@ from cuzk_diag.live import (
     LiveOptions,
     QuantileSketch,
     RecordStore,
+    _handle,
     partition_text,
 )
 from cuzk_diag.model import daemon as sim
@@ -763,6 +765,68 @@ def test_stage_sketches_take_records_in_batches_and_whole_when_read() -> None:
     assert engine._unsketched == []
     engine._sketch([{"gpu_ms": 1}] * live.SKETCH_BATCH)
     assert engine._sketches["gpu_ms"].count == 30 + live.SKETCH_BATCH  # (a batch: in at once)
+
+
+class _Feeds:
+    """What ``_handle`` asks of the engine: its options, the texts fed and the other items."""
+
+    def __init__(self, opts: LiveOptions) -> None:
+        self.opts = opts
+        self.fed: list[bytes] = []
+        self.ended = 0
+
+    def feed(self, text: bytes) -> None:
+        self.fed.append(text)
+
+    def end_source(self) -> None:
+        self.ended += 1
+
+
+def test_pieces_waiting_are_parsed_as_one_text_then_the_next_item_is_handled() -> None:
+    q: queue.Queue[tuple[object, ...]] = queue.Queue()
+    for piece in (b"b\n", b"c\n"):
+        q.put(("text", piece))
+    q.put(("end",))
+    q.put(("text", b"after the end\n"))
+    engine = _Feeds(LiveOptions(feed_min=1, feed_wait=60.0))
+    assert _handle(engine, q, ("text", b"a\n")) is False  # type: ignore[arg-type]
+    assert engine.fed == [b"a\nb\nc\n"] and engine.ended == 1
+    assert q.get_nowait() == ("text", b"after the end\n")  # (the next call's)
+    assert _handle(engine, q, ("done",)) is True  # type: ignore[arg-type]
+
+
+def test_a_short_text_waits_for_the_pieces_behind_it_up_to_feed_min() -> None:
+    """A pipe hands over 64 KiB at a time: pieces that arrive within ``feed_wait`` of a text
+    shorter than ``feed_min`` are parsed with it (a parse's cost per piece is then paid once),
+    and none is waited for once ``feed_min`` is there."""
+    q: queue.Queue[tuple[object, ...]] = queue.Queue()
+    engine = _Feeds(LiveOptions(feed_min=6, feed_wait=60.0))
+
+    def writer() -> None:
+        for piece in (b"b\n", b"c\n", b"d\n"):
+            time.sleep(0.02)
+            q.put(("text", piece))
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    t0 = time.monotonic()
+    assert _handle(engine, q, ("text", b"a\n")) is False  # type: ignore[arg-type]
+    waited = time.monotonic() - t0
+    thread.join()
+    assert engine.fed == [b"a\nb\nc\n"]  # (6 bytes: not waiting for d)
+    assert q.get_nowait() == ("text", b"d\n")
+    assert waited < 30  # (a bound far from feed_wait: it stopped waiting at feed_min)
+
+
+def test_a_short_text_is_parsed_when_nothing_more_comes_within_feed_wait() -> None:
+    q: queue.Queue[tuple[object, ...]] = queue.Queue()
+    engine = _Feeds(LiveOptions(feed_min=1 << 20, feed_wait=0.01))
+    assert _handle(engine, q, ("text", b"a\n")) is False  # type: ignore[arg-type]
+    assert engine.fed == [b"a\n"]
+    engine = _Feeds(LiveOptions(feed_min=1 << 20, feed_wait=0.0))  # (no waiting at all)
+    q.put(("text", b"b\n"))
+    assert _handle(engine, q, ("text", b"a\n")) is False  # type: ignore[arg-type]
+    assert engine.fed == [b"a\nb\n"]  # (what is waiting already is joined all the same)
 
 
 def test_record_store_keeps_order_and_cap() -> None:

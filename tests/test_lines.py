@@ -365,6 +365,21 @@ def test_the_journald_bracket_search_agrees_with_a_search_of_the_bytes(pieces):
 
 
 @settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from([b"Nov ", b"N", b"ov", b" ", b"\n", b"x", b"No", b"v "]), max_size=30),
+    st.integers(0, 40),
+)
+def test_the_journald_start_test_agrees_with_a_search_of_every_line_start(pieces, end):
+    import re
+
+    from cuzk_diag.sources import _journald_start
+
+    data = b"".join(pieces)
+    every_start = re.compile(rb"^[A-Z][a-z]{2} ", re.MULTILINE)
+    assert _journald_start(data, end) is (every_start.search(data, 0, end) is not None)
+
+
+@settings(max_examples=500, deadline=None)
 @given(st.binary(max_size=64))
 def test_utf8_valid_agrees_with_decode(data):
     from cuzk_diag.sources import utf8_valid

@@ -144,8 +144,12 @@ CASES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     "sources._JOURNALD_START_RE": (
+        "bmatch",  # at a chunk's start, as bytes
+        [fill("", "N"), fill("", "No"), fill("N", "o"), fill("", "Nov\n")],
+    ),
+    "sources._JOURNALD_LINE_RE": (
         "bsearch",  # over a chunk's head, as bytes
-        [fill("", "N"), fill("", "No"), fill("", "\nNo"), fill("", "Nov\n")],
+        [fill("", "\n"), fill("", "\nN"), fill("", "\nNo"), fill("", "\nNov\n")],
     ),
     "sources._ANSI_LINE_RE": ("findall", [fill("", "x"), fill("", "\x1b")]),
     "sources._NUL_LINE_RE": (
@@ -209,6 +213,8 @@ def _apply(op: str, pattern: re.Pattern[Any], text: str) -> None:
         pattern.sub(b"", text.encode())
     elif op == "bsearch":
         pattern.search(text.encode())
+    elif op == "bmatch":
+        pattern.match(text.encode())
     elif op == "bfindall":
         pattern.findall(text.encode())
     elif op == "sub":

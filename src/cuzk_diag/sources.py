@@ -63,8 +63,13 @@ JOURNALD_RE = re.compile(
 #: Where ``JOURNALD_RE`` looks on every chunk: its first characters (the rest only where "]: "
 #: occurs, ``_journald_anywhere``).
 JOURNALD_HEAD = 4096
-#: What every ``JOURNALD_RE`` match begins with, in bytes: a chunk's head without it has none.
-_JOURNALD_START_RE = re.compile(rb"^[A-Z][a-z]{2} ", re.MULTILINE)
+#: What every ``JOURNALD_RE`` match begins with, in bytes: a chunk's head without it at the
+#: start of a line has none. Its first line is tested with ``_JOURNALD_START_RE.match``, the
+#: others by the newline before them: a search for a pattern that starts with a literal skips
+#: to it, where ``^`` with ``re.MULTILINE`` tries a match at every byte (0.13 ms on the 16 KiB
+#: head of each 64 KiB piece a pipe hands live mode's reader, against 0.013 ms).
+_JOURNALD_START_RE = re.compile(rb"[A-Z][a-z]{2} ")
+_JOURNALD_LINE_RE = re.compile(rb"\n[A-Z][a-z]{2} ")
 
 
 @dataclass(slots=True)
@@ -541,9 +546,18 @@ def _plain(data: bytes) -> bool:
     ``JOURNALD_HEAD`` characters, at most 4 bytes each, starts as a prefix does, and no "]: ")."""
     if b"\x1b" in data or _DAMAGED_BYTE in data or _bracket_colon(data):
         return False
-    if _JOURNALD_START_RE.search(data, 0, 4 * JOURNALD_HEAD) is not None:
+    if _journald_start(data, 4 * JOURNALD_HEAD):
         return False
     return data.isascii() or utf8_valid(data)
+
+
+def _journald_start(data: bytes, end: int) -> bool:
+    """Whether a line of ``data[:end]`` starts as a journald prefix does (the whole of its start,
+    ``[A-Z][a-z]{2} ``, before ``end``)."""
+    return (
+        _JOURNALD_START_RE.match(data, 0, end) is not None
+        or _JOURNALD_LINE_RE.search(data, 0, end) is not None
+    )
 
 
 def newlines(data: bytes) -> int:

@@ -1175,8 +1175,9 @@ def _handle(engine: LiveAnalyzer, q: queue.Queue[tuple[Any, ...]], item: tuple[A
 
     A text item is joined with those waiting behind it, and with those that arrive within
     ``feed_wait`` seconds while the text is shorter than ``feed_min``: a pipe hands over 64 KiB
-    at a time, and a parse has a fixed cost per piece (a column group per line shape; a 64 KiB
-    piece parses at a quarter of the speed of a 1 MiB one)."""
+    at a time, and the parse and assembly of a piece have a fixed cost besides its lines' (a
+    column group per line shape: a 64 KiB piece goes at a third of a 1 MiB one's speed,
+    ``bench/piece_cost.py``)."""
     opts = engine.opts
     while item is not None:
         kind = item[0]

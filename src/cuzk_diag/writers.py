@@ -67,9 +67,71 @@ def timestamps_as_text(batch: pa.Table) -> pa.Table:
     """Timestamp columns as ISO 8601 UTC text, as CSV and JSON Lines hold them."""
     for i, f in enumerate(batch.schema):
         if pa.types.is_timestamp(f.type):
-            col = pc.strftime(batch.column(i), format=TIMESTAMP_FORMAT)
-            batch = batch.set_column(i, f.name, col)
+            batch = batch.set_column(i, f.name, timestamp_text(batch.column(i)))
     return batch
+
+
+#: The digits of a second's fraction that ``%S`` writes, by a timestamp's unit.
+_FRACTION_DIGITS = {"s": 0, "ms": 3, "us": 6, "ns": 9}
+#: The seconds (since the epoch) of 0001-01-01T00:00:00 and 9999-12-31T23:59:59.
+_FIRST_SECOND, _LAST_SECOND = -62_135_596_800, 253_402_300_799
+
+
+def timestamp_text(col: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The text ``pc.strftime(col, format=TIMESTAMP_FORMAT)`` makes of a timestamp column
+    (``2026-03-13T20:41:09.364Z`` for milliseconds), written by numpy a character column at a
+    time from each value's day (the civil calendar from the days since the epoch) and time of
+    day: Arrow's ``strftime`` formats value by value, 1.2 us each. A column of a time zone
+    other than UTC, with a value outside the years 1-9999, or too long for one string array's
+    offsets, is Arrow's to write."""
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    typ = col.type
+    digits = _FRACTION_DIGITS[typ.unit]
+    width = 19 + (digits + 1 if digits else 0) + 1  # (the date and time, the fraction, "Z")
+    if typ.tz not in (None, "UTC") or not len(col) or (len(col) + 1) * width >= 2**31:
+        return pc.strftime(col, format=TIMESTAMP_FORMAT)
+    valid = col.is_valid().to_numpy(zero_copy_only=False)
+    ticks = pc.fill_null(col.cast(pa.int64()), 0).to_numpy()
+    secs, frac = np.divmod(ticks, 10**digits)
+    if valid.any() and (secs[valid].min() < _FIRST_SECOND or secs[valid].max() > _LAST_SECOND):
+        return pc.strftime(col, format=TIMESTAMP_FORMAT)
+    days, sod = np.divmod(np.where(valid, secs, 0), 86_400)
+    year, month, day = _civil(days)
+    parts: list[tuple[np.ndarray, int]] = [(year, 4), (month, 2), (day, 2)]
+    parts += [(sod // 3600, 2), (sod // 60 % 60, 2), (sod % 60, 2)]
+    seps = "--T::" + ("." if digits else "")
+    if digits:
+        parts.append((frac, digits))
+    text = np.empty((len(col), width), dtype=np.uint8)
+    at = 0
+    for k, (values, n) in enumerate(parts):
+        for d in range(n):
+            text[:, at + d] = values // 10 ** (n - 1 - d) % 10 + 48
+        at += n
+        if k < len(seps):
+            text[:, at] = ord(seps[k])
+            at += 1
+    text[:, at] = ord("Z")
+    offsets = np.arange(0, width * (len(col) + 1), width, dtype=np.int32)
+    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.StringArray.from_buffers(
+        len(col), pa.py_buffer(offsets), pa.py_buffer(text), bitmap, int((~valid).sum())
+    )
+
+
+def _civil(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Year, month and day of the proleptic Gregorian calendar of each day since 1970-01-01
+    (H. Hinnant's ``civil_from_days``, exact for any day)."""
+    z = days + 719_468
+    era = z // 146_097
+    doe = z - era * 146_097  # day of the 400-year era, 0-146096
+    yoe = (doe - doe // 1_460 + doe // 36_524 - doe // 146_096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)  # day of the year from March 1st
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = np.where(mp < 10, mp + 3, mp - 9)
+    year = yoe + era * 400 + (month <= 2)
+    return year, month, day
 
 
 def jsonl_lines(table: pa.Table) -> pa.Array:

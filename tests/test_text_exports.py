@@ -1,5 +1,6 @@
-"""JSON Lines text made a column at a time (``writers.jsonl_lines``) is the text the JSON
-encoder makes of each row as a dict, as ``json.dumps`` writes it."""
+"""The text exports' text made a column at a time: JSON Lines (``writers.jsonl_lines``) is the
+text the JSON encoder makes of each row as a dict, as ``json.dumps`` writes it; timestamps
+(``writers.timestamp_text``, CSV and JSON Lines) are the text of Arrow's ``strftime``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,8 +17,10 @@ from cuzk_diag.linetable import LINE_SCHEMA, iter_line_tables
 from cuzk_diag.records import Accounting
 from cuzk_diag.writers import (
     JSONL_ROWS,
+    TIMESTAMP_FORMAT,
     TableWriter,
     jsonl_lines,
+    timestamp_text,
     timestamps_as_text,
     utf8_bytes,
 )
@@ -120,3 +124,54 @@ def test_a_messy_log_s_line_table(name: str) -> None:
     table = pa.concat_tables(tables).cast(LINE_SCHEMA)
     assert table.num_rows > 0
     assert columns_text(table) == rows_text(table)
+
+
+#: Seconds since the epoch of 0001-01-01 and of 9999-12-31T23:59:59, the years ``%Y`` writes
+#: with four digits.
+_FIRST, _LAST = -62_135_596_800, 253_402_300_799
+
+
+@st.composite
+def timestamp_columns(draw: st.DrawFn) -> pa.Array:
+    unit = draw(st.sampled_from(["s", "ms", "us", "ns"]))
+    per = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[unit]
+    lo, hi = max(_FIRST * per, -(2**63)), min(_LAST * per + per - 1, 2**63 - 1)
+    inside = st.integers(lo, hi) | st.sampled_from([lo, hi, 0, -1, 1, 951_782_400 * per])
+    values = inside | st.integers(-(2**63), 2**63 - 1) if draw(st.booleans()) else inside
+    ticks = draw(st.lists(st.none() | values, max_size=20))
+    tz = draw(st.sampled_from(["UTC", None, "Europe/Berlin"]))
+    col = pa.array(ticks, pa.int64()).cast(pa.timestamp(unit, tz=tz))
+    start = draw(st.integers(0, len(col)))
+    return col.slice(start)
+
+
+@settings(max_examples=400, deadline=None)
+@given(timestamp_columns())
+def test_timestamp_text_is_arrow_s_strftime(col: pa.Array) -> None:
+    """In every unit, over the years 1-9999 (by numpy), and beyond them or in another time
+    zone (by Arrow), with nulls and sliced columns."""
+    want = pc.strftime(col, format=TIMESTAMP_FORMAT)
+    got = timestamp_text(col)
+    assert got.type == pa.string()
+    assert got.to_pylist() == want.to_pylist()
+    assert got.equals(want)
+
+
+def test_timestamp_text_of_a_chunked_column_and_of_the_calendar_s_edges() -> None:
+    ms = [
+        _FIRST * 1000,  # 0001-01-01
+        _LAST * 1000 + 999,  # 9999-12-31T23:59:59.999
+        951_782_400_000,  # 2000-02-29
+        -86_400_000,  # 1969-12-31
+        4_107_542_400_000,  # 2100-03-01 (2100 is no leap year)
+        None,
+    ]
+    col = pa.chunked_array([ms[:3], ms[3:]], pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+    assert timestamp_text(col).to_pylist() == [
+        "0001-01-01T00:00:00.000Z",
+        "9999-12-31T23:59:59.999Z",
+        "2000-02-29T00:00:00.000Z",
+        "1969-12-31T00:00:00.000Z",
+        "2100-03-01T00:00:00.000Z",
+        None,
+    ]

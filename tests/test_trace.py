@@ -13,6 +13,8 @@ import jsonschema
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cuzk_diag.analysis import analyze
 from cuzk_diag.cli import cli
@@ -20,7 +22,7 @@ from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.pipeline import iter_records, load_run
 from cuzk_diag.records import Accounting, RunInfo
 from cuzk_diag.sinks import StreamEnd
-from cuzk_diag.trace import TraceWriter, write_trace
+from cuzk_diag.trace import TraceWriter, _us, write_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "tests" / "data" / "trace-event.schema.json").read_text())
@@ -311,3 +313,19 @@ def test_findings_name_every_affected_call(log: Path) -> None:
         if f.code in CALL_RULES:
             assert len(f.calls) == f.evidence["affected"] > 0, f.code
             assert set(f.calls) <= firsts
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.integers(-(2**60), 2**60)
+    | st.integers(-(2**44), 2**44).map(float)
+    | st.floats(-1e15, 1e15, allow_nan=False)
+    | st.sampled_from([0.0, -0.0, 0.0005, 2.0**43, -(2.0**43), 2**43 - 1, 1e-9])
+)
+def test_trace_times_are_the_milliseconds_in_microseconds_rounded_to_three_places(ms) -> None:
+    """``_us`` writes whole milliseconds without ``round``: the value and its type are those of
+    rounding ``ms * 1000`` to three decimals, an integer when whole."""
+    us = round(ms * 1000.0, 3)
+    want = int(us) if us == int(us) else us
+    got = _us(ms)
+    assert got == want and type(got) is type(want)

@@ -288,6 +288,27 @@ def test_a_sim_log_is_split_and_the_childrens_parts_taken_with_real_children(
     assert groups[0] == groups[1] and len(groups[0]) > 1
 
 
+def test_a_trace_made_with_children_is_the_trace_made_in_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``trace --jobs 2``: both passes (the findings' ``analyze`` and the records streamed into
+    the trace) have a child assemble the log's second half; the file is the same."""
+    log = _sim_log(tmp_path, 1.5)
+    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
+    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    adopted = split.outcomes["adopted"]
+    traces = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"t{jobs}.json"
+        res = CliRunner().invoke(cli, ["trace", str(log), "-o", str(out), "--jobs", jobs])
+        assert res.exit_code == 0, res.output
+        traces.append(out.read_bytes())
+    assert split.outcomes["adopted"] == adopted + 2
+    assert traces[0] == traces[1]
+    assert b'"findings"' in traces[0]  # (the first pass's findings tag calls)
+
+
 def test_a_child_without_pandas_makes_its_tables_without_importing_it() -> None:
     """A part's child makes its records' tables; pyarrow would import pandas to make them (to
     test whether a list is a pandas object). ``without_pandas`` spares that import, and the

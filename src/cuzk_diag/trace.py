@@ -584,12 +584,15 @@ def write_trace(
     findings: Iterable[Finding] = (),
     progress: Callable[[int], None] | None = None,
     horizon_ms: float = HORIZON_MS,
+    jobs: int | None = 1,
 ) -> tuple[TraceWriter, StreamEnd]:
-    """Parse, assemble and write the trace of ``inputs`` to ``out`` in one streaming pass."""
+    """Parse, assemble and write the trace of ``inputs`` to ``out`` in one streaming pass
+    (``jobs`` as ``pipeline.stream_records`` takes it: the records, and so the trace, are the
+    same)."""
     from cuzk_diag.pipeline import stream_records
 
     info = RunInfo()
     writer = TraceWriter(out, findings=list(findings), horizon_ms=horizon_ms)
     writer.info = info
-    end = stream_records(inputs, writer, info=info, progress=progress)
+    end = stream_records(inputs, writer, info=info, progress=progress, jobs=jobs)
     return writer, end

@@ -7,7 +7,7 @@ from typing import IO
 import click
 
 from cuzk_diag.cli import UsageError, cli
-from cuzk_diag.cli.options import config_option, stdout
+from cuzk_diag.cli.options import config_option, jobs_option, stdout
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
 
@@ -31,7 +31,10 @@ from cuzk_diag.exit_codes import ExitCode
     "applies to; --no-findings writes the trace in one pass with flat memory.",
 )
 @config_option
-def trace_cmd(logs: tuple[str, ...], output: str, findings: bool, config_path: str | None) -> int:
+@jobs_option
+def trace_cmd(
+    logs: tuple[str, ...], output: str, findings: bool, config_path: str | None, jobs: int | None
+) -> int:
     """Write the run as a timeline in the Chrome Trace Event JSON format.
 
     Open the file in https://ui.perfetto.dev or chrome://tracing: one process per GPU with a
@@ -53,7 +56,7 @@ def trace_cmd(logs: tuple[str, ...], output: str, findings: bool, config_path: s
         from cuzk_diag.config import load_config
 
         try:
-            cited = analyze(list(logs), load_config(config_path)).findings
+            cited = analyze(list(logs), load_config(config_path), jobs=jobs).findings
         except CuzkDiagError as exc:
             raise UsageError(str(exc)) from None
     fh: IO[str]
@@ -65,7 +68,7 @@ def trace_cmd(logs: tuple[str, ...], output: str, findings: bool, config_path: s
         except OSError as exc:
             raise UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
     try:
-        writer, end = write_trace(list(logs), fh, findings=cited)
+        writer, end = write_trace(list(logs), fh, findings=cited, jobs=jobs)
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
     finally:

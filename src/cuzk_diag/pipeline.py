@@ -25,7 +25,16 @@ from cuzk_diag.frame import (
 from cuzk_diag.heap import after_ingest, hand_back
 from cuzk_diag.ingest.assemble.calls import _ts_ms
 from cuzk_diag.ingest.stream import stream
-from cuzk_diag.records import PARTITION_SCHEMA, Accounting, Event, Family, RunInfo
+from cuzk_diag.records import (
+    PARTITION_SCHEMA,
+    WALL_CLOCK,
+    WALL_CLOCK_MAX_MS,
+    WALL_CLOCK_MIN_MS,
+    Accounting,
+    Event,
+    Family,
+    RunInfo,
+)
 from cuzk_diag.sinks import Sink, StreamEnd
 from cuzk_diag.sources import PARQUET, Source, open_source
 
@@ -304,7 +313,6 @@ def with_final_era(table: pa.Table, info: RunInfo) -> pa.Table:
 
 #: Columns a Parquet export written before they existed may lack (read back as nulls).
 LATER_COLUMNS = frozenset({"start_ts", "end_ts"})
-_WALL_CLOCK = pa.timestamp("ms", tz="UTC")
 
 
 def _wall_clock_columns(
@@ -333,15 +341,10 @@ def _wall_clock_columns(
     for name, offset in (("start_ts", "start_ms"), ("end_ts", "end_ms")):
         ts = epoch + column(offset)
         # Null where there is none, or beyond the years 1-9999 (an offset of a damaged line).
-        null = ~((ts >= _WALL_CLOCK_MIN_MS) & (ts <= _WALL_CLOCK_MAX_MS))
+        null = ~((ts >= WALL_CLOCK_MIN_MS) & (ts <= WALL_CLOCK_MAX_MS))
         col = pa.array(np.where(null, 0, ts).astype("int64"), pa.int64(), mask=null)
-        out[name] = col.cast(_WALL_CLOCK)
+        out[name] = col.cast(WALL_CLOCK)
     return out
-
-
-#: The wall clock a record can show: 0001-01-01 to 9999-12-31 (ms since the epoch).
-_WALL_CLOCK_MIN_MS = -62_135_596_800_000
-_WALL_CLOCK_MAX_MS = 253_402_300_799_999
 
 
 def with_wall_clock(table: pa.Table, info: RunInfo) -> pa.Table:

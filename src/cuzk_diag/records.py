@@ -197,7 +197,11 @@ def is_int64(v: object) -> bool:
 _I = pa.int64()
 _S = pa.string()
 _F = pa.float64()
-_T = pa.timestamp("ms", tz="UTC")
+#: The wall-clock columns' type (``start_ts``, ``end_ts``), and the span of their values:
+#: 0001-01-01 to 9999-12-31T23:59:59.999 UTC in ms since the epoch, the years their ISO 8601
+#: text writes in four digits (beyond it a wall clock is an offset of a damaged line: null).
+WALL_CLOCK = pa.timestamp("ms", tz="UTC")
+WALL_CLOCK_MIN_MS, WALL_CLOCK_MAX_MS = -62_135_596_800_000, 253_402_300_799_999
 
 #: Identity and provenance of a call.
 IDENTITY_COLUMNS: list[tuple[str, pa.DataType]] = [
@@ -221,8 +225,8 @@ TIMELINE_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("pickup_ms", _I),
     ("start_ms", _I),
     ("end_ms", _I),
-    ("start_ts", _T),  # GPU_START as UTC time: engine-start line + offset; null without one
-    ("end_ts", _T),  # GPU_END as UTC time; null where the log has no wall clock
+    ("start_ts", WALL_CLOCK),  # GPU_START as UTC time: engine-start line + offset; null without one
+    ("end_ts", WALL_CLOCK),  # GPU_END as UTC time; null where the log has no wall clock
     ("synth_ms", _I),
     ("gpu_ms", _I),
 ]

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from cuzk_diag.errors import InputError, OutputError
 from cuzk_diag.jsontext import encoder
+from cuzk_diag.records import WALL_CLOCK_MAX_MS, WALL_CLOCK_MIN_MS
 from cuzk_diag.sinks import Sink, StreamEnd
 
 FORMATS = ("parquet", "csv", "jsonl")
@@ -73,8 +74,8 @@ def timestamps_as_text(batch: pa.Table) -> pa.Table:
 
 #: The digits of a second's fraction that ``%S`` writes, by a timestamp's unit.
 _FRACTION_DIGITS = {"s": 0, "ms": 3, "us": 6, "ns": 9}
-#: The seconds (since the epoch) of 0001-01-01T00:00:00 and 9999-12-31T23:59:59.
-_FIRST_SECOND, _LAST_SECOND = -62_135_596_800, 253_402_300_799
+#: The first and last seconds since the epoch of the years ``%Y`` writes in four digits.
+_FIRST_SECOND, _LAST_SECOND = WALL_CLOCK_MIN_MS // 1000, WALL_CLOCK_MAX_MS // 1000
 
 
 def timestamp_text(col: pa.Array | pa.ChunkedArray) -> pa.Array:

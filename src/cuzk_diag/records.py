@@ -202,6 +202,7 @@ _F = pa.float64()
 #: text writes in four digits (beyond it a wall clock is an offset of a damaged line: null).
 WALL_CLOCK = pa.timestamp("ms", tz="UTC")
 WALL_CLOCK_MIN_MS, WALL_CLOCK_MAX_MS = -62_135_596_800_000, 253_402_300_799_999
+_T = WALL_CLOCK
 
 #: Identity and provenance of a call.
 IDENTITY_COLUMNS: list[tuple[str, pa.DataType]] = [
@@ -225,8 +226,8 @@ TIMELINE_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("pickup_ms", _I),
     ("start_ms", _I),
     ("end_ms", _I),
-    ("start_ts", WALL_CLOCK),  # GPU_START as UTC time: engine-start line + offset; null without one
-    ("end_ts", WALL_CLOCK),  # GPU_END as UTC time; null where the log has no wall clock
+    ("start_ts", _T),  # GPU_START as UTC time: engine-start line + offset; null without one
+    ("end_ts", _T),  # GPU_END as UTC time; null where the log has no wall clock
     ("synth_ms", _I),
     ("gpu_ms", _I),
 ]

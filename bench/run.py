@@ -69,6 +69,8 @@ TOOLS = [
     "analyze",
     "analyze -j1",
 ]
+#: The other outputs, measured when named in ``--tools``: the text exports and the trace.
+OTHER_TOOLS = ["export --lines jsonl", "export jsonl", "export csv", "trace"]
 SCALING_TOOLS = ["grep", "lnav", "export --lines -j1", "export -j1", "analyze -j1"]
 LARGE_TOOLS = ["lnav", "analyze", "analyze -j1"]
 RSS_TOOL = "analyze -j1"
@@ -91,11 +93,15 @@ def build_cmd(tool: str, log: Path, work: Path, tag: str) -> list[str] | None:
         # measures its formatter rather than its indexer.)
         return [lnav, "-n", "-c", ";SELECT lines FROM lnav_file", str(log)]
     jobs = ["--jobs", "1"] if tool.endswith("-j1") else []
-    if tool in ("export --lines", "export --lines -j1"):
-        out = str(work / f"lines-{tag}.parquet")
+    if tool in ("export --lines", "export --lines -j1", "export --lines jsonl"):
+        suffix = "jsonl" if tool.endswith("jsonl") else "parquet"
+        out = str(work / f"lines-{tag}.{suffix}")
         return [*cd, "export", "--lines", str(log), "-o", out, *jobs]
-    if tool in ("export", "export -j1"):
-        return [*cd, "export", str(log), "-o", str(work / f"partitions-{tag}.parquet"), *jobs]
+    if tool in ("export", "export -j1", "export jsonl", "export csv"):
+        suffix = tool.split()[-1] if tool.endswith(("jsonl", "csv")) else "parquet"
+        return [*cd, "export", str(log), "-o", str(work / f"partitions-{tag}.{suffix}"), *jobs]
+    if tool == "trace":
+        return [*cd, "trace", str(log), "-o", str(work / f"trace-{tag}.json")]
     if tool in ("analyze", "analyze -j1"):
         return [*cd, "analyze", str(log), "--format", "json", "-o", "/dev/null", *jobs]
     raise ValueError(tool)
@@ -327,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_OUT,
         help="directory for cached logs and results (default bench/out)",
     )
-    ap.add_argument("--keep", action="store_true", help="keep the exported Parquet files")
+    ap.add_argument("--keep", action="store_true", help="keep the exported files")
     ap.add_argument(
         "--quick",
         action="store_true",
@@ -339,7 +345,10 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the memory-scaling check on a fifth of the input",
     )
     ap.add_argument(
-        "--tools", default=",".join(TOOLS), help=f"comma-separated subset of: {', '.join(TOOLS)}"
+        "--tools",
+        default=",".join(TOOLS),
+        help=f"comma-separated subset of: {', '.join(TOOLS + OTHER_TOOLS)} (default: all but "
+        f"{', '.join(OTHER_TOOLS)})",
     )
     ap.add_argument("--regen", action="store_true", help="regenerate the cached logs")
     ap.add_argument(
@@ -371,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     args.mb = args.mb or 250
     reps = args.reps or 3
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
-    unknown = [t for t in tools if t not in TOOLS]
+    unknown = [t for t in tools if t not in TOOLS + OTHER_TOOLS]
     if unknown or args.mb < 1 or reps < 1:
         ap.error(
             f"unknown tool(s): {', '.join(unknown)}" if unknown else "--mb and --reps must be ≥ 1"
@@ -431,8 +440,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         if not args.keep:
-            for p in work.glob("*.parquet"):
-                p.unlink()
+            for pattern in ("*.parquet", "*.jsonl", "*.csv", "trace-*.json"):
+                for p in work.glob(pattern):
+                    p.unlink()
         shutil.rmtree(work / "snapshot", ignore_errors=True)
 
     end = machine_info()

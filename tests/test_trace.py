@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from collections import Counter, defaultdict
 from functools import cache
 from pathlib import Path
@@ -16,13 +17,14 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cuzk_diag import trace as trace_module
 from cuzk_diag.analysis import analyze
 from cuzk_diag.cli import cli
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.pipeline import iter_records, load_run
 from cuzk_diag.records import Accounting, RunInfo
 from cuzk_diag.sinks import StreamEnd
-from cuzk_diag.trace import TraceWriter, _us, write_trace
+from cuzk_diag.trace import TraceWriter, _number, _us, _us_text, write_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "tests" / "data" / "trace-event.schema.json").read_text())
@@ -329,3 +331,35 @@ def test_trace_times_are_the_milliseconds_in_microseconds_rounded_to_three_place
     want = int(us) if us == int(us) else us
     got = _us(ms)
     assert got == want and type(got) is type(want)
+    # and its text, written without the encoder on the fast path, is the encoder's
+    assert _us_text(ms) == json.dumps(want)
+
+
+@given(st.integers() | st.floats() | st.sampled_from([math.nan, math.inf, -math.inf, -0.0]))
+def test_a_number_is_written_as_the_encoder_writes_it(v) -> None:
+    assert _number(v) == json.dumps(v)
+
+
+@pytest.mark.parametrize("log", [INCIDENT, ROOT / "fixtures" / "sim" / "messy.log"], ids=str)
+def test_each_event_is_the_encoders_text_of_its_dict(log: Path, monkeypatch) -> None:
+    """The slices, instants and counters are written as text, not encoded from a dict: each
+    event's line is what the encoder makes of the dict it reads back as (its keys in order,
+    its numbers and texts as the encoder writes them). Written in flushes of 3 events, the
+    trace is the same text as in one."""
+    whole = io.StringIO()
+    write_trace([str(log)], whole)
+    monkeypatch.setattr(trace_module, "_FLUSH_EVENTS", 3)
+    small = io.StringIO()
+    write_trace([str(log)], small)
+    assert small.getvalue() == whole.getvalue()
+    text = whole.getvalue()
+    head, _, rest = text.partition("\n")
+    assert head == '{"traceEvents":['
+    body, _, _ = rest.partition("\n],")
+    lines = body.split(",\n")
+    kinds = Counter()
+    for line in lines:
+        ev = json.loads(line)
+        kinds[ev["ph"]] += 1
+        assert trace_module._encode(ev) == line
+    assert kinds["X"] and kinds["C"] and kinds["M"]

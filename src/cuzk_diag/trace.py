@@ -91,13 +91,6 @@ def _num(v: Any) -> float | None:
     return None
 
 
-def _clean(v: Any) -> Any:
-    """A JSON-safe value (NaN becomes null)."""
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    return v
-
-
 class TraceWriter(Sink):
     """The ``trace`` stream format: a Chrome trace on ``out``, written as records complete.
 
@@ -122,7 +115,6 @@ class TraceWriter(Sink):
                 codes = self._by_line.setdefault(int(line), [])
                 if f.code not in codes:
                     codes.append(f.code)
-        self._first = True
         self._heap: list[tuple[float, int, int, Any]] = []
         self._seq = 0
         self._clock = -math.inf  # newest clock reading (trace ms)
@@ -141,6 +133,7 @@ class TraceWriter(Sink):
         self.calls = 0
         self.unclocked = 0
         self.events = 0
+        self._texts: list[str] = []  # events' text not yet written (``_put``, ``_flush``)
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -172,6 +165,7 @@ class TraceWriter(Sink):
         self._release(math.inf)
         self._close_jobs(math.inf)
         self._release_bands(math.inf)
+        self._flush()
         self.out.write("\n],")
         meta = {
             "tool": "cuzk-diag",
@@ -219,6 +213,7 @@ class TraceWriter(Sink):
             )
         self._release(self._clock - self.horizon)
         self._close_jobs(self._clock - self.horizon)
+        self._flush()
 
     def _t(self, rec: dict[str, Any], key: str) -> float | None:
         v = _num(rec.get(key))
@@ -280,7 +275,12 @@ class TraceWriter(Sink):
         if end is None:
             self._cursor[gpu] = max(self._cursor.get(gpu, 0.0), call_end)
 
-        args = {k: _clean(v) for k, v in rec.items() if v is not None and k != "extra"}
+        # (JSON-safe: a NaN, float or numpy's, becomes null.)
+        args = {
+            k: None if isinstance(v, float) and v != v else v
+            for k, v in rec.items()
+            if v is not None and k != "extra"
+        }
         if rec.get("extra"):
             try:
                 args["extra"] = json.loads(rec["extra"])
@@ -499,18 +499,17 @@ class TraceWriter(Sink):
         self._write_slice(grp.pid, tid, sl)
 
     def _write_slice(self, pid: int, tid: int, sl: _Slice) -> None:
-        self._emit(
-            {
-                "name": sl.name,
-                "cat": sl.cat,
-                "ph": "X",
-                "ts": _us(sl.ts),
-                "dur": _us(sl.dur),
-                "pid": pid,
-                "tid": tid,
-                "args": sl.args,
-            }
+        # (Each event's text made here, with its keys in this order: the text the encoder
+        # makes of the event's dict, ``{"name": ..., "cat": ..., "ph": "X", ...}``.)
+        where = f',"pid":{pid},"tid":{tid},"args":'
+        # (A stage's name is one of a few; a call's, a proof's, ... its own.)
+        name = _text(sl.name) if sl.cat in _STAGE_CATS else _encode(sl.name)
+        self._put(
+            f'{{"name":{name},"cat":{_text(sl.cat)},"ph":"X",'
+            f'"ts":{_us_text(sl.ts)},"dur":{_us_text(sl.dur)}{where}{_encode(sl.args)}}}'
         )
+        if not sl.children and not sl.instants:
+            return
         # children and instants in time order, so a track's timestamps never go back
         items: list[tuple[float, int, Any]] = [(c.ts, 0, c) for c in sl.children]
         items += [(ts, 1, (ts, name, args)) for ts, name, args in sl.instants]
@@ -519,17 +518,10 @@ class TraceWriter(Sink):
                 self._write_slice(pid, tid, item)
                 continue
             ts, name, args = item
-            self._emit(
-                {
-                    "name": name,
-                    "cat": "failure" if "fail" in name else "prestage",
-                    "ph": "i",
-                    "s": "t",
-                    "ts": _us(ts),
-                    "pid": pid,
-                    "tid": tid,
-                    "args": args,
-                }
+            cat = "failure" if "fail" in name else "prestage"
+            self._put(
+                f'{{"name":{_encode(name)},"cat":"{cat}","ph":"i","s":"t",'
+                f'"ts":{_us_text(ts)}{where}{_encode(args)}}}'
             )
 
     def _counter(self, key: tuple[int, str], ts: float, value: float) -> None:
@@ -538,7 +530,10 @@ class TraceWriter(Sink):
         self._counter_ts[key] = ts
         pid, name = key
         series = "busy" if name.endswith("busy") else "n"
-        self._emit({"name": name, "ph": "C", "ts": _us(ts), "pid": pid, "args": {series: value}})
+        self._put(
+            f'{{"name":{_text(name)},"ph":"C","ts":{_us_text(ts)},"pid":{pid},'
+            f'"args":{{"{series}":{_number(value)}}}}}'
+        )
 
     def _process(self, pid: int, name: str, sort: int) -> None:
         if pid in self._named_pids:
@@ -553,13 +548,29 @@ class TraceWriter(Sink):
         self._process(PID_GPU0 + gpu, f"GPU {gpu}", 10 + gpu)
 
     def _emit(self, ev: dict[str, Any]) -> None:
-        if not self._first:
-            self.out.write(",\n")
-        self._first = False
-        self.out.write(_encode(ev))
+        self._put(_encode(ev))
+
+    def _put(self, text: str) -> None:
+        """One event's JSON text, written with the next ``_flush``."""
+        self._texts.append(text)
         self.events += 1
+        if len(self._texts) >= _FLUSH_EVENTS:
+            self._flush()
+
+    def _flush(self) -> None:
+        """The events put so far, written (one write: a write per event cost as much as its
+        text)."""
+        if not self._texts:
+            return
+        head = "" if self.events == len(self._texts) else ",\n"
+        self.out.write(head + ",\n".join(self._texts))
+        self._texts.clear()
 
 
+#: The categories of stage slices (whose names are few).
+_STAGE_CATS = frozenset({"stage", "stage,estimated"})
+#: Events held for one write.
+_FLUSH_EVENTS = 4096
 #: One trace event's JSON (the C encoder made once: ``JSONEncoder.encode`` makes it for every
 #: call, half the cost of an event's few keys; the same text).
 _encode = encoder(separators=(",", ":"), default=str)
@@ -575,6 +586,38 @@ def _us(ms: float) -> int | float:
             return int(ms) * 1000
     us = round(ms * 1000.0, 3)
     return int(us) if us == int(us) else us
+
+
+def _number(v: Any) -> str:
+    """A number's JSON text (the encoder's: ``int.__repr__``, ``float.__repr__`` or NaN and
+    the infinities by name)."""
+    return int.__repr__(v) if type(v) is int else _encode(v)
+
+
+def _us_text(ms: float) -> str:
+    """``_us(ms)``'s JSON text (its fast path inline: the trace writes some 1.7 of these per
+    event)."""
+    if type(ms) is int or (type(ms) is float and ms.is_integer()):
+        if -_EXACT_MS < ms < _EXACT_MS:
+            return int.__repr__(int(ms) * 1000)
+    return _number(_us(ms))
+
+
+#: The JSON text of texts the trace writes again and again (categories, stage names, sources,
+#: counter names): made once each. Emptied when it holds ``_TEXTS_HELD`` (a label of its own
+#: per call never comes here).
+_texts: dict[str, str] = {}
+_TEXTS_HELD = 4096
+
+
+def _text(s: str) -> str:
+    """``_encode(s)`` of a text the trace writes many times."""
+    t = _texts.get(s)
+    if t is None:
+        if len(_texts) >= _TEXTS_HELD:
+            _texts.clear()
+        t = _texts[s] = _encode(s)
+    return t
 
 
 def write_trace(

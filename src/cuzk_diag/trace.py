@@ -83,6 +83,8 @@ class _Group:
 
 
 def _num(v: Any) -> float | None:
+    if type(v) is int:  # (most values: the records' milliseconds)
+        return float(v)
     if v is None or isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
@@ -125,6 +127,8 @@ class TraceWriter(Sink):
         self._named_pids: set[int] = set()
         self._counters: dict[tuple[int, str], float] = {}
         self._counter_ts: dict[tuple[int, str], float] = {}
+        # Per counter: its event's text before its time, and from its time to its value.
+        self._counter_parts: dict[tuple[int, str], tuple[str, str]] = {}
         self._busy: dict[int, int] = {}
         self._jobs: dict[str, list[Any]] = {}  # job -> [first, last, calls, failed, kind]
         self._bands: list[tuple[float, int, Any]] = []
@@ -528,12 +532,15 @@ class TraceWriter(Sink):
         # A counter moved back in time by a late call stays on its track's last time.
         ts = max(ts, self._counter_ts.get(key, -math.inf))
         self._counter_ts[key] = ts
-        pid, name = key
-        series = "busy" if name.endswith("busy") else "n"
-        self._put(
-            f'{{"name":{_text(name)},"ph":"C","ts":{_us_text(ts)},"pid":{pid},'
-            f'"args":{{"{series}":{_number(value)}}}}}'
-        )
+        parts = self._counter_parts.get(key)
+        if parts is None:
+            pid, name = key
+            series = "busy" if name.endswith("busy") else "n"
+            parts = self._counter_parts[key] = (
+                f'{{"name":{_encode(name)},"ph":"C","ts":',
+                f',"pid":{pid},"args":{{"{series}":',
+            )
+        self._put(f"{parts[0]}{_us_text(ts)}{parts[1]}{_number(value)}}}}}")
 
     def _process(self, pid: int, name: str, sort: int) -> None:
         if pid in self._named_pids:
@@ -603,8 +610,8 @@ def _us_text(ms: float) -> str:
     return _number(_us(ms))
 
 
-#: The JSON text of texts the trace writes again and again (categories, stage names, sources,
-#: counter names): made once each. Emptied when it holds ``_TEXTS_HELD`` (a label of its own
+#: The JSON text of texts the trace writes again and again (categories, stage names): made
+#: once each. Emptied when it holds ``_TEXTS_HELD`` (a label of its own
 #: per call never comes here).
 _texts: dict[str, str] = {}
 _TEXTS_HELD = 4096

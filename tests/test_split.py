@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import inspect
+import io
 import json
 import pickle
 import subprocess
@@ -19,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from cuzk_diag.analysis import analyze
 from cuzk_diag.cli import cli
 from cuzk_diag.errors import InputError
 from cuzk_diag.frame import records_to_table
@@ -32,6 +34,7 @@ from cuzk_diag.ingest.stream import Ingest, parse_window, stream
 from cuzk_diag.model.daemon import SimConfig, simulate
 from cuzk_diag.records import PARTITION_SCHEMA, Accounting, RunInfo
 from cuzk_diag.sources import SourceStats, iter_input, open_window
+from cuzk_diag.trace import write_trace
 from cuzk_diag.writers import PartitionSink
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -291,8 +294,9 @@ def test_a_sim_log_is_split_and_the_childrens_parts_taken_with_real_children(
 def test_a_trace_made_with_children_is_the_trace_made_in_one_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``trace --jobs 2``: both passes (the findings' ``analyze`` and the records streamed into
-    the trace) have a child assemble the log's second half; the file is the same."""
+    """``trace --jobs 2``: a child assembles the log's second half for the one pass that feeds
+    both the trace and the findings' rules; the file is the same, and so is the trace of the
+    two passes it replaces (``analyze``, then the records streamed into the trace)."""
     log = _sim_log(tmp_path, 1.5)
     monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
     monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
@@ -304,9 +308,14 @@ def test_a_trace_made_with_children_is_the_trace_made_in_one_process(
         res = CliRunner().invoke(cli, ["trace", str(log), "-o", str(out), "--jobs", jobs])
         assert res.exit_code == 0, res.output
         traces.append(out.read_bytes())
-    assert split.outcomes["adopted"] == adopted + 2
+    assert split.outcomes["adopted"] == adopted + 1
     assert traces[0] == traces[1]
-    assert b'"findings"' in traces[0]  # (the first pass's findings tag calls)
+    assert b'"findings"' in traces[0]  # (the rules' findings tag calls)
+    findings = analyze([str(log)], jobs=2).findings
+    two_passes = io.StringIO()
+    write_trace([str(log)], two_passes, findings=findings, jobs=2)
+    assert split.outcomes["adopted"] == adopted + 3
+    assert two_passes.getvalue().encode() == traces[0]
 
 
 def test_a_child_without_pandas_makes_its_tables_without_importing_it() -> None:

@@ -24,7 +24,16 @@ from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.pipeline import iter_records, load_run
 from cuzk_diag.records import Accounting, RunInfo
 from cuzk_diag.sinks import StreamEnd
-from cuzk_diag.trace import TraceWriter, _number, _us, _us_text, write_trace
+from cuzk_diag.trace import (
+    TAG_MARK,
+    TraceWriter,
+    _number,
+    _us,
+    _us_text,
+    copy_tagged,
+    write_trace,
+    write_trace_with_findings,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "tests" / "data" / "trace-event.schema.json").read_text())
@@ -363,3 +372,59 @@ def test_each_event_is_the_encoders_text_of_its_dict(log: Path, monkeypatch) -> 
         kinds[ev["ph"]] += 1
         assert trace_module._encode(ev) == line
     assert kinds["X"] and kinds["C"] and kinds["M"]
+
+
+ONE_PASS_LOGS = [
+    INCIDENT,
+    ROOT / "fixtures" / "sim" / "messy.log",  # (torn, damaged lines: NUL bytes among them)
+    ROOT / "fixtures" / "sim" / "damaged.log",
+    ROOT / "fixtures" / "sim" / "failures.log",
+    ROOT / "fixtures" / "sim" / "era-phase4-8.log",
+    ROOT / "fixtures" / "sim" / "cpp-only.log",  # (no TIMELINE clock: calls laid end to end)
+    ROOT / "fixtures" / "rules" / "cpu-critical-path.trigger.log",
+]
+
+
+@pytest.mark.parametrize("log", ONE_PASS_LOGS, ids=lambda p: p.name)
+def test_one_pass_with_findings_is_the_trace_of_analyze_then_the_stream(
+    log: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``write_trace_with_findings`` tags the calls once the run is read: its text is the
+    trace of the two passes it replaces (``analyze`` for the findings, then the records
+    streamed into a writer that knows them), its analysis ``analyze``'s. Copied in pieces of
+    7 bytes (marks cut by the pieces' ends), the text is the same; no mark is left."""
+    findings = analyze([str(log)]).findings
+    two = io.StringIO()
+    write_trace([str(log)], two, findings=findings)
+    one = io.StringIO()
+    _, end, analysis = write_trace_with_findings([str(log)], one, spool_dir=str(tmp_path))
+    assert one.getvalue() == two.getvalue()
+    assert [f.to_dict() for f in analysis.findings] == [f.to_dict() for f in findings]
+    assert end.accounting.lines_total == analyze([str(log)]).accounting.lines_total
+    assert TAG_MARK not in one.getvalue()
+    assert list(tmp_path.iterdir()) == []  # (the spool is gone)
+    monkeypatch.setattr(trace_module, "_COPY_BYTES", 7)
+    small = io.StringIO()
+    write_trace_with_findings([str(log)], small)
+    assert small.getvalue() == two.getvalue()
+
+
+def test_copy_tagged_puts_each_calls_findings_where_the_writer_would() -> None:
+    spool = io.BytesIO(
+        b'{"traceEvents":[\n{"args":{"a":1\x0012\x00}},\n'
+        b'{"args":{"a":2\x007\x00,"estimated":["lock wait"]}}\n],"metadata":{}}\n'
+    )
+    out = io.StringIO()
+    copy_tagged(spool, out, {12: ["CZ101", "CZ201"]})
+    assert out.getvalue() == (
+        '{"traceEvents":[\n{"args":{"a":1,"findings":["CZ101","CZ201"]}},\n'
+        '{"args":{"a":2,"estimated":["lock wait"]}}\n],"metadata":{}}\n'
+    )
+
+
+def test_the_spool_falls_back_to_the_systems_temporary_directory(tmp_path: Path) -> None:
+    out = io.StringIO()
+    missing = tmp_path / "no" / "such" / "dir"
+    _, _, analysis = write_trace_with_findings([str(INCIDENT)], out, spool_dir=str(missing))
+    assert analysis.findings
+    assert json.loads(out.getvalue())["metadata"]["findings"]

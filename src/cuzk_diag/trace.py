@@ -25,20 +25,28 @@ track of its group that is free at its start (a new track when none is).
 from __future__ import annotations
 
 import heapq
+import io
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import pandas as pd
+import pyarrow as pa
 
 from cuzk_diag import __version__
+from cuzk_diag.errors import OutputError
 from cuzk_diag.facts import barrier_estimate, estimate_lock_wait, gpu_of_rows
+from cuzk_diag.frame import RecordBatches
 from cuzk_diag.jsontext import encoder
-from cuzk_diag.pipeline import with_wall_clock_text
+from cuzk_diag.pipeline import BATCH, with_wall_clock_text
 from cuzk_diag.records import Finding, RunInfo
 from cuzk_diag.sinks import Sink, StreamEnd
+
+if TYPE_CHECKING:
+    from cuzk_diag.analysis import Analysis
+    from cuzk_diag.config import Config
 
 #: Eras with the split start/finalize API: a worker takes its next call during the finalize.
 SPLIT_API_ERAS = frozenset({"phase12", "pool-cache", "main"})
@@ -69,6 +77,10 @@ class _Slice:
     args: dict[str, Any]
     children: list[_Slice] = field(default_factory=list)
     instants: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
+    # A call whose findings are known only at the end (``tag_later``): its first line, and
+    # what its args hold after the findings (``estimated``).
+    tag: int | None = None
+    after: list[str] | None = None
 
 
 @dataclass(slots=True)
@@ -98,7 +110,10 @@ class TraceWriter(Sink):
 
     ``findings`` (optional, known before the records) tag the calls each finding applies to: a
     call whose ``first_line`` is one of a finding's ``calls`` (its ``lines`` when a finding has
-    no calls) gets the code in ``args.findings``.
+    no calls) gets the code in ``args.findings``. With ``tag_later`` they are known only at
+    the end (``take_findings``, before ``finish``): each call's text then holds a mark where its
+    findings go (``TAG_MARK``, its first line between two NUL characters, which no JSON text
+    holds unescaped), and ``copy_tagged`` writes the text with the findings in their place.
     """
 
     def __init__(
@@ -107,16 +122,15 @@ class TraceWriter(Sink):
         *,
         findings: Sequence[Finding] = (),
         horizon_ms: float = HORIZON_MS,
+        tag_later: bool = False,
     ) -> None:
         self.out = out
         self.horizon = horizon_ms
         self.info = RunInfo()
-        self._by_line: dict[int, list[str]] = {}
-        for f in findings:
-            for line in f.calls or f.lines:
-                codes = self._by_line.setdefault(int(line), [])
-                if f.code not in codes:
-                    codes.append(f.code)
+        self.tag_later = tag_later
+        self.by_line: dict[int, list[str]] = {}
+        self._findings: list[dict[str, Any]] = []
+        self.take_findings(findings)
         self._heap: list[tuple[float, int, int, Any]] = []
         self._seq = 0
         self._clock = -math.inf  # newest clock reading (trace ms)
@@ -133,11 +147,19 @@ class TraceWriter(Sink):
         self._jobs: dict[str, list[Any]] = {}  # job -> [first, last, calls, failed, kind]
         self._bands: list[tuple[float, int, Any]] = []
         self._cursor: dict[int, float] = {}  # per GPU, for calls without a clock
-        self._findings: list[dict[str, Any]] = [f.to_dict() for f in findings]
         self.calls = 0
         self.unclocked = 0
         self.events = 0
         self._texts: list[str] = []  # events' text not yet written (``_put``, ``_flush``)
+
+    def take_findings(self, findings: Sequence[Finding]) -> None:
+        """The findings whose codes tag their calls, listed in the trace's metadata."""
+        for f in findings:
+            self._findings.append(f.to_dict())
+            for line in f.calls or f.lines:
+                codes = self.by_line.setdefault(int(line), [])
+                if f.code not in codes:
+                    codes.append(f.code)
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -163,13 +185,21 @@ class TraceWriter(Sink):
             self._findings.append(finding.to_dict())
 
     def finish(self, end: StreamEnd) -> None:
-        info, acc = end.info, end.accounting
-        self.info = info
+        self.drain(end)
+        self.close_trace(end)
+
+    def drain(self, end: StreamEnd) -> None:
+        """Every event written (the input has ended): what waited for the clock too."""
+        self.info = end.info
         self._estimate()
         self._release(math.inf)
         self._close_jobs(math.inf)
         self._release_bands(math.inf)
         self._flush()
+
+    def close_trace(self, end: StreamEnd) -> None:
+        """The end of the trace: its metadata (the findings taken so far among them)."""
+        info, acc = end.info, end.accounting
         self.out.write("\n],")
         meta = {
             "tool": "cuzk-diag",
@@ -298,9 +328,14 @@ class TraceWriter(Sink):
             "gpu_region": rec.get("attr_gpu"),
             "cpu": rec.get("attr_cpu"),
         }
-        codes = self._by_line.get(rec.get("first_line") or -1)
-        if codes:
-            args["findings"] = list(codes)
+        line = rec.get("first_line") or -1
+        tag = None
+        if self.tag_later:
+            tag = line if type(line) is int else None
+        else:
+            codes = self.by_line.get(line)
+            if codes:
+                args["findings"] = list(codes)
         job = rec.get("job_id")
         part = rec.get("partition")
         label = f"{job or 'call'}" + (f" p{part}" if part is not None else "")
@@ -310,9 +345,9 @@ class TraceWriter(Sink):
             estimated.append("lock wait")
         if bmethod != "measured" and (barrier or 0) > 0:
             estimated.append("barrier wait")
-        if estimated:
+        if estimated and tag is None:
             args["estimated"] = estimated
-        call = _Slice(t0, call_end - t0, label, "call", args)
+        call = _Slice(t0, call_end - t0, label, "call", args, tag=tag, after=estimated)
         kids = call.children
 
         def stage(name: str, start: float, dur: float, src: str, est: bool = False) -> float:
@@ -508,9 +543,15 @@ class TraceWriter(Sink):
         where = f',"pid":{pid},"tid":{tid},"args":'
         # (A stage's name is one of a few; a call's, a proof's, ... its own.)
         name = _text(sl.name) if sl.cat in _STAGE_CATS else _encode(sl.name)
+        args = _encode(sl.args)
+        if sl.tag is not None:
+            # (Its findings go after every other key but ``estimated``: in their place, the
+            # mark ``copy_tagged`` replaces. The args hold ``job_id`` and more: never ``{}``.)
+            after = f',"estimated":{_encode(sl.after)}' if sl.after else ""
+            args = f"{args[:-1]}{TAG_MARK}{sl.tag}{TAG_MARK}{after}}}"
         self._put(
             f'{{"name":{name},"cat":{_text(sl.cat)},"ph":"X",'
-            f'"ts":{_us_text(sl.ts)},"dur":{_us_text(sl.dur)}{where}{_encode(sl.args)}}}'
+            f'"ts":{_us_text(sl.ts)},"dur":{_us_text(sl.dur)}{where}{args}}}'
         )
         if not sl.children and not sl.instants:
             return
@@ -576,6 +617,10 @@ class TraceWriter(Sink):
 
 #: The categories of stage slices (whose names are few).
 _STAGE_CATS = frozenset({"stage", "stage,estimated"})
+#: Around a call's first line where its findings go (``TraceWriter`` with ``tag_later``).
+TAG_MARK = "\x00"
+#: Bytes of the spooled trace read at a time by ``copy_tagged``.
+_COPY_BYTES = 1 << 20
 #: Events held for one write.
 _FLUSH_EVENTS = 4096
 #: One trace event's JSON (the C encoder made once: ``JSONEncoder.encode`` makes it for every
@@ -646,3 +691,104 @@ def write_trace(
     writer.info = info
     end = stream_records(inputs, writer, info=info, progress=progress, jobs=jobs)
     return writer, end
+
+
+def write_trace_with_findings(
+    inputs: Sequence[str],
+    out: IO[str],
+    config: Config | None = None,
+    *,
+    horizon_ms: float = HORIZON_MS,
+    jobs: int | None = 1,
+    spool_dir: str | None = None,
+) -> tuple[TraceWriter, StreamEnd, Analysis]:
+    """``write_trace`` with the calls tagged by the run's findings, in the same pass: the
+    records go to the trace and into the frame the rules read (as ``analyze`` makes it); the
+    trace is written to a temporary file in ``spool_dir`` (None: the system's) meanwhile, and
+    copied to ``out`` with each call's findings once the rules have run (``copy_tagged``)."""
+    import tempfile
+
+    from cuzk_diag.pipeline import stream_records
+
+    paths = list(inputs)
+    info = RunInfo()
+    try:
+        made = tempfile.TemporaryFile("w+b", dir=spool_dir)
+    except OSError:
+        try:  # (a directory whose files can be written but not made: the system's)
+            made = tempfile.TemporaryFile("w+b")
+        except OSError as exc:
+            raise OutputError(
+                f"cannot make a temporary file for the trace: {exc.strerror or exc}"
+            ) from None
+    with made as raw:
+        spool = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+        writer = TraceWriter(spool, horizon_ms=horizon_ms, tag_later=True)
+        writer.info = info
+        sink = _Analyzing(writer, config, paths)
+        end = stream_records(paths, sink, info=info, jobs=jobs)
+        spool.flush()
+        spool.detach()  # (the file stays open: ``raw``)
+        raw.seek(0)
+        copy_tagged(raw, out, writer.by_line)
+    assert sink.analysis is not None  # (set by ``finish``, which the end of the stream calls)
+    return writer, end, sink.analysis
+
+
+class _Analyzing(Sink):
+    """The records of one pass to a trace (``TraceWriter`` with ``tag_later``) and to the
+    frame of their analysis: made as ``analyze`` makes it (record batches, then
+    ``frame_of_batches``), so that the findings are ``analyze``'s. At the end the rules run
+    and their findings go to the trace before its end is written."""
+
+    def __init__(self, writer: TraceWriter, config: Config | None, inputs: list[str]) -> None:
+        self.writer = writer
+        self.config = config
+        self.inputs = inputs
+        self.batches = RecordBatches(BATCH)
+        self.tables: list[pa.Table] = []
+        self.analysis: Analysis | None = None
+
+    def start(self) -> None:
+        self.writer.start()
+
+    def record(self, record: dict[str, Any], *, revised: bool = False) -> None:
+        self.tables.extend(self.batches.add(record))
+        self.writer.record(record, revised=revised)
+
+    def segment(self) -> None:
+        self.writer.segment()
+
+    def finish(self, end: StreamEnd) -> None:
+        from cuzk_diag.analysis import analyze_run
+        from cuzk_diag.pipeline import Run, frame_of_batches
+
+        # (The events first: the writer then holds nothing while the frame is made and read.)
+        self.writer.drain(end)
+        self.tables.extend(self.batches.rest())
+        run = Run(frame_of_batches(self.tables, end.info), end.info, end.accounting, self.inputs)
+        self.analysis = analyze_run(run, self.config, inputs=self.inputs)
+        self.writer.take_findings(self.analysis.findings)
+        self.writer.close_trace(end)
+
+
+def copy_tagged(spool: IO[bytes], out: IO[str], by_line: dict[int, list[str]]) -> None:
+    """The trace text of ``spool`` (a ``TraceWriter``'s with ``tag_later``) to ``out``, each
+    mark (``TAG_MARK``, a first line, ``TAG_MARK``) replaced by the findings of that line, as
+    the writer writes a call's ``findings`` when it knows them, or by nothing. Read a few MB at
+    a time, cut after a line's end: a mark lies within one event's line."""
+    rest = b""
+    while True:
+        chunk = spool.read(_COPY_BYTES)
+        text = rest + chunk
+        cut = len(text) if not chunk else text.rfind(b"\n") + 1
+        if not chunk and not text:
+            return
+        rest = text[cut:]
+        parts = text[:cut].split(b"\0")
+        for i in range(1, len(parts), 2):
+            codes = by_line.get(int(parts[i]))
+            parts[i] = f',"findings":{_encode(codes)}'.encode() if codes else b""
+        out.write(b"".join(parts).decode("utf-8"))
+        if not chunk:
+            return

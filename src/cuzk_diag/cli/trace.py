@@ -27,8 +27,9 @@ from cuzk_diag.exit_codes import ExitCode
     "--findings/--no-findings",
     default=True,
     show_default=True,
-    help="Run the rules first (a first pass over the input) and tag the calls each finding "
-    "applies to; --no-findings writes the trace in one pass with flat memory.",
+    help="Run the rules on the records as they are read and tag the calls each finding "
+    "applies to (the trace waits in a temporary file beside FILE until the run is read); "
+    "--no-findings writes the trace straight to FILE with flat memory.",
 )
 @config_option
 @jobs_option
@@ -42,21 +43,23 @@ def trace_cmd(
     add, tail MSM and epilogue nested inside), synthesis slots, proof bands and counters.
     See docs/trace.md.
     """
-    from cuzk_diag.trace import write_trace
+    import os
+
+    from cuzk_diag.trace import write_trace, write_trace_with_findings
 
     if list(logs).count("-") > 1:
         raise UsageError("stdin (-) can be read only once")
-    cited = []
     if findings and "-" in logs:
         click.echo(
             "cuzk-diag: note: stdin is read once, so the trace carries no findings", err=True
         )
-    elif findings:
-        from cuzk_diag.analysis import analyze
+        findings = False
+    config = None
+    if findings:
         from cuzk_diag.config import load_config
 
         try:
-            cited = analyze(list(logs), load_config(config_path), jobs=jobs).findings
+            config = load_config(config_path)
         except CuzkDiagError as exc:
             raise UsageError(str(exc)) from None
     fh: IO[str]
@@ -68,7 +71,13 @@ def trace_cmd(
         except OSError as exc:
             raise UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
     try:
-        writer, end = write_trace(list(logs), fh, findings=cited, jobs=jobs)
+        if findings:
+            spool = None if output == "-" else os.path.dirname(os.path.abspath(output))
+            writer, end, _ = write_trace_with_findings(
+                list(logs), fh, config, jobs=jobs, spool_dir=spool
+            )
+        else:
+            writer, end = write_trace(list(logs), fh, jobs=jobs)
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
     finally:

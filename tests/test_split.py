@@ -34,7 +34,7 @@ from cuzk_diag.ingest.stream import Ingest, parse_window, stream
 from cuzk_diag.model.daemon import SimConfig, simulate
 from cuzk_diag.records import PARTITION_SCHEMA, Accounting, RunInfo
 from cuzk_diag.sources import SourceStats, iter_input, open_window
-from cuzk_diag.trace import write_trace
+from cuzk_diag.trace import TRACE_SHARE, write_trace
 from cuzk_diag.writers import PartitionSink
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -210,6 +210,21 @@ def test_a_sim_log_in_four_parts_takes_every_childs_part(
     assert got[1:4] == one[1:4]
 
 
+def test_a_share_sets_this_processs_part_and_the_others_are_equal(tmp_path: Path) -> None:
+    """``cuts(..., share)``: this process's part is that fraction of the file and three
+    warm-ups (to the next line start), the rest cut evenly; without it, each part as long."""
+    log = _sim_log(tmp_path, 2.0, seed=6)
+    size, warm = log.stat().st_size, 64 << 10
+    for parts, share in ((2, 0.2), (3, 0.2), (2, 0.5), (3, None)):
+        at = split.cuts(str(log), size, parts, warm, share)
+        own = size // parts if share is None else int(size * share)
+        assert len(at) == parts - 1
+        assert own + 3 * warm <= at[0] < own + 3 * warm + 1000  # (a line is shorter)
+        rest = [b - a for a, b in zip(at, [*at[1:], size], strict=True)]
+        assert max(rest) - min(rest) < 1000
+        assert all(split.line_start(str(log), c) == c for c in at)
+
+
 def test_no_part_is_shorter_than_two_warm_ups(here: Callable[[bool], None], tmp_path: Path) -> None:
     here(False)
     log = _sim_log(tmp_path, 2.0, seed=6)
@@ -302,6 +317,14 @@ def test_a_trace_made_with_children_is_the_trace_made_in_one_process(
     monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
     monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
     adopted = split.outcomes["adopted"]
+    shares: list[float | None] = []
+    cuts = split.cuts
+
+    def cut(name: str, size: int, parts: int, warm: int, share: float | None = None) -> list[int]:
+        shares.append(share)
+        return cuts(name, size, parts, warm, share)
+
+    monkeypatch.setattr(split, "cuts", cut)
     traces = []
     for jobs in ("1", "2"):
         out = tmp_path / f"t{jobs}.json"
@@ -309,6 +332,7 @@ def test_a_trace_made_with_children_is_the_trace_made_in_one_process(
         assert res.exit_code == 0, res.output
         traces.append(out.read_bytes())
     assert split.outcomes["adopted"] == adopted + 1
+    assert shares == [TRACE_SHARE]  # (the trace's process assembles less: it writes too)
     assert traces[0] == traces[1]
     assert b'"findings"' in traces[0]  # (the rules' findings tag calls)
     findings = analyze([str(log)], jobs=2).findings

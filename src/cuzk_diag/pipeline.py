@@ -291,6 +291,7 @@ def stream_records(
             on_segment=lambda _: segment(),
             jobs=jobs,
             tables=sink.takes_tables,
+            share=sink.own_share,
         ):
             if type(item) is dict:
                 sink.record(item)

@@ -49,6 +49,10 @@ class Sink:
 
     #: Whether ``records`` takes tables: then records another process assembled come so.
     takes_tables: bool = False
+    #: A log assembled in parts (``--jobs``): the fraction of it this process assembles, or
+    #: None for as much as each other process. A sink whose own work per record outweighs the
+    #: assembly's leaves more of the assembly to the others.
+    own_share: float | None = None
 
     def record(self, record: dict[str, Any], *, revised: bool = False) -> None:
         """A partition record completed (``revised``: it replaces an earlier provisional one)."""

@@ -94,13 +94,15 @@ def _made_before(marks: list[tuple[int, int, int]], before: int) -> tuple[int, i
     return found
 
 
-def cuts(name: str, size: int, parts: int, warm: int) -> list[int]:
+def cuts(name: str, size: int, parts: int, warm: int, share: float | None = None) -> list[int]:
     """Line starts that cut ``name`` into ``parts`` parts of about equal work: children read
     ``warm`` bytes more than their part (sometimes half a warm-up more again), start once this
     process has read its first chunk, and make the tables of their records, so this process's
     part is three warm-ups longer (on the 250 MB log, two processes, it waited 0.5-1.2 s for
-    its child with two)."""
-    first = min(size, size // parts + 3 * warm)
+    its child with two). ``share``: this process's part is that fraction of the file instead
+    of ``1 / parts`` (three warm-ups longer too), the others equal."""
+    own = size // parts if share is None else int(size * share)
+    first = min(size, own + 3 * warm)
     step = (size - first) / max(1, parts - 1)
     out = [line_start(name, first + int(i * step)) for i in range(parts - 1)]
     return sorted({c for c in out if 0 < c < size})
@@ -181,6 +183,7 @@ def stream_split(
     warm: int | None = None,
     chunk_size: int | None = None,
     tables: bool = False,
+    share: float | None = None,
 ) -> Iterator[Any]:
     """The records of ``name`` through ``ingest`` (an ``stream.Ingest`` of that one input) in
     ``jobs`` parts (fewer when they would be shorter than two warm-ups), one assembled here and
@@ -189,14 +192,15 @@ def stream_split(
     starts; by default ``cuts``). ``deliver`` turns a list of records and ``SegmentEnd``s into
     the records (calling back on segment ends). ``warm`` and ``chunk_size`` default to
     ``WARM_BYTES`` and ``CHUNK_BYTES``. With ``tables``, the records of a child's part come as
-    Arrow tables (``frame.records_to_table``, made by the child), the others as dicts."""
+    Arrow tables (``frame.records_to_table``, made by the child), the others as dicts.
+    ``share``: the fraction of the file this process assembles (``cuts``)."""
     warm = WARM_BYTES if warm is None else warm
     chunk_size = CHUNK_BYTES if chunk_size is None else chunk_size
     size = os.path.getsize(name)
     # A part shorter than two warm-ups would cost its child more warming up than assembling.
     parts = max(1, min(jobs, size // (2 * warm) if warm else jobs))
     split = _Split(name, size, ingest, deliver, progress, warm, chunk_size, tables)
-    return split.run(list(at) if at is not None else cuts(name, size, parts, warm))
+    return split.run(list(at) if at is not None else cuts(name, size, parts, warm, share))
 
 
 class _Split:

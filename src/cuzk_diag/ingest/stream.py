@@ -211,6 +211,7 @@ def stream(
     on_segment: Callable[[int], None] | None = None,
     jobs: int | None = 1,
     tables: bool = False,
+    share: float | None = None,
 ) -> Iterator[Any]:
     """Partition records of the inputs, one by one as they complete; ``acc`` and ``info`` are
     complete once the iterator is exhausted. ``on_segment(n)`` is called once the records of
@@ -219,7 +220,9 @@ def stream(
     in a second process ahead of the assembly (``parallel``); the records are the same.
     ``jobs=None`` lets ``parallel.auto_jobs`` choose. With ``tables``, the records another
     process assembled may come as Arrow tables of several records (``frame.records_to_table``
-    of them, made there), in their place among the others (dicts)."""
+    of them, made there), in their place among the others (dicts). ``share``: the fraction
+    of a log assembled in parts that this process assembles (``split.cuts``; by default as much
+    as each other process)."""
     from cuzk_diag.ingest import parallel, split
 
     def deliver(out: list[Any]) -> Iterator[Any]:
@@ -237,7 +240,13 @@ def stream(
     if one_file is not None:
         _by_name(inputs)
         yield from split.stream_split(
-            one_file, ing, deliver=deliver, jobs=jobs, progress=progress, tables=tables
+            one_file,
+            ing,
+            deliver=deliver,
+            jobs=jobs,
+            progress=progress,
+            tables=tables,
+            share=share,
         )
         return
     parts: Iterator[tuple[int, ParsedChunk, int, Accounting | None]]

@@ -13,7 +13,9 @@ Prints, in this order:
    extraction of fixed-form lines and the making of their events are shown on their own),
    assembly (``Assembler.feed_many`` over each chunk's events, then ``finish``), both with
    the garbage collector paced per chunk as in the pipeline, and frame building
-   (``records_to_table`` + ``table_to_frame`` over all the records); next to it a plain
+   (``records_to_table`` + ``table_to_frame`` over all the records; pandas is imported before
+   the stages, so its import is in none of them, as in the command, which imports it while
+   the ingest runs); next to it a plain
    ``load_run`` for comparison (the pipeline may interleave the stages, e.g. build Arrow
    batches while assembling, so the sum need not match it exactly);
 2. the top functions by own time (``tottime``) of ``load_run`` under cProfile.
@@ -57,6 +59,8 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def stage_split(path: str) -> list[tuple[str, float, str]]:
     """(stage, seconds, detail) for each stage of ``load_run`` on ``path``."""
+    import pandas  # noqa: F401  (imported here, not in the frame stage's time)
+
     from cuzk_diag import pipeline
     from cuzk_diag.frame import records_to_table, table_to_frame
     from cuzk_diag.ingest.assemble import Assembler

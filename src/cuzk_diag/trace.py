@@ -79,7 +79,7 @@ class _Slice:
     dur: float
     name: str
     cat: str
-    args: dict[str, Any]
+    args: dict[str, Any] | str  # (a str: the args' JSON text already, as a stage's)
     children: list[_Slice] = field(default_factory=list)
     instants: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
     # A call whose findings are known only at the end (``tag_later``): its first line, and
@@ -369,7 +369,9 @@ class TraceWriter(Sink):
                         stop - start,
                         f"{name} (estimated)" if est else name,
                         "stage,estimated" if est else "stage",
-                        {"ms": dur, "source": src, "estimated": est},
+                        # (``{"ms": dur, "source": src, "estimated": est}``'s text)
+                        f'{{"ms":{_number(dur)},"source":{_text(src)},'
+                        f'"estimated":{"true" if est else "false"}}}',
                     )
                 )
             return start + dur
@@ -408,9 +410,9 @@ class TraceWriter(Sink):
             prep = _Slice(prep_start, max(0.0, bg2_end - prep_start), label, "prep", prep_args)
             for name, a, b in (("prep_msm", prep_start, prep_end), ("b_g2_msm", prep_end, bg2_end)):
                 if b > a:
-                    prep.children.append(
-                        _Slice(a, b - a, name, "stage", {"ms": b - a, "source": f"{name}_ms"})
-                    )
+                    # (``{"ms": b - a, "source": f"{name}_ms"}``'s text)
+                    text = f'{{"ms":{_number(b - a)},"source":{_text(name + "_ms")}}}'
+                    prep.children.append(_Slice(a, b - a, name, "stage", text))
             self._push(prep.ts, ("slice", ("prep", gpu, worker), prep))
         if split and end is not None and end > unlock:
             fin_args = {**prep_args, "finish_ms": rec.get("finish_ms")}
@@ -552,7 +554,7 @@ class TraceWriter(Sink):
         where = f',"pid":{pid},"tid":{tid},"args":'
         # (A stage's name is one of a few; a call's, a proof's, ... its own.)
         name = _text(sl.name) if sl.cat in _STAGE_CATS else _encode(sl.name)
-        args = _encode(sl.args)
+        args = sl.args if type(sl.args) is str else _encode(sl.args)
         if sl.tag is not None:
             # (Its findings go after every other key but ``estimated``: in their place, the
             # mark ``copy_tagged`` replaces. The args hold ``job_id`` and more: never ``{}``.)
@@ -652,7 +654,11 @@ def _us(ms: float) -> int | float:
 def _number(v: Any) -> str:
     """A number's JSON text (the encoder's: ``int.__repr__``, ``float.__repr__`` or NaN and
     the infinities by name)."""
-    return int.__repr__(v) if type(v) is int else _encode(v)
+    if type(v) is int:
+        return int.__repr__(v)
+    if type(v) is float and -math.inf < v < math.inf:
+        return float.__repr__(v)
+    return _encode(v)
 
 
 def _us_text(ms: float) -> str:

@@ -115,8 +115,10 @@ def tty_stderr(monkeypatch: pytest.MonkeyPatch) -> _Tty:
         ["export", "--lines", "{log}", "-o", "{out}"],
         ["check", "{log}"],
         ["compare", "{log}", "{log}"],
+        ["trace", "{log}", "-o", "{out}"],
+        ["trace", "{log}", "--no-findings", "-o", "{out}"],
     ],
-    ids=["analyze", "export", "export-lines", "check", "compare"],
+    ids=["analyze", "export", "export-lines", "check", "compare", "trace", "trace-no-findings"],
 )
 def test_every_reading_command_shows_progress_on_a_terminal(
     argv: list[str], tty_stderr: _Tty, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -713,6 +713,7 @@ def write_trace_with_findings(
     out: IO[str],
     config: Config | None = None,
     *,
+    progress: Callable[[int], None] | None = None,
     horizon_ms: float = HORIZON_MS,
     jobs: int | None = 1,
     spool_dir: str | None = None,
@@ -741,7 +742,7 @@ def write_trace_with_findings(
         writer = TraceWriter(spool, horizon_ms=horizon_ms, tag_later=True)
         writer.info = info
         sink = _Analyzing(writer, config, paths)
-        end = stream_records(paths, sink, info=info, jobs=jobs)
+        end = stream_records(paths, sink, info=info, progress=progress, jobs=jobs)
         spool.flush()
         spool.detach()  # (the file stays open: ``raw``)
         raw.seek(0)

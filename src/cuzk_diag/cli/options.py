@@ -137,8 +137,8 @@ jobs_option = click.option(
     help="Processes that read the logs. 2: one log file is assembled in two halves, one in a "
     "second process, and several regular files are parsed in a second process ahead of the "
     "assembly (export --lines: N processes parse chunks in turn, any input; compare and check "
-    "--baseline: the two runs side by side; trace: both of its passes); the results are the "
-    "same. auto: 2 for regular "
+    "--baseline: the two runs side by side; trace: the process that writes the trace "
+    "assembles a fifth of the log); the results are the same. auto: 2 for regular "
     "files of 32 MiB or more on a machine with two usable CPUs, else 1 (see "
     "docs/performance.md).",
 )

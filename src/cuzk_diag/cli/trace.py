@@ -7,7 +7,13 @@ from typing import IO
 import click
 
 from cuzk_diag.cli import UsageError, cli
-from cuzk_diag.cli.options import config_option, jobs_option, stdout
+from cuzk_diag.cli.options import (
+    config_option,
+    input_progress,
+    jobs_option,
+    quiet_progress_option,
+    stdout,
+)
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
 
@@ -33,8 +39,14 @@ from cuzk_diag.exit_codes import ExitCode
 )
 @config_option
 @jobs_option
+@quiet_progress_option
 def trace_cmd(
-    logs: tuple[str, ...], output: str, findings: bool, config_path: str | None, jobs: int | None
+    logs: tuple[str, ...],
+    output: str,
+    findings: bool,
+    config_path: str | None,
+    jobs: int | None,
+    quiet: bool,
 ) -> int:
     """Write the run as a timeline in the Chrome Trace Event JSON format.
 
@@ -71,13 +83,14 @@ def trace_cmd(
         except OSError as exc:
             raise UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
     try:
-        if findings:
-            spool = None if output == "-" else os.path.dirname(os.path.abspath(output))
-            writer, end, _ = write_trace_with_findings(
-                list(logs), fh, config, jobs=jobs, spool_dir=spool
-            )
-        else:
-            writer, end = write_trace(list(logs), fh, jobs=jobs)
+        with input_progress(logs, quiet) as progress:
+            if findings:
+                spool = None if output == "-" else os.path.dirname(os.path.abspath(output))
+                writer, end, _ = write_trace_with_findings(
+                    list(logs), fh, config, jobs=jobs, spool_dir=spool, progress=progress
+                )
+            else:
+                writer, end = write_trace(list(logs), fh, jobs=jobs, progress=progress)
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None
     finally:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from cuzk_diag import trace as trace_module
 from cuzk_diag.analysis import analyze
 from cuzk_diag.cli import cli
+from cuzk_diag.errors import InputError
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.pipeline import iter_records, load_run
 from cuzk_diag.records import Accounting, RunInfo
@@ -428,3 +429,17 @@ def test_the_spool_falls_back_to_the_systems_temporary_directory(tmp_path: Path)
     _, _, analysis = write_trace_with_findings([str(INCIDENT)], out, spool_dir=str(missing))
     assert analysis.findings
     assert json.loads(out.getvalue())["metadata"]["findings"]
+
+
+def test_an_input_error_in_the_one_pass_leaves_no_temporary_file(tmp_path: Path) -> None:
+    export = tmp_path / "run.parquet"
+    res = CliRunner().invoke(cli, ["export", str(INCIDENT), "-o", str(export), "-q"])
+    assert res.exit_code == ExitCode.OK, res.output
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    with pytest.raises(InputError, match="Parquet export"):
+        write_trace_with_findings([str(export)], io.StringIO(), spool_dir=str(spool))
+    assert list(spool.iterdir()) == []
+    res = CliRunner().invoke(cli, ["trace", str(export), "-o", str(tmp_path / "t.json")])
+    assert res.exit_code == ExitCode.USAGE
+    assert "Parquet export" in res.stderr and "Exception" not in res.stderr

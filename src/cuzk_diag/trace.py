@@ -340,6 +340,9 @@ class TraceWriter(Sink):
         line = rec.get("first_line") or -1
         tag = None
         if self.tag_later:
+            # (A line number as ``by_line`` finds it: 12.0 is key 12.)
+            if isinstance(line, float) and line.is_integer():
+                line = int(line)
             tag = line if type(line) is int else None
         else:
             codes = self.by_line.get(line)
@@ -573,11 +576,11 @@ class TraceWriter(Sink):
             if kind == 0:
                 self._write_slice(pid, tid, item)
                 continue
-            ts, name, args = item
-            cat = "failure" if "fail" in name else "prestage"
+            at, what, details = item
+            cat = "failure" if "fail" in what else "prestage"
             self._put(
-                f'{{"name":{_encode(name)},"cat":"{cat}","ph":"i","s":"t",'
-                f'"ts":{_us_text(ts)}{where}{_encode(args)}}}'
+                f'{{"name":{_encode(what)},"cat":"{cat}","ph":"i","s":"t",'
+                f'"ts":{_us_text(at)}{where}{_encode(details)}}}'
             )
 
     def _counter(self, key: tuple[int, str], ts: float, value: float) -> None:
@@ -630,6 +633,7 @@ class TraceWriter(Sink):
 _STAGE_CATS = frozenset({"stage", "stage,estimated"})
 #: Around a call's first line where its findings go (``TraceWriter`` with ``tag_later``).
 TAG_MARK = "\x00"
+_MARK_BYTES = TAG_MARK.encode()
 #: Bytes of the spooled trace read at a time by ``copy_tagged``.
 _COPY_BYTES = 1 << 20
 #: Events held for one write.
@@ -671,9 +675,9 @@ def _us_text(ms: float) -> str:
     return _number(_us(ms))
 
 
-#: The JSON text of texts the trace writes again and again (categories, stage names): made
-#: once each. Emptied when it holds ``_TEXTS_HELD`` (a label of its own
-#: per call never comes here).
+#: The JSON text of texts the trace writes again and again (categories, stage names and the
+#: fields their times come from): made once each. Emptied when it holds ``_TEXTS_HELD`` (a
+#: call's own label never comes here).
 _texts: dict[str, str] = {}
 _TEXTS_HELD = 4096
 
@@ -740,12 +744,13 @@ def write_trace_with_findings(
             ) from None
     with made as raw:
         spool = io.TextIOWrapper(raw, encoding="utf-8", newline="")
-        writer = TraceWriter(spool, horizon_ms=horizon_ms, tag_later=True)
-        writer.info = info
-        sink = _Analyzing(writer, config, paths)
-        end = stream_records(paths, sink, info=info, progress=progress, jobs=jobs)
-        spool.flush()
-        spool.detach()  # (the file stays open: ``raw``)
+        try:
+            writer = TraceWriter(spool, horizon_ms=horizon_ms, tag_later=True)
+            writer.info = info
+            sink = _Analyzing(writer, config, paths)
+            end = stream_records(paths, sink, info=info, progress=progress, jobs=jobs)
+        finally:
+            spool.detach()  # (its text flushed; ``raw`` stays open, and is closed once)
         raw.seek(0)
         copy_tagged(raw, out, writer.by_line)
     assert sink.analysis is not None  # (set by ``finish``, which the end of the stream calls)
@@ -794,8 +799,8 @@ class _Analyzing(Sink):
 def copy_tagged(spool: IO[bytes], out: IO[str], by_line: dict[int, list[str]]) -> None:
     """The trace text of ``spool`` (a ``TraceWriter``'s with ``tag_later``) to ``out``, each
     mark (``TAG_MARK``, a first line, ``TAG_MARK``) replaced by the findings of that line, as
-    the writer writes a call's ``findings`` when it knows them, or by nothing. Read a few MB at
-    a time, cut after a line's end: a mark lies within one event's line."""
+    the writer writes a call's ``findings`` when it knows them, or by nothing. Read
+    ``_COPY_BYTES`` at a time, cut after a line's end: a mark lies within one event's line."""
     rest = b""
     while True:
         chunk = spool.read(_COPY_BYTES)
@@ -804,7 +809,7 @@ def copy_tagged(spool: IO[bytes], out: IO[str], by_line: dict[int, list[str]]) -
         if not chunk and not text:
             return
         rest = text[cut:]
-        parts = text[:cut].split(b"\0")
+        parts = text[:cut].split(_MARK_BYTES)
         for i in range(1, len(parts), 2):
             codes = by_line.get(int(parts[i]))
             parts[i] = f',"findings":{_encode(codes)}'.encode() if codes else b""

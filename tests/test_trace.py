@@ -294,13 +294,21 @@ def test_cli_with_findings_and_stdout(tmp_path: Path) -> None:
     assert tagged["CZ201"] == affected["CZ201"] == 8
     assert tagged["CZ202"] == affected["CZ202"] == 9
     assert "CZ501" not in tagged  # a finding about the run's shape names no call
-    # stdin and stdout: one pass, so no findings (said on stderr)
+    # stdin and stdout: the one pass tags the calls too, as for the file
     res = CliRunner().invoke(cli, ["trace", "-", "-o", "-"], input=INCIDENT.read_bytes())
     assert res.exit_code == ExitCode.OK
-    assert "carries no findings" in res.stderr
-    trace = json.loads(res.stdout)
-    assert trace["metadata"]["findings"] == []
-    assert len([e for e in events(trace, "X") if e["cat"] == "call"]) == 10
+    piped = json.loads(res.stdout)
+    assert piped["metadata"]["findings"] == trace["metadata"]["findings"]
+    assert piped["traceEvents"] == trace["traceEvents"]
+    assert len([e for e in events(piped, "X") if e["cat"] == "call"]) == 10
+    # without findings: none, and the same events otherwise
+    res = CliRunner().invoke(
+        cli, ["trace", "-", "--no-findings", "-o", "-"], input=INCIDENT.read_bytes()
+    )
+    assert res.exit_code == ExitCode.OK
+    bare = json.loads(res.stdout)
+    assert bare["metadata"]["findings"] == []
+    assert not any("findings" in e.get("args", {}) for e in bare["traceEvents"])
 
 
 def test_cli_unwritable_output(tmp_path: Path) -> None:

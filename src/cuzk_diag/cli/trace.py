@@ -61,11 +61,6 @@ def trace_cmd(
 
     if list(logs).count("-") > 1:
         raise UsageError("stdin (-) can be read only once")
-    if findings and "-" in logs:
-        click.echo(
-            "cuzk-diag: note: stdin is read once, so the trace carries no findings", err=True
-        )
-        findings = False
     config = None
     if findings:
         from cuzk_diag.config import load_config

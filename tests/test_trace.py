@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import math
+import tempfile
 from collections import Counter, defaultdict
 from functools import cache
 from pathlib import Path
@@ -20,7 +22,7 @@ from hypothesis import strategies as st
 from cuzk_diag import trace as trace_module
 from cuzk_diag.analysis import analyze
 from cuzk_diag.cli import cli
-from cuzk_diag.errors import InputError
+from cuzk_diag.errors import InputError, OutputError
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.pipeline import iter_records, load_run
 from cuzk_diag.records import Accounting, RunInfo
@@ -451,3 +453,28 @@ def test_an_input_error_in_the_one_pass_leaves_no_temporary_file(tmp_path: Path)
     res = CliRunner().invoke(cli, ["trace", str(export), "-o", str(tmp_path / "t.json")])
     assert res.exit_code == ExitCode.USAGE
     assert "Parquet export" in res.stderr and "Exception" not in res.stderr
+
+
+class _FullDisk(io.BytesIO):
+    """A temporary file on a disk that fills after ``room`` bytes."""
+
+    def __init__(self, room: int) -> None:
+        super().__init__()
+        self.room = room
+
+    def write(self, data: Any) -> int:
+        if self.tell() + len(data) > self.room:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return super().write(data)
+
+
+@pytest.mark.parametrize("room", [0, 20_000])
+def test_a_full_disk_under_the_temporary_file_is_an_output_error(
+    room: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda *a, **k: _FullDisk(room))
+    with pytest.raises(OutputError, match="No space left on device.*--no-findings"):
+        write_trace_with_findings([str(INCIDENT)], io.StringIO())
+    res = CliRunner().invoke(cli, ["trace", str(INCIDENT), "-o", str(tmp_path / "t.json")])
+    assert res.exit_code == ExitCode.USAGE
+    assert "temporary file" in res.stderr and "internal error" not in res.stderr

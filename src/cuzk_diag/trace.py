@@ -24,6 +24,7 @@ track of its group that is free at its start (a new track when none is).
 
 from __future__ import annotations
 
+import errno
 import heapq
 import io
 import json
@@ -634,6 +635,8 @@ _STAGE_CATS = frozenset({"stage", "stage,estimated"})
 #: Around a call's first line where its findings go (``TraceWriter`` with ``tag_later``).
 TAG_MARK = "\x00"
 _MARK_BYTES = TAG_MARK.encode()
+#: A write that failed for want of room (the disk full, a quota, a file size limit).
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 #: Bytes of the spooled trace read at a time by ``copy_tagged``.
 _COPY_BYTES = 1 << 20
 #: Events held for one write.
@@ -749,8 +752,21 @@ def write_trace_with_findings(
             writer.info = info
             sink = _Analyzing(writer, config, paths)
             end = stream_records(paths, sink, info=info, progress=progress, jobs=jobs)
+            spool.flush()
+        except OSError as exc:
+            if exc.errno not in _FULL:
+                raise
+            where = spool_dir or tempfile.gettempdir()
+            raise OutputError(
+                f"cannot write the trace's temporary file in {where}: {exc.strerror or exc} "
+                "(it holds the trace until the findings are known; --no-findings writes "
+                "without one)"
+            ) from None
         finally:
-            spool.detach()  # (its text flushed; ``raw`` stays open, and is closed once)
+            try:
+                spool.detach()  # (its text flushed; ``raw`` stays open, and is closed once)
+            except OSError:
+                pass  # (the disk was full: the error above says so)
         raw.seek(0)
         copy_tagged(raw, out, writer.by_line)
     assert sink.analysis is not None  # (set by ``finish``, which the end of the stream calls)

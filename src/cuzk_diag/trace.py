@@ -83,8 +83,9 @@ class _Slice:
     args: dict[str, Any] | str  # (a str: the args' JSON text already, as a stage's)
     children: list[_Slice] = field(default_factory=list)
     instants: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
-    # A call whose findings are known only at the end (``tag_later``): its first line, and
-    # what its args hold after the findings (``estimated``).
+    # A call's: its first line (the key of its findings, ``TraceWriter.by_line``; None when it
+    # has none), and what its args hold after the findings (``estimated``). The args' text ends
+    # with both (``TraceWriter._call_args``).
     tag: int | None = None
     after: list[str] | None = None
 
@@ -338,17 +339,10 @@ class TraceWriter(Sink):
             "gpu_region": rec.get("attr_gpu"),
             "cpu": rec.get("attr_cpu"),
         }
-        line = rec.get("first_line") or -1
-        tag = None
-        if self.tag_later:
-            # (A line number as ``by_line`` finds it: 12.0 is key 12.)
-            if isinstance(line, float) and line.is_integer():
-                line = int(line)
-            tag = line if type(line) is int else None
-        else:
-            codes = self.by_line.get(line)
-            if codes:
-                args["findings"] = list(codes)
+        line = rec.get("first_line") or None  # (0 is no line either)
+        if isinstance(line, float) and line.is_integer():
+            line = int(line)  # (a line number as ``by_line`` finds it: 12.0 is key 12)
+        tag = line if type(line) is int else None
         job = rec.get("job_id")
         part = rec.get("partition")
         label = f"{job or 'call'}" + (f" p{part}" if part is not None else "")
@@ -358,8 +352,6 @@ class TraceWriter(Sink):
             estimated.append("lock wait")
         if bmethod != "measured" and (barrier or 0) > 0:
             estimated.append("barrier wait")
-        if estimated and tag is None:
-            args["estimated"] = estimated
         call = _Slice(t0, call_end - t0, label, "call", args, tag=tag, after=estimated)
         kids = call.children
 
@@ -559,11 +551,8 @@ class TraceWriter(Sink):
         # (A stage's name is one of a few; a call's, a proof's, ... its own.)
         name = _text(sl.name) if sl.cat in _STAGE_CATS else _encode(sl.name)
         args = sl.args if type(sl.args) is str else _encode(sl.args)
-        if sl.tag is not None:
-            # (Its findings go after every other key but ``estimated``: in their place, the
-            # mark ``copy_tagged`` replaces. The args hold ``job_id`` and more: never ``{}``.)
-            after = f',"estimated":{_encode(sl.after)}' if sl.after else ""
-            args = f"{args[:-1]}{TAG_MARK}{sl.tag}{TAG_MARK}{after}}}"
+        if sl.after is not None:
+            args = self._call_args(args, sl.tag, sl.after)
         self._put(
             f'{{"name":{name},"cat":{_text(sl.cat)},"ph":"X",'
             f'"ts":{_us_text(sl.ts)},"dur":{_us_text(sl.dur)}{where}{args}}}'
@@ -583,6 +572,19 @@ class TraceWriter(Sink):
                 f'{{"name":{_encode(what)},"cat":"{cat}","ph":"i","s":"t",'
                 f'"ts":{_us_text(at)}{where}{_encode(details)}}}'
             )
+
+    def _call_args(self, args: str, tag: int | None, estimated: list[str]) -> str:
+        """A call's args' text (``args``: the others, never ``{}``: they hold ``job_id`` and
+        more) with its ``findings`` and then its ``estimated`` at the end: the findings' text
+        (``_findings_text``), or with ``tag_later`` the mark ``copy_tagged`` replaces by it."""
+        if tag is None:
+            found = ""
+        elif self.tag_later:
+            found = f"{TAG_MARK}{tag}{TAG_MARK}"
+        else:
+            found = _findings_text(self.by_line.get(tag))
+        after = f',"estimated":{_encode(estimated)}' if estimated else ""
+        return f"{args[:-1]}{found}{after}}}"
 
     def _counter(self, key: tuple[int, str], ts: float, value: float) -> None:
         # A counter moved back in time by a late call stays on its track's last time.
@@ -656,6 +658,11 @@ def _us(ms: float) -> int | float:
             return int(ms) * 1000
     us = round(ms * 1000.0, 3)
     return int(us) if us == int(us) else us
+
+
+def _findings_text(codes: list[str] | None) -> str:
+    """A call's ``findings`` as its args' text holds them (nothing without any)."""
+    return f',"findings":{_encode(codes)}' if codes else ""
 
 
 def _number(v: Any) -> str:
@@ -827,8 +834,7 @@ def copy_tagged(spool: IO[bytes], out: IO[str], by_line: dict[int, list[str]]) -
         rest = text[cut:]
         parts = text[:cut].split(_MARK_BYTES)
         for i in range(1, len(parts), 2):
-            codes = by_line.get(int(parts[i]))
-            parts[i] = f',"findings":{_encode(codes)}'.encode() if codes else b""
+            parts[i] = _findings_text(by_line.get(int(parts[i]))).encode()
         out.write(b"".join(parts).decode("utf-8"))
         if not chunk:
             return

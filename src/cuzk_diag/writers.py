@@ -255,7 +255,7 @@ class TableWriter:
         self._pq: pq.ParquetWriter | None = None
         self._bg: _Background | None = None
         self._csv: pacsv.CSVWriter | None = None
-        self._fh: IO[Any] | None = None
+        self._fh: IO[bytes] | None = None
         if fmt == "parquet":
             if path == "-":
                 raise InputError("Parquet output needs a file: give -o FILE")
@@ -270,10 +270,10 @@ class TableWriter:
                 raise cannot_write(path, exc) from None
             self._bg = _Background(self._pq)
         elif fmt == "csv":
-            self._fh = _open(path, binary=True)
+            self._fh = _open(path)
             self._csv = pacsv.CSVWriter(self._fh, _text_schema(schema))
         elif fmt == "jsonl":
-            self._fh = _open(path, binary=True)
+            self._fh = _open(path)
         else:
             raise InputError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
 
@@ -419,13 +419,14 @@ class PartitionSink(Sink):
             self.writer.abandon()
 
 
-def _open(path: str, *, binary: bool) -> IO[Any]:
+def _open(path: str) -> IO[bytes]:
+    """The file of a text export (CSV, JSON Lines), written as bytes; ``-``: stdout's."""
     import sys
 
     if path == "-":
-        return sys.stdout.buffer if binary else sys.stdout
+        return sys.stdout.buffer
     try:
-        return open(path, "wb" if binary else "w", encoding=None if binary else "utf-8")
+        return open(path, "wb")
     except OSError as exc:
         raise cannot_write(path, exc) from None
 

@@ -1,16 +1,17 @@
 """The package is pure Python; a regular install also compiles the modules that touch each log line
-(``COMPILED``: the events, the parse, the assembly, the records' conversion and live mode's handling
-of each record) with Cython, from the same source files, where a C compiler is at hand.
+(``COMPILED``: the events, the parse, the assembly, the records' conversion, live mode's handling
+of each record and the trace's events) with Cython, from the same source files, where a C
+compiler is at hand.
 
 Compiled, the same code assembles about 1.5 times as fast, and the fixed-form lines (C++,
 TIMELINE, tracing shapes) are read by loops over their bytes (``ingest/parse/scan.py``), which the
 pure build leaves to the per-line parsers: on a 50 MB log, one process, ``analyze`` and ``export``
 take 1.8-2.1 s compiled against 4.4-4.5 s pure, ``export --lines`` 1.1-1.6 against 5.0-5.6 s
-(docs/performance.md). Nothing else changes, and ``tests/test_compiled.py`` holds the compiled
-build to the pure one's results. Without a compiler the build warns and keeps the
-pure modules. An editable install (``pip install -e .``) stays pure Python, so that an edited module
-is the module that runs. ``cuzk-diag --version`` tells which build is installed. Everything else is
-in pyproject.toml.
+(docs/performance.md); ``trace`` takes about a tenth less than with its module pure. Nothing else
+changes, and ``tests/test_compiled.py`` holds the compiled build to the pure one's results.
+Without a compiler the build warns and keeps the pure modules. An editable install (``pip install
+-e .``) stays pure Python, so that an edited module is the module that runs. ``cuzk-diag
+--version`` tells which build is installed. Everything else is in pyproject.toml.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ COMPILED = sorted(
         SRC / "cuzk_diag" / "event.py",
         SRC / "cuzk_diag" / "frame.py",
         SRC / "cuzk_diag" / "live.py",
+        SRC / "cuzk_diag" / "trace.py",
         SRC / "cuzk_diag" / "ingest" / "stream.py",
         *(SRC / "cuzk_diag" / "ingest" / "parse").glob("*.py"),
         *(SRC / "cuzk_diag" / "ingest" / "assemble").glob("*.py"),

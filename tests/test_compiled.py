@@ -1,13 +1,14 @@
 """The compiled build gives the pure build's results.
 
-A regular install compiles the parse, the assembly and the records' conversion with Cython
-(``setup.py``); the test suite runs the pure modules of an editable install. Here the modules
+A regular install compiles the parse, the assembly, the records' conversion and the trace with
+Cython (``setup.py``); the test suite runs the pure modules of an editable install. Here the modules
 are compiled as ``setup.py`` compiles them, next to a copy of the package, and that copy must
 give the digests every pure run gives (``tests/_digest.py``: records, attribution labels,
 accounting, the line table and the JSON report of every fixture and sweep log), and pass the
 live-mode and ingest tests (previews copy the assembler; ``--jobs 2`` sends parsed chunks
 between processes) and the column-wise parse's (the compiled loops over the bytes of C++,
-TIMELINE and tracing lines held to the per-line parsers).
+TIMELINE and tracing lines held to the per-line parsers) and the trace's (its events' text held
+to the JSON encoder's).
 """
 
 from __future__ import annotations
@@ -79,13 +80,14 @@ def test_setup_compiles_every_module_of_the_stages(compiled_tree: Path) -> None:
     probe = _run(
         compiled_tree,
         "-c",
-        "import cuzk_diag.ingest as i, cuzk_diag.ingest.assemble.gpu as g, cuzk_diag.live; "
-        "print(i.build(), g.__file__)",
+        "import cuzk_diag.ingest as i, cuzk_diag.ingest.assemble.gpu as g, cuzk_diag.live, "
+        "cuzk_diag.trace as t; print(i.build(), g.__file__, t.__file__)",
     )
     assert probe.returncode == 0, probe.stderr
-    kind, path = probe.stdout.split()[-2:]
+    kind, *paths = probe.stdout.split()[-3:]
     assert kind == "compiled", probe.stdout
-    assert path.startswith(str(compiled_tree)) and not path.endswith(".py")
+    for path in paths:
+        assert path.startswith(str(compiled_tree)) and not path.endswith(".py")
     # The pure tree says so of itself.
     from cuzk_diag.ingest import build
 
@@ -97,7 +99,7 @@ def test_the_compiled_build_gives_every_digest_of_the_pure_build(compiled_tree: 
     assert check.returncode == 0, check.stdout[-4000:] + check.stderr[-4000:]
 
 
-def test_the_compiled_build_passes_the_event_live_ingest_pool_split_and_parse_tests(
+def test_the_compiled_build_passes_the_event_live_ingest_pool_split_parse_and_trace_tests(
     compiled_tree: Path,
 ) -> None:
     _pytest(
@@ -110,6 +112,7 @@ def test_the_compiled_build_passes_the_event_live_ingest_pool_split_and_parse_te
         "tests/test_split.py",
         "tests/test_columnar.py",
         "tests/test_shapes.py",
+        "tests/test_trace.py",
     )
 
 

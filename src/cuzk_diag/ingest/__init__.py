@@ -23,8 +23,8 @@ from cuzk_diag.ingest.stream import Ingest, stream, stream_events
 
 def build() -> str:
     """``compiled`` when every module ``setup.py`` compiles (``event``, ``ingest/parse``,
-    ``ingest/assemble``, ``ingest/stream``, ``frame``, and ``live`` once imported) runs
-    compiled, ``pure Python`` when none does, ``partly compiled`` otherwise."""
+    ``ingest/assemble``, ``ingest/stream``, ``frame``, and ``live`` and ``trace`` once imported)
+    runs compiled, ``pure Python`` when none does, ``partly compiled`` otherwise."""
     from cuzk_diag import frame
 
     stages = (
@@ -33,6 +33,7 @@ def build() -> str:
         "cuzk_diag.ingest.assemble",
         "cuzk_diag.ingest.stream",
         "cuzk_diag.live",
+        "cuzk_diag.trace",
     )
     modules = [frame, *(m for n, m in list(sys.modules.items()) if n.startswith(stages))]
     kinds = {not str(getattr(m, "__file__", None) or ".py").endswith(".py") for m in modules}

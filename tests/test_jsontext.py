@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuzk_diag.jsontext import encoder, indented
+from cuzk_diag.jsontext import chunk_encoder, encoder, indented
 
 _scalars = (
     st.none()
@@ -36,6 +36,24 @@ def test_encoders_write_what_json_dumps_writes(obj: dict[str, object]) -> None:
         obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")
     )
     assert encoder(default=str)(obj) == json.dumps(obj, ensure_ascii=False, default=str)
+    pieces = chunk_encoder(separators=(",", ":"), default=str)(obj, 0)
+    assert "".join(pieces) == json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_encoders_write_the_same_text_without_the_c_encoder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Python built without the ``_json`` accelerator: the pieces are the standard
+    library's text, and the refusals are its."""
+    obj = {"a": 'é\n"', "b": [1, 2.5, None, True], "c": {"d": dt.date(2026, 3, 13)}}
+    fast = chunk_encoder(separators=(",", ":"), default=str)(obj, 0)
+    monkeypatch.setattr(json.encoder, "c_make_encoder", None)
+    slow = chunk_encoder(separators=(",", ":"), default=str)(obj, 0)
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    assert "".join(slow) == "".join(fast) == text
+    assert encoder()(obj | {"c": None}) == json.dumps(obj | {"c": None}, ensure_ascii=False)
+    with pytest.raises(ValueError):
+        encoder(allow_nan=False)({"x": math.nan})
 
 
 def test_encoders_refuse_and_convert_as_json_dumps_does() -> None:

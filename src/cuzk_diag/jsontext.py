@@ -21,14 +21,30 @@ def encoder(
 
     Without a cycle check: for objects that hold no reference cycles (rows, records, the
     ``to_dict`` of findings), as everything this package writes."""
+    c_encode = chunk_encoder(
+        separators=separators, allow_nan=allow_nan, default=default, ensure_ascii=ensure_ascii
+    )
+    return lambda obj: "".join(c_encode(obj, 0))
+
+
+def chunk_encoder(
+    *,
+    separators: tuple[str, str] | None = None,
+    allow_nan: bool = True,
+    default: Callable[[Any], Any] | None = None,
+    ensure_ascii: bool = False,
+) -> Callable[[object, int], list[str]]:
+    """What ``encoder`` calls: ``f(obj, 0)`` is the list of pieces whose join is the JSON text
+    of ``obj`` (the C encoder's call; a compiled module that writes many small objects joins
+    them itself and saves the interpreted frame of ``encoder``'s wrapper per object)."""
     enc = json.JSONEncoder(
         ensure_ascii=ensure_ascii, separators=separators, allow_nan=allow_nan, default=default
     )
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # a Python built without the _json accelerator
-        return enc.encode
-    c_encode = make(
-        None,  # no cycle check (see above)
+        return lambda obj, _level: [enc.encode(obj)]
+    return make(  # type: ignore[no-any-return]
+        None,  # no cycle check (see ``encoder``)
         enc.default,
         json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring,
         None,
@@ -38,7 +54,6 @@ def encoder(
         enc.skipkeys,
         enc.allow_nan,
     )
-    return lambda obj: "".join(c_encode(obj, 0))
 
 
 #: The types the C encoder writes as one token: a container of these alone is written whole.

@@ -40,7 +40,7 @@ from cuzk_diag import __version__
 from cuzk_diag.errors import OutputError
 from cuzk_diag.facts import barrier_estimate, estimate_lock_wait, gpu_of_rows
 from cuzk_diag.frame import RecordBatches
-from cuzk_diag.jsontext import encoder
+from cuzk_diag.jsontext import chunk_encoder
 from cuzk_diag.pipeline import BATCH, with_wall_clock_text
 from cuzk_diag.records import Finding, RunInfo
 from cuzk_diag.sinks import Sink, StreamEnd
@@ -643,9 +643,17 @@ _FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 _COPY_BYTES = 1 << 20
 #: Events held for one write.
 _FLUSH_EVENTS = 4096
-#: One trace event's JSON (the C encoder made once: ``JSONEncoder.encode`` makes it for every
-#: call, half the cost of an event's few keys; the same text).
-_encode = encoder(separators=(",", ":"), default=str)
+#: The pieces of one trace event's JSON (the C encoder made once: ``JSONEncoder.encode`` makes
+#: it for every call, half the cost of an event's few keys; the same text).
+_encode_pieces = chunk_encoder(separators=(",", ":"), default=str)
+
+
+def _encode(obj: object) -> str:
+    """The JSON text of a trace event or of a value in it. (``jsontext.encoder``'s text, joined
+    here: compiled, without the interpreted frame of its wrapper per call.)"""
+    return "".join(_encode_pieces(obj, 0))
+
+
 #: Whole milliseconds below this are written as ``int(ms) * 1000`` µs (exact in a float too).
 _EXACT_MS = 2**43
 

@@ -152,6 +152,33 @@ def env_importing(root: Path, what: str) -> dict[str, str]:
     return env
 
 
+#: Files the "rotated" rows cut the log into.
+ROTATED_FILES = 4
+
+
+def rotated(log: Path, parts: int = ROTATED_FILES) -> list[Path]:
+    """``log`` cut at line starts into ``parts`` files of about equal size, written beside it
+    once (``NAME.rot-I-of-N``) and then reused, oldest first: the rotated files of one daemon
+    log, as a user gives them (``daemon.log.3 ... daemon.log``)."""
+    names = [log.with_name(f"{log.name}.rot-{i}-of-{parts}") for i in range(parts)]
+    if (
+        all(p.exists() for p in names)
+        and sum(p.stat().st_size for p in names) == log.stat().st_size
+    ):
+        return names
+    data = log.read_bytes()
+    cuts = [0]
+    for i in range(1, parts):
+        at = data.find(b"\n", len(data) * i // parts)
+        cuts.append(len(data) if at < 0 else at + 1)
+    cuts.append(len(data))
+    for name, lo, hi in zip(names, cuts, cuts[1:], strict=False):
+        tmp = name.with_name(name.name + ".part")
+        tmp.write_bytes(data[lo:hi])
+        os.replace(tmp, name)
+    return names
+
+
 def warm_cache(path: Path) -> int:
     """Read the file once so that every tool starts from the page cache; returns its line count."""
     lines = 0

@@ -41,6 +41,7 @@ from common import (
     env_importing,
     fingerprint,
     machine_info,
+    rotated,
     shell_join,
     snapshot_env,
     timed,
@@ -70,7 +71,14 @@ TOOLS = [
     "analyze -j1",
 ]
 #: The other outputs, measured when named in ``--tools``: the text exports and the trace.
-OTHER_TOOLS = ["export --lines jsonl", "export jsonl", "export csv", "trace"]
+OTHER_TOOLS = [
+    "export --lines jsonl",
+    "export jsonl",
+    "export csv",
+    "trace",
+    "analyze rotated",
+    "analyze rotated -j1",
+]
 SCALING_TOOLS = ["grep", "lnav", "export --lines -j1", "export -j1", "analyze -j1"]
 LARGE_TOOLS = ["lnav", "analyze", "analyze -j1"]
 RSS_TOOL = "analyze -j1"
@@ -104,6 +112,10 @@ def build_cmd(tool: str, log: Path, work: Path, tag: str) -> list[str] | None:
         return [*cd, "trace", str(log), "-o", str(work / f"trace-{tag}.json")]
     if tool in ("analyze", "analyze -j1"):
         return [*cd, "analyze", str(log), "--format", "json", "-o", "/dev/null", *jobs]
+    if tool in ("analyze rotated", "analyze rotated -j1"):
+        # (the same bytes as ``log``, as the rotated files of one daemon log: ``common.rotated``)
+        files = [str(p) for p in rotated(log)]
+        return [*cd, "analyze", *files, "--format", "json", "-o", "/dev/null", *jobs]
     raise ValueError(tool)
 
 

@@ -70,10 +70,10 @@ class _HereCall:
         pass
 
 
-def _window_here(name: str, start: int, stop: int | None, carry: Any) -> Any:
+def _window_here(name: str, start: int, stop: int | None, carry: Any, source: int = 0) -> Any:
     """``parallel.parse_window_in_child`` run in this process."""
     acc = Accounting()
-    parser = LineParser(0, acc, full=False)
+    parser = LineParser(source, acc, full=False)
     parser.resume(carry)
     end = yield from parse_window(name, start, stop, parser, 1 << 16)
     return acc, end
@@ -320,9 +320,11 @@ def test_a_trace_made_with_children_is_the_trace_made_in_one_process(
     shares: list[float | None] = []
     cuts = split.cuts
 
-    def cut(name: str, size: int, parts: int, warm: int, share: float | None = None) -> list[int]:
+    def cut(
+        name: str, size: int, parts: int, warm: int, share: float | None = None, lead: float = 3
+    ) -> list[int]:
         shares.append(share)
-        return cuts(name, size, parts, warm, share)
+        return cuts(name, size, parts, warm, share, lead)
 
     monkeypatch.setattr(split, "cuts", cut)
     traces = []
@@ -402,9 +404,9 @@ def test_a_part_not_taken_is_parsed_in_a_child_of_its_own_with_real_children(
     windows: list[tuple[int, int | None]] = []
     real = parallel.parse_window_in_child
 
-    def spy(name: str, start: int, stop: int | None, carry: Any) -> Any:
+    def spy(name: str, start: int, stop: int | None, carry: Any, source: int = 0) -> Any:
         windows.append((start, stop))
-        return real(name, start, stop, carry)
+        return real(name, start, stop, carry, source)
 
     monkeypatch.setattr(parallel, "parse_window_in_child", spy)
     gave_up = split.outcomes["gave up"]
@@ -584,3 +586,197 @@ def test_a_part_whose_records_did_not_all_arrive_is_read_here(
     got = _split(str(log), log.stat().st_size // 2, 64 << 10, 16 << 10)
     assert lost and split.outcomes["read on"] == read_on + 1
     assert got[:4] == _one(str(log))
+
+
+# -- several files of one run (rotated logs) ----------------------------------------------------
+
+
+def _rotated(log: Path, fracs: list[float], out: Path) -> list[str]:
+    """``log`` cut at line starts near ``fracs`` of its size into files written in order."""
+    data = log.read_bytes()
+    at = [0, *sorted({split.line_start(str(log), int(len(data) * f)) for f in fracs}), len(data)]
+    names = []
+    for i, (lo, hi) in enumerate(zip(at, at[1:], strict=False)):
+        name = out / f"{log.stem}.{i}.log"
+        name.write_bytes(data[lo:hi])
+        names.append(str(name))
+    return names
+
+
+def _files(
+    names: list[str], jobs: int
+) -> tuple[list[Any], dict[str, Any], dict[str, Any], list[int]]:
+    """``stream`` of several files: records, accounting, run facts and segment ends; every
+    byte of the files reported to the progress callback once."""
+    acc, info, ends, shown = Accounting(), RunInfo(), [], [0]
+
+    def progress(n: int) -> None:
+        shown[0] += n
+
+    recs = list(stream(names, acc, info, jobs=jobs, on_segment=ends.append, progress=progress))
+    assert shown[0] == sum(Path(n).stat().st_size for n in names)
+    return recs, acc.to_dict(), info.to_dict(), ends
+
+
+@pytest.fixture
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files of a few KB are split, in parts of a few warm-ups of 2 KB, read 1 KB at a time
+    (too short a warm-up for most calls: the parts are mostly read here, from the state handed
+    over or from this process's own)."""
+    monkeypatch.setattr(split, "MIN_BYTES", 8 << 10)
+    monkeypatch.setattr(split, "WARM_BYTES", 2 << 10)
+    monkeypatch.setattr(split, "CHUNK_BYTES", 1 << 10)
+
+
+def test_rotated_files_in_parts_give_one_process_records(
+    here: Callable[[bool], None], small_parts: None, tmp_path: Path
+) -> None:
+    """Every fixture log cut into several files, each large one assembled in parts: the
+    records, field for field, the accounting (every file's name among the sources), the run
+    facts and the clock segments of one process."""
+    here(False)
+    logs = [p for p in sorted(FIXTURES.rglob("*.log")) if p.stat().st_size > 24 << 10]
+    assert len(logs) > 10
+    before = dict(split.outcomes)
+    for log in logs:
+        for fracs in ([0.5], [0.2, 0.45, 0.9], [0.03, 0.6]):
+            out = tmp_path / f"{log.parent.name}-{log.stem}-{len(fracs)}"
+            out.mkdir()
+            names = _rotated(log, fracs, out)
+            one = _files(names, 1)
+            assert _files(names, 2) == one, (log, fracs)
+            assert one[1]["sources"] == names
+    # (a call open for two warm-ups of 2 KB in a file's first part: the rest of the file read
+    # here; or a child's part read here, its start state not the state here)
+    assert split.outcomes["gave up"] - before.get("gave up", 0) > 50
+    assert split.outcomes["read on"] - before.get("read on", 0) >= 5
+
+
+def test_rotated_files_with_children_in_every_file_and_a_small_one_between(
+    here: Callable[[bool], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The children's parts taken in each large file, the state a file's last child handed
+    over read on from in the next file, a small file between them read here."""
+    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
+    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    here(False)
+    log = _sim_log(tmp_path, 3.0, seed=6)
+    names = _rotated(log, [0.48, 0.52], tmp_path)
+    assert [Path(n).stat().st_size >= split.MIN_BYTES for n in names] == [True, False, True]
+    before = dict(split.outcomes)
+    one = _files(names, 1)
+    assert _files(names, 2) == one
+    assert split.outcomes["adopted"] - before.get("adopted", 0) == 2
+    assert split.outcomes["resumed"] - before.get("resumed", 0) == 1  # (the first file's end)
+    assert _files(names, 3) == one
+    assert [r["source"] for r in (one[0][0], one[0][-1])] == [0, 2]
+    # The records of the one log the files were cut from, but for their inputs and lines.
+    whole = _one(str(log))[0]
+    assert len(whole) == len(one[0])
+    assert [r["gpu_total_ms"] for r in whole] == [r["gpu_total_ms"] for r in one[0]]
+
+
+def test_the_guard_fed_the_lines_it_reads_holds_what_every_line_gives() -> None:
+    """``GuardLines`` of a stretch of an input (a child's part): fed those alone, the guard
+    holds the facts every line of the stretch gives it, wherever the stretch begins."""
+    from cuzk_diag.ingest.parse import parse_text
+    from cuzk_diag.pipeline import GuardLines, RunGuard
+
+    logs = sorted(FIXTURES.rglob("*.log"))
+    seen = 0
+    for log in logs:
+        events, _ = parse_text(log.read_text(errors="replace"), full=False)
+        for frac in (0.0, 0.3, 0.7):
+            cut = int(len(events) * frac)
+            guards = [RunGuard(["a", "b"], Accounting()) for _ in range(2)]
+            for guard in guards:
+                guard.feed([e for e in events[:cut]])
+            guards[0].feed(events[cut:])
+            lines = GuardLines()
+            for i in range(cut, len(events), 97):  # (taken a chunk at a time)
+                lines.take(events[i : i + 97])
+            guards[1].feed(lines.lines())
+            assert guards[0].inputs == guards[1].inputs, (log, frac)
+            seen += guards[0].inputs[0].max_offset is not None
+    assert seen > 50
+
+
+def test_rotated_files_of_another_run_are_refused_as_in_one_process(
+    here: Callable[[bool], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file in which the engine starts again inside a child's part (the guard reads the
+    lines of the part it reads, ``GuardLines``), a file whose clock starts below the earlier
+    ones', a file of another run: the refusal of one process, with its message."""
+    from cuzk_diag.pipeline import DifferentRunsError
+
+    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
+    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    here(False)
+    lines = _sim_log(tmp_path, 3.0, seed=6).read_text().splitlines(True)
+    half = len(lines) // 2
+    first, rest = "".join(lines[:half]), lines[half:]
+    start = next(line for line in lines if "starting cuzk engine" in line)
+    restart = start.replace("2026-03-13T", "2026-03-14T")
+    late = len(rest) * 97 // 100  # (in the child's part: the last few per cent of the file)
+    cases = {
+        "restart in a child's part": [first, "".join(rest[:late] + [restart] + rest[late:])],
+        "clock back": ["".join(rest), first],
+        "another run": [first, restart + first],
+    }
+    adopted = split.outcomes["adopted"]
+    for what, texts in cases.items():
+        names = []
+        for i, text in enumerate(texts):
+            path = tmp_path / f"{what}-{i}.log"
+            path.write_text(text)
+            names.append(str(path))
+        errors = []
+        for jobs in (1, 2):
+            with pytest.raises(DifferentRunsError) as err:
+                _files(names, jobs)
+            errors.append(str(err.value))
+        assert errors[0] == errors[1], what
+        assert ("line" in errors[0]) and names[1] in errors[0], errors[0]
+    # (the restart was in a part a child assembled, and taken: the guard read it there)
+    assert split.outcomes["adopted"] > adopted
+
+
+def test_rotated_files_through_the_cli_with_real_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``analyze a.log b.log``, as a user runs it on rotated files: the report of one
+    process, each file's later part assembled by a child interpreter."""
+    log = _sim_log(tmp_path, 3.0, seed=6)
+    names = _rotated(log, [0.5], tmp_path)
+    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
+    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    started, adopted = parallel.ChildCall.started, split.outcomes["adopted"]
+    reports = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"r{jobs}.json"
+        res = CliRunner().invoke(
+            cli, ["analyze", *names, "--format", "json", "-o", str(out), "-q", "--jobs", jobs]
+        )
+        assert res.exit_code == 0, res.output
+        reports.append(out.read_text())
+    assert parallel.ChildCall.started == started + 2
+    assert split.outcomes["adopted"] == adopted + 2
+    assert reports[0] == reports[1]
+    assert json.loads(reports[1])["accounting"]["sources"] == names
+
+
+def test_what_is_split_of_several_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(split, "MIN_BYTES", 1000)
+    text = (FIXTURES / "sim" / "healthy-main.log").read_text()
+    big, small = tmp_path / "big.log", tmp_path / "small.log"
+    big.write_text(text)
+    small.write_text(text[:500])
+    packed = tmp_path / "a.log.gz"
+    packed.write_bytes(gzip.compress(text.encode()))
+    assert split.splittable_files([str(big), str(small)]) == [str(big), str(small)]
+    assert split.splittable_files([str(small), str(big)]) == [str(small), str(big)]
+    for inputs in ([str(big)], [str(small), str(small)], [str(big), str(packed)], [str(big), "-"]):
+        assert split.splittable_files(inputs) is None, inputs

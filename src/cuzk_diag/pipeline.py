@@ -226,6 +226,49 @@ class RunGuard:
                 )
 
 
+class GuardLines:
+    """The lines of a stretch of one input that ``RunGuard.feed`` acts on, kept while the
+    stretch is assembled elsewhere (a child's part of a log, ``ingest.split``), for the guard to
+    be fed these alone: the stretch's first line (with which the guard notes an input it has
+    not seen yet), the first TIMELINE line with an offset and the startup lines the guard
+    reads, in their order, then the TIMELINE line with the largest offset. Fed them, the guard
+    holds what it would hold fed every line of the stretch, and refuses what it would refuse,
+    with the same message."""
+
+    def __init__(self) -> None:
+        self.opener: Event | None = None
+        self.kept: list[Event] = []
+        self.first: int | None = None  # the first offset
+        self.top: Event | None = None  # the line of the largest offset after it
+        self.top_offset = 0  # the largest offset so far
+
+    def take(self, events: Sequence[Event]) -> None:
+        if self.opener is None and events:
+            self.opener = events[0]
+        timeline, tracing = Family.TIMELINE, Family.TRACING
+        for ev in events:
+            fam = ev.family
+            if fam is timeline:
+                off = ev.fields.get("offset_ms")
+                if not isinstance(off, int) or ev.kind == "torn":
+                    continue
+                if self.first is None:
+                    self.first = self.top_offset = off
+                    self.kept.append(ev)
+                elif off > self.top_offset:
+                    self.top, self.top_offset = ev, off
+            elif fam is tracing and ev.kind in _GUARD_KINDS:
+                self.kept.append(ev)
+
+    def lines(self) -> list[Event]:
+        out = list(self.kept)
+        if self.opener is not None and not (out and out[0] is self.opener):
+            out.insert(0, self.opener)
+        if self.top is not None:
+            out.append(self.top)
+        return out
+
+
 def iter_records(
     inputs: Sequence[str | Source],
     acc: Accounting,

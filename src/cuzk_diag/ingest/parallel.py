@@ -207,8 +207,8 @@ def child_main(args: list[str]) -> int:
             window = recv(sys.stdin.buffer)
             if window is None:
                 return 1
-            name, start, stop, carry = window
-            parser = LineParser(0, acc, full=False)
+            name, start, stop, carry, source = window
+            parser = LineParser(source, acc, full=False)
             parser.resume(carry)
             parts: Any = parse_window(name, start, stop, parser, CHUNK_SIZE)
         else:
@@ -262,15 +262,15 @@ def parse_in_child(
 
 
 def parse_window_in_child(
-    name: str, start: int, stop: int | None, carry: Carry
+    name: str, start: int, stop: int | None, carry: Carry, source: int = 0
 ) -> Generator[tuple[int, ParsedChunk, int, Accounting | None], None, Any]:
-    """``stream.parse_window`` in a child process: its chunks as ``parse_in_child`` yields
-    them; returns (the window's parse accounting, (its cleaning counts, the carry at its
-    end))."""
+    """``stream.parse_window`` in a child process (the lines of input ``source`` of the run):
+    its chunks as ``parse_in_child`` yields them; returns (the window's parse accounting, (its
+    cleaning counts, the carry at its end))."""
     proc = start_child("cuzk_diag.ingest.parallel", ["--window"], stdin=True)
     assert proc.stdin is not None
     try:
-        send(proc.stdin, (name, start, stop, carry))
+        send(proc.stdin, (name, start, stop, carry, source))
         proc.stdin.close()
     except OSError:
         pass  # the child ended at once: its output says so

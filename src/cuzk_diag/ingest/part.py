@@ -1,6 +1,6 @@
 """A part of a log file assembled in a child interpreter (``split``): warmed up to the state
 the log is in where the part begins, then assembled, its start state told as soon as it is
-known and, but for the last part, its end state handed over.
+known and, but for the last part of the last input, its end state handed over.
 
 A part's child starts ``warm`` bytes before its part with the run facts of the log's first
 chunk (``Seed``) and assembles up to the part, throwing that warm-up's records and counts away
@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import pickle
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
@@ -131,10 +131,20 @@ class Part:
     touched: set[tuple[str, int | None]]  # TIMELINE keys held at the start, named in the part
     end: Handover | None = None
     sent: int = 0  # batches sent through ``progress``
+    # The lines of the part that tell whether its input is of the run (``RunGuard.feed``),
+    # with several inputs.
+    guard: list[Event] = field(default_factory=list)
 
 
 def _warm_up(
-    name: str, floor: int, lo: int, seed: Seed, warm: int, chunk_size: int, collector: Any
+    name: str,
+    floor: int,
+    lo: int,
+    seed: Seed,
+    warm: int,
+    chunk_size: int,
+    collector: Any,
+    source: int = 0,
 ) -> tuple[Assembler, LineParser]:
     """An assembler and parser brought to the state at line start ``lo`` by reading from a
     line ``warm`` bytes (but not ``floor`` bytes) before it.
@@ -155,7 +165,7 @@ def _warm_up(
             first -= count_lines(name, stop=start, start=begin)
         start = begin
         asm = seed.assembler()
-        parser = LineParser(0, asm.acc, full=False, first_line=first)
+        parser = LineParser(source, asm.acc, full=False, first_line=first)
         mid = line_start(name, (start + lo) // 2)
         half = (asm.seq, asm.block_seq)
         for a, b in ((start, mid), (mid, lo)):
@@ -190,19 +200,30 @@ def assemble_part(
     chunk_size: int = CHUNK_SIZE,
     progress: Callable[[Any], None] | None = None,
     tables: bool = False,
+    *,
+    source: int = 0,
+    last: bool = True,
+    guard: bool = False,
 ) -> Part:
-    """In a child: assemble the part of ``name`` from line start ``lo`` to ``hi`` (the end
-    when None, where the assembly finishes) after a warm-up (``_warm_up``); ``progress`` is
+    """In a child: assemble the part of ``name`` (input ``source`` of the run) from line start
+    ``lo`` to ``hi`` (the end when None, where the assembly finishes if the input is the run's
+    ``last``, else hands its state over) after a warm-up (``_warm_up``); ``progress`` is
     given the state at ``lo`` (a ``Handover``) once warmed up, then counts the part's bytes
     and at the end takes its records, a ``Batch`` at a time (without it they are in
     ``Part.batches``).
     With ``tables``, the records go back as Arrow tables (``frame.records_to_table``), made
-    here beside the assembly rather than by the process that takes them in."""
+    here beside the assembly rather than by the process that takes them in. With ``guard``,
+    ``Part.guard`` holds the lines ``pipeline.RunGuard`` reads (``pipeline.GuardLines``)."""
     from cuzk_diag.ingest.stream import PacedCollector, settle_heap
 
     settle_heap()
+    lines = None
+    if guard:
+        from cuzk_diag.pipeline import GuardLines
+
+        lines = GuardLines()
     with PacedCollector() as collector:
-        asm, parser = _warm_up(name, floor, lo, seed, warm, chunk_size, collector)
+        asm, parser = _warm_up(name, floor, lo, seed, warm, chunk_size, collector, source)
         start = _handover(asm, parser, False)
         if progress is not None:
             progress(start)  # (told early: a state this process turns down stops the child)
@@ -210,7 +231,7 @@ def assemble_part(
         markers = set(asm.era.markers)
         acc = asm.acc = Accounting()
         asm.unattributed = []
-        parser = LineParser(0, acc, full=False)
+        parser = LineParser(source, acc, full=False)
         parser.resume(start.carry)
         part = Part(start, [], acc, SourceStats(name), [], [], [], set())
         pending: list[Any] = []
@@ -225,6 +246,8 @@ def assemble_part(
                         part.touched.add(k)
                 elif has_run_info(ev):
                     part.run_info.append(ev)
+            if lines is not None:
+                lines.take(events)
             pending.extend(asm.feed_many(events))
             if len(pending) >= BATCH:
                 send(pending)
@@ -238,12 +261,14 @@ def assemble_part(
             if progress is not None:
                 progress(stats.bytes_read - done)
                 done = stats.bytes_read
-        if hi is None:
+        if hi is None and last:
             take(parser.close())
             pending.extend(asm.finish())
-        else:
+        else:  # (at the end of an input but the last, its parser's end is the next reader's)
             part.end = _handover(asm, parser, True)
     send(pending)
+    if lines is not None:
+        part.guard = lines.lines()
     if progress is not None:
         # Sent at the end, when the parent waits for them: a parent busy with its own part
         # reads a pipe slowly (its reading thread waits for the interpreter lock at every

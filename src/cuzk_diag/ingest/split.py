@@ -56,6 +56,10 @@ from cuzk_diag.sources import CHUNK_SIZE, Source, SourceStats
 CHUNK_BYTES = CHUNK_SIZE
 #: How far before the cut the child starts: the span in which it comes to the state at the cut.
 WARM_BYTES = 4 << 20
+#: Warm-ups by which this process's part is longer than an even share when the children of a
+#: file were started before it (``stream_files``: while the file before it was read), rather
+#: than as this process begins the file (``cuts``: three).
+READY_LEAD = 1.0
 #: Files smaller than this are read by one process: the parts would be short next to a
 #: child's start (about 0.5 s of imports) and its warm-up.
 MIN_BYTES = 8 * WARM_BYTES
@@ -83,6 +87,106 @@ def splittable(inputs: Sequence[str | Source]) -> str | None:
     return name
 
 
+def splittable_files(inputs: Sequence[str | Source]) -> list[str] | None:
+    """The paths of several inputs when each is a regular, uncompressed UTF-8 file (rotated
+    files of one log, say) and one at least is of ``MIN_BYTES``: each such one is assembled in
+    parts, in turn (``stream_files``); else None."""
+    from cuzk_diag.sources import input_size
+
+    if len(inputs) < 2:
+        return None
+    names, sizes = [], []
+    for src in inputs:
+        name = src.name if isinstance(src, Source) else src
+        if (isinstance(src, Source) and not src.regular) or name == "-":
+            return None
+        size = input_size(name)  # (None for what is not plain UTF-8 text)
+        if size is None or not os.path.isfile(name):
+            return None
+        names.append(name)
+        sizes.append(size)
+    return names if max(sizes) >= MIN_BYTES else None
+
+
+def stream_files(
+    names: Sequence[str],
+    ingest: Any,
+    *,
+    deliver: Callable[[list[Any]], Iterator[Any]],
+    jobs: int = 2,
+    progress: Callable[[int], None] | None = None,
+    tables: bool = False,
+    share: float | None = None,
+) -> Iterator[Any]:
+    """The records of several files of one run through ``ingest`` (an ``stream.Ingest`` of
+    them all), in order: each file of at least ``MIN_BYTES`` in ``jobs`` parts
+    (``stream_split``, which reads on into the next file from the state at its end), the others
+    here. The same records, accounting and refusals of inputs of other runs as one process's.
+    The children of a file's parts start as the file before it begins (``stream_split``'s
+    ``ready``)."""
+    sizes = [os.path.getsize(name) for name in names]
+
+    def children_for(k: int) -> list[parallel.ChildCall]:
+        """Children for the later parts of file ``k``, started now (their imports run while
+        the file before it is read)."""
+        if k >= len(names) or sizes[k] < MIN_BYTES:
+            return []
+        return [parallel.waiting_child() for _ in range(part_count(sizes[k], jobs, WARM_BYTES) - 1)]
+
+    ready: list[parallel.ChildCall] = []
+    try:
+        for k, name in enumerate(names):
+            last = k == len(names) - 1
+            mine, ready = ready, children_for(k + 1)
+            if sizes[k] >= MIN_BYTES:
+                yield from stream_split(
+                    name,
+                    ingest,
+                    deliver=deliver,
+                    jobs=jobs,
+                    progress=progress,
+                    tables=tables,
+                    share=share,
+                    source=k,
+                    last=last,
+                    ready=mine,
+                )
+            else:
+                for child in mine:
+                    child.close()
+                yield from _read_here(name, k, last, ingest, deliver, progress)
+    finally:
+        for child in ready:
+            child.close()
+
+
+def _read_here(
+    name: str,
+    k: int,
+    last: bool,
+    ingest: Any,
+    deliver: Callable[[list[Any]], Iterator[Any]],
+    progress: Callable[[int], None] | None,
+) -> Iterator[Any]:
+    """File ``k`` of several assembled here, in chunks (``stream_files``)."""
+    from cuzk_diag.ingest.stream import PacedCollector
+    from cuzk_diag.sources import iter_input
+
+    ingest.begin(k)
+    collector, stats, done = PacedCollector(), None, 0
+    for stats, chunk in iter_input(name, CHUNK_BYTES):
+        with collector:
+            out = ingest.feed(chunk) if chunk else []
+            collector.chunk(len(chunk))
+        read, done = stats.bytes_read - done, stats.bytes_read
+        if progress is not None and read:
+            progress(read)
+        yield from deliver(out)
+    yield from deliver(ingest.end(stats))
+    if last:
+        yield from deliver(ingest.finish())
+
+
 def _made_before(marks: list[tuple[int, int, int]], before: int) -> tuple[int, int] | None:
     """The assembler's counters (``seq``, ``block_seq``) at the last mark at or before byte
     ``before`` (``marks``: byte offset and counters, in order); None before the first."""
@@ -94,15 +198,23 @@ def _made_before(marks: list[tuple[int, int, int]], before: int) -> tuple[int, i
     return found
 
 
-def cuts(name: str, size: int, parts: int, warm: int, share: float | None = None) -> list[int]:
+def cuts(
+    name: str,
+    size: int,
+    parts: int,
+    warm: int,
+    share: float | None = None,
+    lead: float = 3.0,
+) -> list[int]:
     """Line starts that cut ``name`` into ``parts`` parts of about equal work: children read
     ``warm`` bytes more than their part (sometimes half a warm-up more again), start once this
     process has read its first chunk, and make the tables of their records, so this process's
-    part is three warm-ups longer (on the 250 MB log, two processes, it waited 0.5-1.2 s for
-    its child with two). ``share``: this process's part is that fraction of the file instead
-    of ``1 / parts`` (three warm-ups longer too), the others equal."""
+    part is ``lead`` warm-ups longer (on the 250 MB log, two processes, it waited 0.5-1.2 s for
+    its child with two and children started with it; ``READY_LEAD`` for children started
+    earlier). ``share``: this process's part is that fraction of the file instead of ``1 /
+    parts`` (as many warm-ups longer too), the others equal."""
     own = size // parts if share is None else int(size * share)
-    first = min(size, own + 3 * warm)
+    first = min(size, own + int(lead * warm))
     step = (size - first) / max(1, parts - 1)
     out = [line_start(name, first + int(i * step)) for i in range(parts - 1)]
     return sorted({c for c in out if 0 < c < size})
@@ -111,13 +223,14 @@ def cuts(name: str, size: int, parts: int, warm: int, share: float | None = None
 class _Truth:
     """The state at the next cut as far as it is known: this process's own assembly, or the
     handover of the child whose part ended there (less the TIMELINE entries its warm-up left,
-    ``extra``). ``offset`` turns the block numbers of its assembler into the log's."""
+    ``extra``). The ingest's ``shift`` turns the block numbers of its assembler into the
+    log's (``stream.Ingest``). ``source``: the input's index."""
 
-    def __init__(self, ingest: Any) -> None:
+    def __init__(self, ingest: Any, source: int = 0) -> None:
         self.ingest = ingest
+        self.source = source
         self.handed: Handover | None = None
         self.extra: set[Any] = set()
-        self.offset = 0
 
     def key(self) -> StateKey | None:
         if self.handed is None:
@@ -133,8 +246,8 @@ class _Truth:
         return self.ingest.parser.carry() if self.handed is None else self.handed.carry
 
     def block_seq(self) -> int:
-        handed = self.handed
-        return (self.ingest.asm.block_seq if handed is None else handed.block_seq) + self.offset
+        handed, shift = self.handed, int(self.ingest.shift)
+        return (self.ingest.asm.block_seq if handed is None else handed.block_seq) + shift
 
     def takes(self, start: Handover, touched: set[Any] | None) -> bool:
         """Is ``start``, a part's start state, this one? Entries only the part holds must not
@@ -150,7 +263,7 @@ class _Truth:
         assert part.end is not None
         mine = self.key()
         assert mine is not None
-        self.offset = self.block_seq() - part.start.block_seq
+        self.ingest.shift = self.block_seq() - part.start.block_seq
         self.extra = set(part.start.key.timeline) - set(mine.timeline)
         self.handed = part.end
 
@@ -167,7 +280,7 @@ class _Truth:
         asm.acc, asm.info, asm.era = ing.acc, ing.info, ing.asm.era
         asm.unattributed = ing.asm.unattributed
         ing.asm = asm
-        ing.parser = LineParser(0, ing.acc, full=False)
+        ing.parser = LineParser(self.source, ing.acc, full=False)
         ing.parser.resume(self.handed.carry)
         self.handed, self.extra = None, set()
 
@@ -184,8 +297,12 @@ def stream_split(
     chunk_size: int | None = None,
     tables: bool = False,
     share: float | None = None,
+    source: int = 0,
+    last: bool = True,
+    ready: list[parallel.ChildCall] | None = None,
 ) -> Iterator[Any]:
-    """The records of ``name`` through ``ingest`` (an ``stream.Ingest`` of that one input) in
+    """The records of ``name`` through ``ingest`` (an ``stream.Ingest`` whose input ``source``
+    it is, the ``last`` of the run's; the state of the ones before it is the ingest's) in
     ``jobs`` parts (fewer when they would be shorter than two warm-ups), one assembled here and
     the others in children, each child's taken when its state at its start proves to be the
     state there (``_Truth.takes``), else read here from that state. ``at``: the cuts (line
@@ -193,14 +310,27 @@ def stream_split(
     the records (calling back on segment ends). ``warm`` and ``chunk_size`` default to
     ``WARM_BYTES`` and ``CHUNK_BYTES``. With ``tables``, the records of a child's part come as
     Arrow tables (``frame.records_to_table``, made by the child), the others as dicts.
-    ``share``: the fraction of the file this process assembles (``cuts``)."""
+    ``share``: the fraction of the file this process assembles (``cuts``). The ingest's run
+    ends with the file if it is the ``last`` input, else it reads on in the next one from the
+    state at the file's end (of this process, or handed over by the child of its last
+    part). ``ready``: children started earlier (``parallel.waiting_child``) for its parts,
+    which it takes (the file is then cut with ``READY_LEAD``); those it does not need, it
+    stops."""
     warm = WARM_BYTES if warm is None else warm
     chunk_size = CHUNK_BYTES if chunk_size is None else chunk_size
     size = os.path.getsize(name)
-    # A part shorter than two warm-ups would cost its child more warming up than assembling.
-    parts = max(1, min(jobs, size // (2 * warm) if warm else jobs))
-    split = _Split(name, size, ingest, deliver, progress, warm, chunk_size, tables)
-    return split.run(list(at) if at is not None else cuts(name, size, parts, warm, share))
+    split = _Split(name, size, ingest, deliver, progress, warm, chunk_size, tables, source, last)
+    split.ready = list(ready or [])
+    if at is None:
+        lead = READY_LEAD if ready else 3.0
+        at = cuts(name, size, part_count(size, jobs, warm), warm, share, lead)
+    return split.run(list(at))
+
+
+def part_count(size: int, jobs: int, warm: int) -> int:
+    """The parts of a file of ``size`` bytes: ``jobs``, fewer when they would be shorter than
+    two warm-ups (whose child would spend more warming up than assembling)."""
+    return max(1, min(jobs, size // (2 * warm) if warm else jobs))
 
 
 class _Split:
@@ -216,13 +346,16 @@ class _Split:
         warm: int,
         chunk_size: int,
         tables: bool = False,
+        source: int = 0,
+        last: bool = True,
     ) -> None:
         from cuzk_diag.ingest.stream import PacedCollector
 
         self.name, self.size, self.ingest, self.deliver = name, size, ingest, deliver
         self.progress, self.warm, self.chunk_size = progress, warm, chunk_size
-        self.tables = tables
+        self.tables, self.source, self.last = tables, source, last
         self.bounds: list[int | None] = [0, None]
+        self.ready: list[parallel.ChildCall] = []  # children started before, for the parts
         self.children: dict[int, parallel.ChildCall] = {}  # part -> the child reading it
         self.waiting: dict[int, parallel.ChildCall] = {}  # part -> its child, started early
         self.started = False
@@ -231,7 +364,7 @@ class _Split:
         self.batches: dict[int, list[Batch]] = {}  # part -> its child's records so far
         self.told: dict[int, threading.Event] = {}
         self.collector = PacedCollector()
-        self.truth = _Truth(ingest)
+        self.truth = _Truth(ingest, source)
         self.stats = SourceStats(name)
 
     def start(self, i: int) -> int:
@@ -245,13 +378,17 @@ class _Split:
         self.shown = [0] * len(self.bounds)
         self.told = {i: threading.Event() for i in range(len(self.bounds))}
         ingest = self.ingest
-        ingest.begin(0)
+        ingest.begin(self.source)
         try:
             # The children of parts that surely begin after the first chunk start now: their
             # imports run while this process reads that chunk, whose run facts they need.
             for i in range(1, len(self.bounds) - 1):
                 if self.chunk_size < self.start(i) < self.size:
-                    self.waiting[i] = parallel.waiting_child()
+                    ready = self.ready.pop() if self.ready else None
+                    self.waiting[i] = ready if ready is not None else parallel.waiting_child()
+            for child in self.ready:
+                child.close()
+            self.ready.clear()
             stopped = yield from self.read(0, 0, self.bounds[1])
             if stopped is not None:
                 self.give_up(stopped)
@@ -266,14 +403,16 @@ class _Split:
                 outcomes["adopted"] += 1
                 shift = self.truth.block_seq() - part.start.block_seq
                 yield from _adopt(ingest, part, self.stats, self.deliver, shift)
-                if part.end is None:  # the last part: the log is done
+                if part.end is None:  # the last part of the last input: the log is done
                     _finish_adopted(ingest, self.stats)
                     return
                 self.truth.hand(part)
-            yield from self.deliver(self.shifted(ingest.end(self.stats)))
-            yield from self.deliver(self.shifted(ingest.finish()))
+            self.truth.resume()  # (the last part's child's state, the input ended)
+            yield from self.deliver(ingest.end(self.stats))
+            if self.last:
+                yield from self.deliver(ingest.finish())
         finally:
-            for child in (*self.children.values(), *self.waiting.values()):
+            for child in (*self.children.values(), *self.waiting.values(), *self.ready):
                 child.close()
 
     def start_children(self, floor: int) -> None:
@@ -295,6 +434,9 @@ class _Split:
                     child=self.waiting.pop(i, None),
                     needs_pandas=False,
                     tables=self.tables,
+                    source=self.source,
+                    last=self.last,
+                    guard=self.ingest.guard is not None,
                 )
         for child in self.waiting.values():
             child.close()  # (its part begins in the first chunk: read here)
@@ -350,10 +492,6 @@ class _Split:
         self.bounds[1:] = [stopped, None]
         self.shown[1] = sum(self.shown[1:])  # (what the children's progress counted of it)
 
-    def shifted(self, out: list[Any]) -> list[Any]:
-        """Records numbered as the log's (see ``_Truth.offset``)."""
-        return _renumbered(out, self.truth.offset)
-
     def read(self, i: int, lo: int, hi: int | None) -> Generator[Any, None, int | None]:
         """Assemble bytes ``[lo, hi)`` of part ``i`` here (their cleaning counts added): the
         first part parsed here, a later one (whose child's part was not taken) parsed in a child
@@ -372,7 +510,9 @@ class _Split:
         parsed = (
             parse_window(self.name, lo, hi, ingest.parser, self.chunk_size, until=long_open)
             if i == 0
-            else parallel.parse_window_in_child(self.name, lo, hi, ingest.parser.carry())
+            else parallel.parse_window_in_child(
+                self.name, lo, hi, ingest.parser.carry(), self.source
+            )
         )
         while True:
             with self.collector:
@@ -389,7 +529,7 @@ class _Split:
             n, self.shown[i] = max(0, size - self.shown[i]), max(0, self.shown[i] - size)
             if self.progress is not None and n:
                 self.progress(n)
-            yield from self.deliver(self.shifted(out))
+            yield from self.deliver(out)
             pos += size
             marks.append((pos, ingest.asm.seq, ingest.asm.block_seq))
         if i == 0:
@@ -397,14 +537,14 @@ class _Split:
         else:  # the window's parse counts too, and a parser where it ended
             acc, (window, carry) = end
             ingest.acc.add(acc)
-            ingest.parser = LineParser(0, ingest.acc, full=False)
+            ingest.parser = LineParser(self.source, ingest.acc, full=False)
             ingest.parser.resume(carry)
         self.stats.add(window)
         stopped = lo + window.bytes_taken
         return stopped if i == 0 and hi is not None and stopped < hi else None
 
 
-def _renumbered(out: list[Any], shift: int) -> list[Any]:
+def renumbered(out: list[Any], shift: int) -> list[Any]:
     """Records, tables of records (and ``SegmentEnd``s) with their block numbers (``record``)
     moved by ``shift`` (a child's, or a child's handed-over assembler's, counted from
     elsewhere)."""
@@ -437,13 +577,16 @@ def _adopt(
     deliver: Callable[[list[Any]], Iterator[Any]],
     shift: int,
 ) -> Iterator[Any]:
-    """Take a child's records and counts as this process's."""
+    """Take a child's records and counts as this process's (the guard of several inputs
+    reads the lines it reads of them first)."""
     asm = ingest.asm
+    if ingest.guard is not None and part.guard:
+        ingest.guard.feed(part.guard)
     batches, part.batches = part.batches, []
     batches.reverse()
     while batches:  # (each batch freed once its records are out)
         items = unpickled(batches.pop().blob)
-        yield from deliver(_renumbered(items, shift))
+        yield from deliver(renumbered(items, shift))
         del items
     ingest.acc.add(part.acc)
     stats.add(part.stats)
@@ -461,6 +604,9 @@ __all__ = [
     "count_lines",
     "cuts",
     "line_start",
+    "renumbered",
     "splittable",
+    "splittable_files",
+    "stream_files",
     "stream_split",
 ]

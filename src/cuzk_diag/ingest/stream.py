@@ -120,6 +120,9 @@ class Ingest:
         # (One input cannot be refused as another run's: no guard reads its events.)
         self.guard = RunGuard(names, acc) if guard and len(names) > 1 else None
         self.parser: LineParser | None = None
+        # Added to the block numbers (``record``) of what this assembler completes: once it is
+        # an assembler another process handed over (``split``), counted from elsewhere.
+        self.shift = 0
 
     def begin(self, index: int) -> None:
         self.parser = LineParser(index, self.acc, full=False)
@@ -137,13 +140,20 @@ class Ingest:
     def finish(self) -> list[Any]:
         if self.guard is not None:
             self.guard.finish()
-        return self.asm.finish()
+        return self._numbered(self.asm.finish())
 
     def events(self, events: Sequence[Event]) -> list[Any]:
         """Assemble parsed events (of the current input)."""
         if self.guard is not None:
             self.guard.feed(events)
-        return self.asm.feed_many(events)
+        return self._numbered(self.asm.feed_many(events))
+
+    def _numbered(self, out: list[Any]) -> list[Any]:
+        if not self.shift:
+            return out
+        from cuzk_diag.ingest.split import renumbered
+
+        return renumbered(out, self.shift)
 
 
 def parse_chunks(
@@ -216,9 +226,10 @@ def stream(
     """Partition records of the inputs, one by one as they complete; ``acc`` and ``info`` are
     complete once the iterator is exhausted. ``on_segment(n)`` is called once the records of
     a clock segment are out. With ``jobs`` > 1, one large log file is assembled in ``jobs``
-    parts by as many processes (``split``), and other inputs that are regular files are parsed
-    in a second process ahead of the assembly (``parallel``); the records are the same.
-    ``jobs=None`` lets ``parallel.auto_jobs`` choose. With ``tables``, the records another
+    parts by as many processes (``split``), as is each large one of several plain files in turn
+    (rotated files of one log: ``split.stream_files``), and other inputs that are regular files
+    are parsed in a second process ahead of the assembly (``parallel``); the records are the
+    same. ``jobs=None`` lets ``parallel.auto_jobs`` choose. With ``tables``, the records another
     process assembled may come as Arrow tables of several records (``frame.records_to_table``
     of them, made there), in their place among the others (dicts). ``share``: the fraction
     of a log assembled in parts that this process assembles (``split.cuts``; by default as much
@@ -247,6 +258,13 @@ def stream(
             progress=progress,
             tables=tables,
             share=share,
+        )
+        return
+    files = split.splittable_files(inputs) if jobs > 1 else None
+    if files is not None:
+        _by_name(inputs)
+        yield from split.stream_files(
+            files, ing, deliver=deliver, jobs=jobs, progress=progress, tables=tables, share=share
         )
         return
     parts: Iterator[tuple[int, ParsedChunk, int, Accounting | None]]

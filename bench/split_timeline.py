@@ -4,6 +4,7 @@
     python bench/split_timeline.py                      # 250 MB log, two processes, two runs
     python bench/split_timeline.py --mb 50 --runs 3 --jobs 3
     python bench/split_timeline.py --lead 2             # the first part two warm-ups longer
+    python bench/split_timeline.py --rotated 4          # the log as 4 rotated files
 
 Runs ``cuzk-diag analyze LOG --format json -o /dev/null -q --jobs N`` in this process (the
 installed package, or ``PYTHONPATH``), with the steps of ``cuzk_diag.ingest.split`` wrapped to note
@@ -11,6 +12,8 @@ the time (seconds from the start of the script) of: the imports, the start of th
 each child's start state (its warm-up done), each child's reply, the end of this process's part,
 each part taken in, and the end of the command. ``--lead N`` cuts the file with this process's part
 N warm-ups longer than an even share (``split.cuts`` uses 3), to compare balances side by side.
+``--rotated N`` gives the log as N rotated files (``common.rotated``), each part named with its
+file.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import DEFAULT_OUT, ensure_log
+from common import DEFAULT_OUT, ensure_log, rotated
 
 T0 = time.perf_counter()
 
@@ -38,14 +41,15 @@ def _instrument(marks: list[tuple[float, str]], lead: int | None) -> None:
     adopt, reply = split._adopt, parallel.ChildCall._read
 
     def timed_read(self: Any, i: int, lo: int, hi: int | None) -> Any:
-        _note(marks, f"part {i} read here: start")
+        _note(marks, f"{Path(self.name).name} part {i} read here: start")
         stopped = yield from read(self, i, lo, hi)
-        _note(marks, f"part {i} read here: end")
+        _note(marks, f"{Path(self.name).name} part {i} read here: end")
         return stopped
 
     def timed_part(self: Any, i: int) -> Any:
         got = part(self, i)
-        _note(marks, f"part {i}: {'taken' if got is not None else 'not taken'}")
+        taken = "taken" if got is not None else "not taken"
+        _note(marks, f"{Path(self.name).name} part {i}: {taken}")
         return got
 
     def timed_adopt(*args: Any, **kwargs: Any) -> Any:
@@ -66,7 +70,7 @@ def _instrument(marks: list[tuple[float, str]], lead: int | None) -> None:
     parallel.ChildCall._read = timed_reply
     if lead is not None:
 
-        def cuts(name: str, size: int, parts: int, warm: int) -> list[int]:
+        def cuts(name: str, size: int, parts: int, warm: int, *_: Any) -> list[int]:
             first = min(size, size // parts + lead * warm)
             step = (size - first) / max(1, parts - 1)
             out = [line_start(name, first + int(i * step)) for i in range(parts - 1)]
@@ -82,6 +86,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
     ap.add_argument("--runs", type=int, default=2, help="runs, each in a new process (default 2)")
     ap.add_argument("--lead", type=int, help="this process's part this many warm-ups longer")
+    ap.add_argument("--rotated", type=int, help="the log as this many rotated files")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -93,6 +98,8 @@ def main() -> int:
         cmd = [sys.executable, __file__, "--child", "--log", str(log), "--jobs", str(args.jobs)]
         if args.lead is not None:
             cmd += ["--lead", str(args.lead)]
+        if args.rotated:
+            cmd += ["--rotated", str(args.rotated)]
         print(f"run {n + 1}:", flush=True)
         if subprocess.run(cmd).returncode:
             return 1
@@ -105,7 +112,8 @@ def _run(args: argparse.Namespace) -> int:
 
     _note(marks, "imports done")
     _instrument(marks, args.lead)
-    argv = ["analyze", str(args.log), "--format", "json", "-o", "/dev/null", "-q"]
+    logs = [str(p) for p in rotated(args.log, args.rotated)] if args.rotated else [str(args.log)]
+    argv = ["analyze", *logs, "--format", "json", "-o", "/dev/null", "-q"]
     try:
         cli.main([*argv, "--jobs", str(args.jobs)], standalone_mode=False)
     finally:

@@ -168,21 +168,15 @@ def _read_here(
     deliver: Callable[[list[Any]], Iterator[Any]],
     progress: Callable[[int], None] | None,
 ) -> Iterator[Any]:
-    """File ``k`` of several assembled here, in chunks (``stream_files``)."""
-    from cuzk_diag.ingest.stream import PacedCollector
-    from cuzk_diag.sources import iter_input
+    """File ``k`` of several assembled here, as ``stream`` assembles an input
+    (``stream_files``)."""
+    from cuzk_diag.ingest.stream import assemble_parts, parse_parts
 
-    ingest.begin(k)
-    collector, stats, done = PacedCollector(), None, 0
-    for stats, chunk in iter_input(name, CHUNK_BYTES):
-        with collector:
-            out = ingest.feed(chunk) if chunk else []
-            collector.chunk(len(chunk))
-        read, done = stats.bytes_read - done, stats.bytes_read
-        if progress is not None and read:
-            progress(read)
-        yield from deliver(out)
-    yield from deliver(ingest.end(stats))
+    parts = (
+        (idx, part, size, None)
+        for idx, part, size, _ in parse_parts([name], ingest.acc, full=False, first=k)
+    )
+    yield from assemble_parts(parts, ingest, deliver, progress)
     if last:
         yield from deliver(ingest.finish())
 

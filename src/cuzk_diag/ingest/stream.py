@@ -168,11 +168,17 @@ def parse_chunks(
 
 
 def parse_parts(
-    inputs: Iterable[str | Source], acc: Accounting, *, full: bool, chunk_size: int = CHUNK_SIZE
+    inputs: Iterable[str | Source],
+    acc: Accounting,
+    *,
+    full: bool,
+    chunk_size: int = CHUNK_SIZE,
+    first: int = 0,
 ) -> Iterator[tuple[int, ParsedChunk, int, bool]]:
-    """``parse_chunks`` with each chunk's events not yet put together (``ParsedChunk``)."""
+    """``parse_chunks`` with each chunk's events not yet put together (``ParsedChunk``);
+    ``first``: the index of the first input among the run's."""
     settle_heap()
-    for idx, name in enumerate(inputs):
+    for idx, name in enumerate(inputs, first):
         parser = LineParser(idx, acc, full=full)
         stats = None
         done = 0
@@ -274,6 +280,20 @@ def stream(
         parts = (
             (idx, part, size, None) for idx, part, size, _ in parse_parts(inputs, acc, full=False)
         )
+    yield from assemble_parts(parts, ing, deliver, progress)
+    yield from deliver(ing.finish())
+
+
+def assemble_parts(
+    parts: Iterator[tuple[int, ParsedChunk, int, Accounting | None]],
+    ing: Ingest,
+    deliver: Callable[[list[Any]], Iterator[Any]],
+    progress: Progress | None,
+) -> Iterator[Any]:
+    """The records of parsed chunks (``parse_parts``' or a parse child's, with its accounting at
+    the end of each input) through ``ing``, delivered chunk by chunk."""
+    from cuzk_diag.ingest import parallel
+
     collector = PacedCollector()
     while True:
         # Read, parse and assemble a chunk with the collector paced (not across a yield: the
@@ -284,7 +304,7 @@ def stream(
                 break
             _idx, part, size, parsed = item
             if parsed is not None:
-                parallel.adopt_parse_counts(acc, parsed)
+                parallel.adopt_parse_counts(ing.acc, parsed)
             events = part.events()
             del item, part
             out = ing.events(events)
@@ -293,7 +313,6 @@ def stream(
         if progress is not None and size:
             progress(size)
         yield from deliver(out)
-    yield from deliver(ing.finish())
 
 
 def _by_name(inputs: Sequence[str | Source]) -> list[str]:

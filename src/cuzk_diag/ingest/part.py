@@ -11,7 +11,9 @@ own, or to read it itself when the state it started from proves wrong.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import pickle
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,7 +61,9 @@ def count_lines(name: str, stop: int, start: int = 0) -> int:
 
 @dataclass(frozen=True)
 class Seed:
-    """What the child's assembler starts from: the run facts of the log's first chunk."""
+    """What the child's assembler starts from: the run facts of the log's first chunk (or, for
+    a later file of several, of the files before it), without the tables that only grow with
+    the log (``_run_facts``)."""
 
     info: RunInfo
     era: EraDetector
@@ -72,7 +76,7 @@ class Seed:
     @classmethod
     def of(cls, asm: Assembler) -> Seed:
         return cls(
-            asm.info,
+            _run_facts(asm.info),
             asm.era,
             frozenset(asm._kinds_seen),
             frozenset(asm.gpus_seen),
@@ -93,6 +97,16 @@ class Seed:
             self.timeline_calls,
         )
         return asm
+
+
+def _run_facts(info: RunInfo) -> RunInfo:
+    """``info`` without its jobs, cuzk-bench output, failures and warnings: the assembly reads
+    none of them (only the GPUs, the workers and the clocks), and what a child adds to them is
+    thrown away (its lines with run facts are replayed where its part is taken). Sent whole,
+    they grew with every file of several a child was started for (thousands of jobs)."""
+    return dataclasses.replace(
+        info, jobs={}, bench={}, failures=[], warnings=Counter(), warning_lines={}
+    )
 
 
 @dataclass(frozen=True)

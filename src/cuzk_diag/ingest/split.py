@@ -383,6 +383,10 @@ class _Split:
             for child in self.ready:
                 child.close()
             self.ready.clear()
+            if self.source > 0:
+                # A later file of the run: the run facts of the files before it are the
+                # children's start, without waiting for this file's first chunk.
+                self.start_children(0)
             stopped = yield from self.read(0, 0, self.bounds[1])
             if stopped is not None:
                 self.give_up(stopped)

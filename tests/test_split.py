@@ -780,3 +780,51 @@ def test_what_is_split_of_several_files(tmp_path: Path, monkeypatch: pytest.Monk
     assert split.splittable_files([str(small), str(big)]) == [str(small), str(big)]
     for inputs in ([str(big)], [str(small), str(small)], [str(big), str(packed)], [str(big), "-"]):
         assert split.splittable_files(inputs) is None, inputs
+
+
+def test_a_childs_seed_holds_the_run_facts_the_assembly_reads_and_not_the_growing_tables(
+    tmp_path: Path,
+) -> None:
+    from cuzk_diag.ingest.part import Seed
+
+    log = _sim_log(tmp_path, 0.5, seed=7)
+    ing = Ingest([str(log)], Accounting(), RunInfo())
+    ing.begin(0)
+    ing.feed(log.read_bytes())
+    info = ing.asm.info
+    assert info.jobs and info.gpus and info.worker_gpu
+    seed = Seed.of(ing.asm)
+    assert (seed.info.jobs, seed.info.bench, seed.info.failures) == ({}, {}, [])
+    assert not seed.info.warnings and not seed.info.warning_lines
+    assert (seed.info.gpus, seed.info.gw, seed.info.worker_gpu) == (
+        info.gpus,
+        info.gw,
+        info.worker_gpu,
+    )
+    assert info.jobs  # (the assembler's own facts are left as they were)
+    fresh = seed.assembler()
+    assert fresh.info.gpus == info.gpus and fresh.info.gpus is not info.gpus
+
+
+def test_a_later_files_children_start_with_the_file(
+    here: Callable[[bool], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first file's children start once this process has read its first chunk (its run
+    facts); a later file's, at once, from the run facts of the files before it."""
+    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
+    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    here(False)
+    names = _rotated(_sim_log(tmp_path, 3.0, seed=6), [0.5], tmp_path)
+    floors: list[tuple[str, int]] = []
+    start = split._Split.start_children
+
+    def spy(self: Any, floor: int) -> None:
+        floors.append((Path(self.name).name, floor))
+        start(self, floor)
+
+    monkeypatch.setattr(split._Split, "start_children", spy)
+    assert _files(names, 2) == _files(names, 1)
+    (first, floor), later = floors
+    assert first == Path(names[0]).name and 0 < floor <= 64 << 10  # (its first chunk's lines)
+    assert later == (Path(names[1]).name, 0)

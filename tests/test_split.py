@@ -828,3 +828,24 @@ def test_a_later_files_children_start_with_the_file(
     (first, floor), later = floors
     assert first == Path(names[0]).name and 0 < floor <= 64 << 10  # (its first chunk's lines)
     assert later == (Path(names[1]).name, 0)
+
+
+def test_a_timeline_line_torn_at_a_files_end_is_counted_as_in_one_process(
+    here: Callable[[bool], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that ends in the head of a torn TIMELINE line, its last part a child's: the head
+    travels in the state the child hands over, and the input's end counts it, unrepaired, as
+    one process does."""
+    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
+    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    here(False)
+    names = _rotated(_sim_log(tmp_path, 3.0, seed=6), [0.5], tmp_path)
+    first = Path(names[0])
+    head = next(ln for ln in reversed(first.read_text().splitlines()) if ln.startswith("TIMELINE,"))
+    first.write_text(first.read_text() + head[: len(head) // 2] + "\n")
+    adopted = split.outcomes["adopted"]
+    one = _files(names, 1)
+    assert _files(names, 2) == one
+    assert split.outcomes["adopted"] == adopted + 2
+    assert one[1]["torn_unrepaired"] == 1

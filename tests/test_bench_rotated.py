@@ -1,0 +1,28 @@
+"""``bench/common.rotated``: the log the ``analyze rotated`` rows read as rotated files."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from common import rotated  # noqa: E402
+
+
+def test_the_rotated_files_are_the_log_cut_at_line_starts_and_made_once(tmp_path: Path) -> None:
+    log = tmp_path / "daemon.log"
+    log.write_bytes((ROOT / "fixtures" / "sim" / "healthy-main.log").read_bytes())
+    files = rotated(log, 3)
+    assert [p.name for p in files] == [f"daemon.log.rot-{i}-of-3" for i in range(3)]
+    parts = [p.read_bytes() for p in files]
+    assert b"".join(parts) == log.read_bytes()
+    assert all(part.endswith(b"\n") for part in parts)
+    sizes = [len(part) for part in parts]
+    assert max(sizes) - min(sizes) < 1000  # (about equal: a line is shorter)
+    made = [p.stat().st_mtime_ns for p in files]
+    assert rotated(log, 3) == files
+    assert [p.stat().st_mtime_ns for p in files] == made  # (reused, not written again)
+    log.write_bytes(log.read_bytes() + b"one more line\n")
+    assert b"".join(p.read_bytes() for p in rotated(log, 3)) == log.read_bytes()

@@ -116,19 +116,15 @@ class RunGuard:
         while events[0].source >= len(self.inputs):
             self._next_input()
         cur = self.inputs[events[0].source]
-        timeline, tracing = Family.TIMELINE, Family.TRACING
-        for ev in events:
-            fam = ev.family
-            if fam is timeline:
-                off = ev.fields.get("offset_ms")
-                if isinstance(off, int) and ev.kind != "torn":
-                    if cur.first_offset is None:
-                        cur.first_offset = off
-                        self._check_clock(cur, off)
-                    if cur.max_offset is None or off > cur.max_offset:
-                        cur.max_offset = off
-            elif fam is tracing and ev.kind in _GUARD_KINDS:
+        for ev, off in _guard_lines(events):
+            if off is None:
                 self._tracing(cur, ev)
+                continue
+            if cur.first_offset is None:
+                cur.first_offset = off
+                self._check_clock(cur, off)
+            if cur.max_offset is None or off > cur.max_offset:
+                cur.max_offset = off
 
     def _tracing(self, cur: _InputFacts, ev: Event) -> None:
         if ev.kind == "engine_start" and cur.engine_line is None:
@@ -226,6 +222,21 @@ class RunGuard:
                 )
 
 
+def _guard_lines(events: Sequence[Event]) -> Iterator[tuple[Event, int | None]]:
+    """The lines ``RunGuard`` acts on, in order, each with its TIMELINE offset: the TIMELINE
+    lines with one (a torn line's is not read), and the startup lines it checks (offset
+    None)."""
+    timeline, tracing = Family.TIMELINE, Family.TRACING
+    for ev in events:
+        fam = ev.family
+        if fam is timeline:
+            off = ev.fields.get("offset_ms")
+            if isinstance(off, int) and ev.kind != "torn":
+                yield ev, off
+        elif fam is tracing and ev.kind in _GUARD_KINDS:
+            yield ev, None
+
+
 class GuardLines:
     """The lines of a stretch of one input that ``RunGuard.feed`` acts on, kept while the
     stretch is assembled elsewhere (a child's part of a log, ``ingest.split``), for the guard to
@@ -245,20 +256,14 @@ class GuardLines:
     def take(self, events: Sequence[Event]) -> None:
         if self.opener is None and events:
             self.opener = events[0]
-        timeline, tracing = Family.TIMELINE, Family.TRACING
-        for ev in events:
-            fam = ev.family
-            if fam is timeline:
-                off = ev.fields.get("offset_ms")
-                if not isinstance(off, int) or ev.kind == "torn":
-                    continue
-                if self.first is None:
-                    self.first = self.top_offset = off
-                    self.kept.append(ev)
-                elif off > self.top_offset:
-                    self.top, self.top_offset = ev, off
-            elif fam is tracing and ev.kind in _GUARD_KINDS:
+        for ev, off in _guard_lines(events):
+            if off is None:
                 self.kept.append(ev)
+            elif self.first is None:
+                self.first = self.top_offset = off
+                self.kept.append(ev)
+            elif off > self.top_offset:
+                self.top, self.top_offset = ev, off
 
     def lines(self) -> list[Event]:
         out = list(self.kept)

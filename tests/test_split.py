@@ -99,9 +99,8 @@ def here(monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
 
 
 def _one(path: str) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], list[int]]:
-    acc, info, ends = Accounting(), RunInfo(), []
-    recs = list(stream([path], acc, info, jobs=1, on_segment=ends.append))
-    return recs, acc.to_dict(), info.to_dict(), ends
+    """One log read by one process (``_files``)."""
+    return _files([path], 1)
 
 
 def _split(
@@ -452,15 +451,16 @@ def test_what_is_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = (FIXTURES / "sim" / "healthy-main.log").read_text()
     plain = tmp_path / "a.log"
     plain.write_text(text)
-    assert split.splittable([str(plain)]) == str(plain)
+    assert split.splittable_files([str(plain)]) == [str(plain)]
+    assert split.splittable_files([str(plain), str(plain)]) == [str(plain), str(plain)]
     small = tmp_path / "small.log"
     small.write_text(text[:500])
     packed = tmp_path / "a.log.gz"
     packed.write_bytes(gzip.compress(text.encode()))
     bom = tmp_path / "bom.log"
     bom.write_bytes(b"\xef\xbb\xbf" + text.encode())
-    for inputs in ([str(small)], [str(packed)], [str(bom)], ["-"], [str(plain), str(plain)]):
-        assert split.splittable(inputs) is None, inputs
+    for inputs in ([str(small)], [str(packed)], [str(bom)], ["-"], []):
+        assert split.splittable_files(inputs) is None, inputs
 
 
 def test_windows_of_a_file_read_as_one_pass(tmp_path: Path) -> None:
@@ -778,7 +778,7 @@ def test_what_is_split_of_several_files(tmp_path: Path, monkeypatch: pytest.Monk
     packed.write_bytes(gzip.compress(text.encode()))
     assert split.splittable_files([str(big), str(small)]) == [str(big), str(small)]
     assert split.splittable_files([str(small), str(big)]) == [str(small), str(big)]
-    for inputs in ([str(big)], [str(small), str(small)], [str(big), str(packed)], [str(big), "-"]):
+    for inputs in ([str(small), str(small)], [str(big), str(packed)], [str(big), "-"]):
         assert split.splittable_files(inputs) is None, inputs
 
 

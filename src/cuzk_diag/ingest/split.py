@@ -70,42 +70,30 @@ MIN_BYTES = 8 * WARM_BYTES
 outcomes: Counter[str] = Counter()
 
 
-def splittable(inputs: Sequence[str | Source]) -> str | None:
-    """The path of the one input when it is a regular, uncompressed UTF-8 file of at least
-    ``MIN_BYTES``, else None."""
+def _plain_file(src: str | Source) -> tuple[str, int] | None:
+    """The path and size of an input that is a regular, uncompressed UTF-8 file, else None
+    (``input_size`` is None for what is not plain UTF-8 text: stdin, a pipe, compressed input,
+    UTF-16, a BOM)."""
     from cuzk_diag.sources import input_size
 
-    if len(inputs) != 1:
-        return None
-    src = inputs[0]
-    name = src.name if isinstance(src, Source) else src
     if isinstance(src, Source) and not src.regular:
         return None
-    # (``input_size`` is None for what is not plain UTF-8 text: compressed, UTF-16, a BOM)
-    if name == "-" or (input_size(name) or 0) < MIN_BYTES:
-        return None
-    return name
+    name = src.name if isinstance(src, Source) else src
+    size = input_size(name)
+    return None if size is None else (name, size)
 
 
 def splittable_files(inputs: Sequence[str | Source]) -> list[str] | None:
-    """The paths of several inputs when each is a regular, uncompressed UTF-8 file (rotated
-    files of one log, say) and one at least is of ``MIN_BYTES``: each such one is assembled in
+    """The paths of the inputs when each is a regular, uncompressed UTF-8 file (one log, or the
+    rotated files of one) and one at least is of ``MIN_BYTES``: each such one is assembled in
     parts, in turn (``stream_files``); else None."""
-    from cuzk_diag.sources import input_size
-
-    if len(inputs) < 2:
+    if not inputs:
         return None
-    names, sizes = [], []
-    for src in inputs:
-        name = src.name if isinstance(src, Source) else src
-        if (isinstance(src, Source) and not src.regular) or name == "-":
-            return None
-        size = input_size(name)  # (None for what is not plain UTF-8 text)
-        if size is None or not os.path.isfile(name):
-            return None
-        names.append(name)
-        sizes.append(size)
-    return names if max(sizes) >= MIN_BYTES else None
+    plain = [_plain_file(src) for src in inputs]
+    if any(p is None for p in plain):
+        return None
+    files = [p for p in plain if p is not None]
+    return [name for name, _ in files] if max(size for _, size in files) >= MIN_BYTES else None
 
 
 def stream_files(
@@ -118,8 +106,8 @@ def stream_files(
     tables: bool = False,
     share: float | None = None,
 ) -> Iterator[Any]:
-    """The records of several files of one run through ``ingest`` (an ``stream.Ingest`` of
-    them all), in order: each file of at least ``MIN_BYTES`` in ``jobs`` parts
+    """The records of the files of one run through ``ingest`` (an ``stream.Ingest`` of them
+    all), in order: each file of at least ``MIN_BYTES`` in ``jobs`` parts
     (``stream_split``, which reads on into the next file from the state at its end), the others
     here. The same records, accounting and refusals of inputs of other runs as one process's.
     The children of a file's parts start as the file before it begins (``stream_split``'s
@@ -603,7 +591,6 @@ __all__ = [
     "cuts",
     "line_start",
     "renumbered",
-    "splittable",
     "splittable_files",
     "stream_files",
     "stream_split",

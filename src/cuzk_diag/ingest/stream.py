@@ -232,8 +232,8 @@ def stream(
     """Partition records of the inputs, one by one as they complete; ``acc`` and ``info`` are
     complete once the iterator is exhausted. ``on_segment(n)`` is called once the records of
     a clock segment are out. With ``jobs`` > 1, one large log file is assembled in ``jobs``
-    parts by as many processes (``split``), as is each large one of several plain files in turn
-    (rotated files of one log: ``split.stream_files``), and other inputs that are regular files
+    parts by as many processes, as is each large one of several plain files in turn (rotated
+    files of one log: ``split.stream_files``), and other inputs that are regular files
     are parsed in a second process ahead of the assembly (``parallel``); the records are the
     same. ``jobs=None`` lets ``parallel.auto_jobs`` choose. With ``tables``, the records another
     process assembled may come as Arrow tables of several records (``frame.records_to_table``
@@ -253,19 +253,6 @@ def stream(
     if jobs is None:
         jobs = parallel.auto_jobs(inputs)
     ing = Ingest(inputs, acc, info)
-    one_file = split.splittable(inputs) if jobs > 1 else None
-    if one_file is not None:
-        _by_name(inputs)
-        yield from split.stream_split(
-            one_file,
-            ing,
-            deliver=deliver,
-            jobs=jobs,
-            progress=progress,
-            tables=tables,
-            share=share,
-        )
-        return
     files = split.splittable_files(inputs) if jobs > 1 else None
     if files is not None:
         _by_name(inputs)

@@ -98,6 +98,14 @@ def here(monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
     return use
 
 
+def _parts_of(monkeypatch: pytest.MonkeyPatch, min_bytes: int, warm: int, chunk: int) -> None:
+    """Files of ``min_bytes`` or more are split (``split.MIN_BYTES``), their children warm up
+    over ``warm`` bytes, and the files are read ``chunk`` bytes at a time: sizes for test logs."""
+    monkeypatch.setattr(split, "MIN_BYTES", min_bytes)
+    monkeypatch.setattr(split, "WARM_BYTES", warm)
+    monkeypatch.setattr(split, "CHUNK_BYTES", chunk)
+
+
 def _one(path: str) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], list[int]]:
     """One log read by one process (``_files``)."""
     return _files([path], 1)
@@ -273,9 +281,7 @@ def test_a_sim_log_is_split_and_the_childrens_parts_taken_with_real_children(
 ) -> None:
     """Through the CLI, as a user runs it: child interpreters assemble the later parts."""
     log = _sim_log(tmp_path, 1.5)
-    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
-    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
-    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
     started, adopted = parallel.ChildCall.started, split.outcomes["adopted"]
     runner = CliRunner()
     reports = []
@@ -312,9 +318,7 @@ def test_a_trace_made_with_children_is_the_trace_made_in_one_process(
     both the trace and the findings' rules; the file is the same, and so is the trace of the
     two passes it replaces (``analyze``, then the records streamed into the trace)."""
     log = _sim_log(tmp_path, 1.5)
-    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
-    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
-    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
     adopted = split.outcomes["adopted"]
     shares: list[float | None] = []
     cuts = split.cuts
@@ -397,9 +401,7 @@ def test_a_part_not_taken_is_parsed_in_a_child_of_its_own_with_real_children(
         target_bytes=1_500_000,
     )  # fmt: skip
     log.write_bytes(simulate(cfg).data)
-    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
-    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
-    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
     windows: list[tuple[int, int | None]] = []
     real = parallel.parse_window_in_child
 
@@ -623,9 +625,7 @@ def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Files of a few KB are split, in parts of a few warm-ups of 2 KB, read 1 KB at a time
     (too short a warm-up for most calls: the parts are mostly read here, from the state handed
     over or from this process's own)."""
-    monkeypatch.setattr(split, "MIN_BYTES", 8 << 10)
-    monkeypatch.setattr(split, "WARM_BYTES", 2 << 10)
-    monkeypatch.setattr(split, "CHUNK_BYTES", 1 << 10)
+    _parts_of(monkeypatch, 8 << 10, 2 << 10, 1 << 10)
 
 
 def test_rotated_files_in_parts_give_one_process_records(
@@ -657,9 +657,7 @@ def test_rotated_files_with_children_in_every_file_and_a_small_one_between(
 ) -> None:
     """The children's parts taken in each large file, the state a file's last child handed
     over read on from in the next file, a small file between them read here."""
-    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
-    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
-    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
     here(False)
     log = _sim_log(tmp_path, 3.0, seed=6)
     names = _rotated(log, [0.48, 0.52], tmp_path)
@@ -710,9 +708,7 @@ def test_rotated_files_of_another_run_are_refused_as_in_one_process(
     ones', a file of another run: the refusal of one process, with its message."""
     from cuzk_diag.pipeline import DifferentRunsError
 
-    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
-    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
-    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
     here(False)
     lines = _sim_log(tmp_path, 3.0, seed=6).read_text().splitlines(True)
     half = len(lines) // 2
@@ -750,9 +746,7 @@ def test_rotated_files_through_the_cli_with_real_children(
     process, each file's later part assembled by a child interpreter."""
     log = _sim_log(tmp_path, 3.0, seed=6)
     names = _rotated(log, [0.5], tmp_path)
-    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
-    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
-    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
     started, adopted = parallel.ChildCall.started, split.outcomes["adopted"]
     reports = []
     for jobs in ("1", "2"):
@@ -811,9 +805,7 @@ def test_a_later_files_children_start_with_the_file(
 ) -> None:
     """The first file's children start once this process has read its first chunk (its run
     facts); a later file's, at once, from the run facts of the files before it."""
-    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
-    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
-    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
     here(False)
     names = _rotated(_sim_log(tmp_path, 3.0, seed=6), [0.5], tmp_path)
     floors: list[tuple[str, int]] = []
@@ -836,9 +828,7 @@ def test_a_timeline_line_torn_at_a_files_end_is_counted_as_in_one_process(
     """A file that ends in the head of a torn TIMELINE line, its last part a child's: the head
     travels in the state the child hands over, and the input's end counts it, unrepaired, as
     one process does."""
-    monkeypatch.setattr(split, "MIN_BYTES", 1 << 20)
-    monkeypatch.setattr(split, "WARM_BYTES", 256 << 10)
-    monkeypatch.setattr(split, "CHUNK_BYTES", 64 << 10)
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
     here(False)
     names = _rotated(_sim_log(tmp_path, 3.0, seed=6), [0.5], tmp_path)
     first = Path(names[0])

@@ -567,6 +567,44 @@ def test_a_child_started_early_takes_its_call_later_and_an_unused_one_is_stopped
     assert idle.proc.returncode is not None  # stopped and reaped
 
 
+def test_a_childs_reply_is_handed_over_not_kept(tmp_path: Path) -> None:
+    """``result`` hands the value over once: a progress callback that refers back to what holds
+    the call (a cycle) must not keep a part's records and lines until a full collection."""
+    log = tmp_path / "lines.log"
+    log.write_bytes(b"a\nbb\nccc\n" * 1000)
+    call = parallel.call_in_child(count_lines, str(log), log.stat().st_size)
+    assert call.result() == 3000
+    assert call.reply is None
+    with pytest.raises(AssertionError, match="one result per call"):
+        call.result()
+
+
+def test_a_split_ingest_leaves_no_part_behind_without_the_collector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a split log is read, its children's parts (each with the run-info lines it read)
+    are freed by their last reference, not left in a cycle for the collector (a 1 GB log held
+    69,000 such lines, 36 MiB, through its analysis)."""
+    import gc
+
+    from cuzk_diag.ingest.part import Part
+    from cuzk_diag.pipeline import load_run
+
+    log = _sim_log(tmp_path, 1.5)
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
+    adopted = split.outcomes["adopted"]
+    gc.collect()
+    gc.disable()
+    try:
+        run = load_run([str(log)], jobs=2)
+        left = [o for o in gc.get_objects() if type(o) is Part]
+    finally:
+        gc.enable()
+    assert split.outcomes["adopted"] == adopted + 1
+    assert run.info.jobs  # (the child's run-info lines were replayed here)
+    assert left == []
+
+
 def test_a_part_whose_records_did_not_all_arrive_is_read_here(
     here: Callable[[bool], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

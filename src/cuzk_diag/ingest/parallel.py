@@ -289,6 +289,7 @@ class ChildCall:
         self.progress: Callable[[Any], None] | None = None
         self.reply: tuple[str, Any] | None = None
         self.reader: threading.Thread | None = None
+        self.taken = False  # (the reply was handed over by ``result``)
 
     def call(
         self,
@@ -339,11 +340,14 @@ class ChildCall:
     def result(self) -> Any:
         """The call's value; its error raised here (``as_sendable``)."""
         assert self.reader is not None, "result before call"
+        assert not self.taken, "one result per call"
         self.reader.join()
         self.close()
         if self.reply is None:
             raise ended_early(self.proc)
-        kind, value = self.reply
+        # Handed over, not kept: a caller's progress callback often refers back to what holds
+        # this call (a cycle), which would keep the value alive until a full collection.
+        (kind, value), self.reply, self.taken = self.reply, None, True
         if kind == "error":
             raise value
         return value
@@ -355,6 +359,8 @@ class ChildCall:
         stop_child(self.proc)
         if self.reader is not None:
             self.reader.join(timeout=5)
+            if not self.reader.is_alive():
+                self.progress = None  # (no message comes any more; see ``result``)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
 

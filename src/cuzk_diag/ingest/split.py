@@ -578,8 +578,11 @@ def _adopt(
     stats.add(part.stats)
     room = max(0, 1000 - len(asm.unattributed))
     asm.unattributed.extend(part.unattributed[:room])
-    for ev in part.run_info:
+    # (The part's lines let go as they are taken: a later file's parts are read meanwhile.)
+    run_info, part.run_info, part.unattributed = part.run_info, [], []
+    for ev in run_info:
         note_run_info(ingest.info, ev)
+    del run_info
     for k, line in part.era_added:
         asm.era.markers.setdefault(k, line)
 

@@ -666,6 +666,39 @@ def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     _parts_of(monkeypatch, 8 << 10, 2 << 10, 1 << 10)
 
 
+def test_run_facts_come_back_in_order_across_many_runs(
+    here: Callable[[bool], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child keeps its part's lines with run facts pickled a few at a time: replayed here a run
+    at a time, they give the run facts (jobs, proofs, in order) of one process."""
+    from cuzk_diag.ingest import part as part_mod
+
+    here(False)
+    log = _sim_log(tmp_path, 1.5)
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
+    monkeypatch.setattr(part_mod, "BATCH", 3)
+    kept: list[int] = []
+    real = part_mod.run_facts
+
+    def counted(part: Any) -> Iterator[Any]:
+        kept.append(len(part.run_info))
+        evs = list(real(part))
+        assert part.run_info == []  # (let go as they are taken)
+        assert [e.line for e in evs] == sorted(e.line for e in evs)  # (in the part's order)
+        kept.append(len(evs))
+        yield from evs
+
+    monkeypatch.setattr(split, "run_facts", counted)
+    adopted = split.outcomes["adopted"]
+    got = _files([str(log)], 3)
+    assert split.outcomes["adopted"] > adopted
+    assert got == _one(str(log))
+    assert got[2]["jobs"]
+    runs, lines = kept[0::2], kept[1::2]
+    assert sum(lines) > 3 and max(runs) > 1  # (kept once a chunk's lines make 3 or more)
+    assert all(r <= -(-n // 3) for r, n in zip(runs, lines, strict=True))
+
+
 def test_rotated_files_in_parts_give_one_process_records(
     here: Callable[[bool], None], small_parts: None, tmp_path: Path
 ) -> None:

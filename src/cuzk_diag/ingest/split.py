@@ -48,6 +48,7 @@ from cuzk_diag.ingest.part import (
     count_lines,
     line_start,
     open_since,
+    run_facts,
     unpickled,
 )
 from cuzk_diag.sources import CHUNK_SIZE, Source, SourceStats
@@ -578,11 +579,9 @@ def _adopt(
     stats.add(part.stats)
     room = max(0, 1000 - len(asm.unattributed))
     asm.unattributed.extend(part.unattributed[:room])
-    # (The part's lines let go as they are taken: a later file's parts are read meanwhile.)
-    run_info, part.run_info, part.unattributed = part.run_info, [], []
-    for ev in run_info:
+    part.unattributed = []  # (let go: a later file's parts are read meanwhile)
+    for ev in run_facts(part):
         note_run_info(ingest.info, ev)
-    del run_info
     for k, line in part.era_added:
         asm.era.markers.setdefault(k, line)
 

@@ -16,7 +16,7 @@ import pickle
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
 from cuzk_diag.ingest.assemble.handover import StateKey, state_key
@@ -25,6 +25,8 @@ from cuzk_diag.ingest.parse import Carry, LineParser
 from cuzk_diag.ingest.parse.era import EraDetector
 from cuzk_diag.records import Accounting, Event, Family, RunInfo
 from cuzk_diag.sources import CHUNK_SIZE, SourceStats, iter_input, newlines, open_window
+
+T = TypeVar("T")
 
 #: Warm-ups a child tries (``_warm_up``).
 TRIES = 3
@@ -330,13 +332,18 @@ def _pickled(items: list[Any], tables: bool) -> bytes:
     return pickle.dumps(items, pickle.HIGHEST_PROTOCOL)
 
 
+def taken(items: list[T]) -> Iterator[T]:
+    """The items of a list in order, each let go by the list as it is given (the list is
+    emptied): a part's pickled batches are freed one by one as they are taken in."""
+    items.reverse()
+    while items:
+        yield items.pop()
+
+
 def run_facts(part: Part) -> Iterator[Event]:
-    """The lines with run facts of a part, in order, a run at a time; each run let go once its
-    lines are taken."""
-    blobs, part.run_info = part.run_info, []
-    blobs.reverse()
-    while blobs:
-        yield from pickle.loads(blobs.pop())
+    """The lines with run facts of a part, in order, a run at a time (``taken``)."""
+    for blob in taken(part.run_info):
+        yield from pickle.loads(blob)
 
 
 def unpickled(blob: bytes) -> list[Any]:

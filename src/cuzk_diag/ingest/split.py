@@ -49,6 +49,7 @@ from cuzk_diag.ingest.part import (
     line_start,
     open_since,
     run_facts,
+    taken,
     unpickled,
 )
 from cuzk_diag.sources import CHUNK_SIZE, Source, SourceStats
@@ -367,8 +368,7 @@ class _Split:
             # imports run while this process reads that chunk, whose run facts they need.
             for i in range(1, len(self.bounds) - 1):
                 if self.chunk_size < self.start(i) < self.size:
-                    ready = self.ready.pop() if self.ready else None
-                    self.waiting[i] = ready if ready is not None else parallel.waiting_child()
+                    self.waiting[i] = self.ready.pop() if self.ready else parallel.waiting_child()
             for child in self.ready:
                 child.close()
             self.ready.clear()
@@ -569,10 +569,9 @@ def _adopt(
     asm = ingest.asm
     if ingest.guard is not None and part.guard:
         ingest.guard.feed(part.guard)
-    batches, part.batches = part.batches, []
-    batches.reverse()
-    while batches:  # (each batch freed once its records are out)
-        items = unpickled(batches.pop().blob)
+    for batch in taken(part.batches):
+        items = unpickled(batch.blob)
+        del batch
         yield from deliver(renumbered(items, shift))
         del items
     ingest.acc.add(part.acc)

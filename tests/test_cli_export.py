@@ -410,3 +410,62 @@ def test_an_export_refused_before_it_writes_leaves_the_file_there(tmp_path: Path
     res = CliRunner().invoke(cli, ["export", str(tmp_path / "missing.log"), "-o", str(out)])
     assert res.exit_code == ExitCode.USAGE, res.output
     assert out.read_bytes() == b"an older export"
+
+
+# -- a process of its own -----------------------------------------------------------------------
+
+#: Runs the installed command's entry point in a fresh interpreter (argv after ``--``) and
+#: prints whether pandas was imported, then whether it can be imported still.
+_WITH_PANDAS_PROBE = """
+import sys
+from cuzk_diag.cli import {entry} as run
+sys.argv = ["cuzk-diag", *sys.argv[1:]]
+code = run({args})
+imported = "pandas" in sys.modules
+try:
+    import pandas  # noqa: F401
+    importable = True
+except ImportError:
+    importable = False
+print(code, imported, importable)
+"""
+
+
+def _probe(entry: str, args: list[str]) -> tuple[int, bool, bool]:
+    import subprocess
+    import sys
+
+    code = _WITH_PANDAS_PROBE.format(entry=entry, args="sys.argv[1:]" if entry == "main" else "")
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    rc, imported, importable = out.stdout.split()
+    return int(rc), imported == "True", importable == "True"
+
+
+@pytest.mark.parametrize("lines", [False, True])
+def test_the_command_exports_without_pandas_and_the_same_file(tmp_path: Path, lines: bool) -> None:
+    # `cuzk-diag export` in a process of its own leaves pandas out (pyarrow would import it at
+    # its first array only to ask whether the array is a pandas object), two processes
+    # included; the file is the one an in-process run (pandas imported) writes.
+    flag = ["--lines"] if lines else []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"own-{jobs}.parquet"
+        rc, imported, _ = _probe(
+            "command", ["export", *flag, str(LOG), "-o", str(out), "-q", "--jobs", jobs]
+        )
+        assert (rc, imported) == (0, False)
+        ref = tmp_path / "ref.parquet"
+        assert run(["export", *flag, str(LOG), "-o", str(ref), "-q", "--jobs", jobs]).exit_code == 0
+        mine, theirs = pq.read_table(out), pq.read_table(ref)
+        assert mine.num_rows >= 8
+        assert mine.equals(theirs) and mine.schema.metadata == theirs.schema.metadata
+
+
+def test_main_in_a_process_that_goes_on_leaves_pandas_importable(tmp_path: Path) -> None:
+    # ``main`` is the CLI called from Python (a test, a notebook): the process goes on after
+    # the command, so the command must not take pandas away from it.
+    out = tmp_path / "p.parquet"
+    rc, _, importable = _probe("main", ["export", "--lines", str(LOG), "-o", str(out), "-q"])
+    assert (rc, importable) == (0, True)

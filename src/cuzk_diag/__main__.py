@@ -1,5 +1,5 @@
 """Allow ``python -m cuzk_diag``."""
 
-from cuzk_diag.cli import main
+from cuzk_diag.cli import command
 
-raise SystemExit(main())
+raise SystemExit(command())

@@ -33,6 +33,16 @@ def error_line(message: str) -> str:
     return f"cuzk-diag: error: {message}"
 
 
+#: The key of the click context's object that says the process ends with the command.
+OWN_PROCESS = "own_process"
+
+
+def own_process() -> bool:
+    """Does the process end with the command being run (``command``)?"""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and isinstance(ctx.obj, dict) and ctx.obj.get(OWN_PROCESS))
+
+
 class Group(click.Group):
     """The command group; turns every failure into ``cuzk-diag: error: ...`` and an exit code.
 
@@ -108,6 +118,13 @@ from cuzk_diag.cli import whatif as _whatif  # noqa: E402,F401
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return the exit code instead of exiting deep inside."""
     return int(cli.main(args=argv, prog_name="cuzk-diag", standalone_mode=False))
+
+
+def command() -> int:
+    """The installed command and ``python -m cuzk_diag``: ``main`` in a process of its own,
+    which ends with the command. A command whose work needs no pandas may then go without it
+    (``own_process``); called in a process that goes on (a test, a notebook), it may not."""
+    return int(cli.main(prog_name="cuzk-diag", standalone_mode=False, obj={OWN_PROCESS: True}))
 
 
 def _run(

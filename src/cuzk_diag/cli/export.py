@@ -6,7 +6,7 @@ import json
 
 import click
 
-from cuzk_diag.cli import UsageError, cli
+from cuzk_diag.cli import UsageError, cli, own_process
 from cuzk_diag.cli.options import input_progress, jobs_option
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.records import Accounting
@@ -74,6 +74,13 @@ def export_cmd(
         raise UsageError(
             f"{export.display} is a Parquet export of partition records; --lines needs the log"
         )
+    if export is None and own_process():
+        # The ingest and its writer need no pandas; pyarrow would import it (a fifth of a
+        # second, ~40 MiB) at its first array made of a list or numpy array, only to learn
+        # that the array is no pandas object.
+        from cuzk_diag.ingest.parallel import without_pandas
+
+        without_pandas()
     if export is not None:
         # A partition export read back and written again (e.g. Parquet -> CSV).
         from cuzk_diag.pipeline import read_export, run_metadata_of

@@ -570,3 +570,25 @@ def test_the_line_table_from_columns_equals_the_one_from_events(lines: list[str]
         events = part.events()
         want = pa.Table.from_batches([_batch(events)]) if events else got.schema.empty_table()
         assert got.equals(want), (got.to_pylist(), want.to_pylist())
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_the_escape_test_of_a_text_column_reads_only_its_own_texts(large: bool) -> None:
+    """``_json_escapes_in``: a quote, a backslash or a control character in any text of the
+    column, and only there: not in the bytes of a buffer that lie outside a sliced column,
+    nor in non-ASCII text."""
+    import pyarrow as pa
+
+    from cuzk_diag.linetable import _json_escapes_in
+
+    typ = pa.large_string() if large else pa.string()
+    for odd in ['"', "\\", "\x00", "\x1f", "\n", "\t"]:
+        col = pa.array(["plain", "é-ü", f"x{odd}y", "tail"], typ)
+        assert _json_escapes_in(col)
+        assert not _json_escapes_in(col.slice(0, 2)) and not _json_escapes_in(col.slice(3))
+        assert _json_escapes_in(col.slice(2, 1))
+        assert not _json_escapes_in(col.filter(pa.array([True, True, False, True])))
+    assert not _json_escapes_in(pa.array(["\x7f", "€", ""], typ))
+    assert not _json_escapes_in(pa.array([], typ))
+    assert not _json_escapes_in(pa.array([None, None], typ))
+    assert _json_escapes_in(pa.array([None, 'a"'], typ))

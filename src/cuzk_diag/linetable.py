@@ -82,6 +82,26 @@ def chunk_lines(part: ParsedChunk) -> pa.Table:
 
 #: A character JSON escapes in a string (``json.encoder.encode_basestring``).
 _JSON_ESCAPED_RE2 = r'["\\\x00-\x1f]'
+#: The bytes of those characters (all ASCII: a byte of a longer UTF-8 character is >= 0x80).
+_QUOTE, _BACKSLASH, _CONTROL_BELOW = ord('"'), ord("\\"), 0x20
+
+
+def _json_escapes_in(col: pa.Array) -> bool:
+    """Does any text of the string column ``col`` hold a character JSON escapes? One pass of
+    numpy over the texts' bytes (a sixth of the time of the regex over each text, which then
+    finds the rows only where the answer is yes)."""
+    offsets, data = col.buffers()[1:3]
+    if data is None or not len(col):
+        return False
+    wide = pa.types.is_large_string(col.type) or pa.types.is_large_binary(col.type)
+    at = np.frombuffer(
+        offsets,
+        dtype=np.int64 if wide else np.int32,
+        count=len(col) + 1,
+        offset=col.offset * (8 if wide else 4),
+    )
+    b = np.frombuffer(data, dtype=np.uint8)[int(at[0]) : int(at[-1])]
+    return bool(((b < _CONTROL_BELOW) | (b == _QUOTE) | (b == _BACKSLASH)).any())
 
 
 def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
@@ -112,8 +132,9 @@ def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
             put('"')
             put(col)
             put('"')
-            hit = pc.match_substring_regex(col, _JSON_ESCAPED_RE2)
-            escaped = hit if escaped is None else pc.or_(escaped, hit)
+            if _json_escapes_in(col):  # (rarely: then which rows, by the regex)
+                hit = pc.match_substring_regex(col, _JSON_ESCAPED_RE2)
+                escaped = hit if escaped is None else pc.or_(escaped, hit)
     put("}")
     text = pc.binary_join_element_wise(*pieces, "")  # (every group has a column of values)
     if escaped is not None and pc.any(escaped).as_py():

@@ -469,3 +469,29 @@ def test_main_in_a_process_that_goes_on_leaves_pandas_importable(tmp_path: Path)
     out = tmp_path / "p.parquet"
     rc, _, importable = _probe("main", ["export", "--lines", str(LOG), "-o", str(out), "-q"])
     assert (rc, importable) == (0, True)
+
+
+@pytest.mark.parametrize(
+    ("suffix", "cpus", "jobs"), [("parquet", 2, 1), ("jsonl", 2, 2), ("parquet", 4, 3)]
+)
+def test_the_line_table_leaves_a_cpu_to_the_parquet_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str, cpus: int, jobs: int
+) -> None:
+    # Without --jobs, a large log's line table is parsed by a process per CPU, less one for
+    # the Parquet writer's thread (on two CPUs: one process, as fast as two and cheaper).
+    import cuzk_diag.linetable as linetable
+    from cuzk_diag.ingest import parallel
+
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: cpus)
+    monkeypatch.setattr(parallel, "AUTO_MIN_BYTES", 1)  # (the fixture counts as large)
+    asked: list[int] = []
+    real = linetable.iter_line_tables
+
+    def spy(*args, jobs: int = 1, **kw):  # noqa: ANN002, ANN003, ANN202
+        asked.append(jobs)
+        return real(*args, jobs=1, **kw)
+
+    monkeypatch.setattr(linetable, "iter_line_tables", spy)
+    res = run(["export", "--lines", str(LOG), "-o", str(tmp_path / f"l.{suffix}"), "-q"])
+    assert res.exit_code == 0, res.output
+    assert asked == [jobs]

@@ -244,6 +244,12 @@ def test_auto_jobs_uses_a_second_process_only_where_it_pays(
     monkeypatch.setattr(parallel, "usable_cpus", lambda: 8)
     assert parallel.auto_jobs([str(huge)]) == 5  # one per AUTO_MIN_BYTES
     assert parallel.auto_jobs([str(big)]) == 2
+    assert parallel.auto_jobs([str(huge)], spare=1) == 5  # seven CPUs left: still five
+    assert parallel.auto_jobs([str(huge)], spare=4) == 4
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 3)
+    assert parallel.auto_jobs([str(big)], spare=1) == 2
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 2)
+    assert parallel.auto_jobs([str(big)], spare=1) == 1  # the other CPU is the spare one's
     monkeypatch.setattr(parallel, "usable_cpus", lambda: 1)
     assert parallel.auto_jobs([str(big)]) == 1
 

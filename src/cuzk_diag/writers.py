@@ -277,6 +277,12 @@ class TableWriter:
         else:
             raise InputError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
 
+    @property
+    def threads(self) -> int:
+        """Threads of its own that keep a CPU busy while the caller makes the next batches:
+        Parquet's encoder (``_Background``), none for the text formats."""
+        return 0 if self._bg is None else 1
+
     def write(self, batch: pa.RecordBatch | pa.Table) -> None:
         """Write a batch (a failed write, a full disk say, is an ``OutputError``)."""
         with self._writing():

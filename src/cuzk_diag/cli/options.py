@@ -139,8 +139,8 @@ jobs_option = click.option(
     "assembly (export --lines: N processes parse chunks in turn, any input; compare and check "
     "--baseline: the two runs side by side; trace: the process that writes the trace "
     "assembles a fifth of the log); the results are the same. auto: 2 for regular "
-    "files of 32 MiB or more on a machine with two usable CPUs, else 1 (see "
-    "docs/performance.md).",
+    "files of 32 MiB or more on a machine with two usable CPUs, else 1; export --lines to "
+    "Parquet leaves one CPU to its writer (see docs/performance.md).",
 )
 
 quiet_progress_option = click.option(

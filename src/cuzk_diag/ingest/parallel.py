@@ -58,13 +58,14 @@ def usable_cpus() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def auto_jobs(inputs: Sequence[Any]) -> int:
+def auto_jobs(inputs: Sequence[Any], *, spare: int = 0) -> int:
     """Processes for the inputs when none are asked for: one per ``AUTO_MIN_BYTES`` of
-    regular files (2 from ``AUTO_MIN_BYTES`` on), at most one per usable CPU; else 1. (One
-    large file is assembled in that many parts, ``split``; several files are parsed in one
-    second process; ``export --lines`` parses its chunks in turn in them, and ``compare``
-    gives half of them to each run.)"""
-    cpus = usable_cpus()
+    regular files (2 from ``AUTO_MIN_BYTES`` on), at most one per usable CPU less ``spare``
+    (CPUs a thread of the command's own keeps busy: the Parquet writer of ``export
+    --lines``); else 1. (One large file is assembled in that many parts, ``split``; several
+    files are parsed in one second process; ``export --lines`` parses its chunks in turn in
+    them, and ``compare`` gives half of them to each run.)"""
+    cpus = usable_cpus() - spare
     if cpus < 2 or not can_parallel(inputs):
         return 1
     total = 0

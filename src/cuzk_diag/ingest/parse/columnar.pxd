@@ -1,8 +1,15 @@
-# The compiled build's view of columnar.py: the loop that fills the fields dicts of wide rows
-# with C-typed locals (a list read and a dict store per value, no generic calls). The pure
-# Python package ignores this file.
+# The compiled build's view of columnar.py: the loop that makes a group's events, with C-typed
+# locals (a list read and a dict store per value, each event made by its type's ``__new__`` and
+# its members set as C struct fields). The pure Python package ignores this file.
+
+from cuzk_diag.event cimport Event
 
 cimport cython
 
-@cython.locals(i=Py_ssize_t, d=dict)
-cdef _fill(list out, str key, list col)
+@cython.locals(
+    n=Py_ssize_t, width=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, one_kind=bint, out=list,
+    template=dict, keys=list, values=list, f=dict, col=list, ev=Event
+)
+cdef list _made_events(
+    list lines, object source, object family, object kinds, list names, list cols
+)

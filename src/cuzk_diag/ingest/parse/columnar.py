@@ -16,15 +16,13 @@ same event for a line in the exact form.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cuzk_diag.event import Event
 from cuzk_diag.ingest.parse.classify import (
     _bools,
     ints_array,
@@ -53,7 +51,7 @@ from cuzk_diag.ingest.parse.timing import (
     NTT_H_PREFIX,
     TIMING_PREFIX,
 )
-from cuzk_diag.records import Event, Family, Value
+from cuzk_diag.records import Family, Value
 
 _INT = r"-?[0-9]{1,18}"  # the values a cast to int64 takes exactly as int() does
 
@@ -99,20 +97,12 @@ class Group:
     cols: list[pa.Array | Value]
 
     def events(self, source: int) -> list[Event]:
-        n = len(self.rows)
         cols = [
             _values(c, shared=k == "job_id") if isinstance(c, pa.Array) else c
             for k, c in zip(self.names, self.cols, strict=True)
         ]
-        fields = _dicts(self.names, cols, n)
-        kinds: Iterable[Any] = (
-            repeat(self.kind) if isinstance(self.kind, str) else _interned(self.kind)
-        )
-        # (Compiled, ``Event`` is a C type: each made by its type's call, in about a third of
-        # the instructions of a ``NamedTuple`` by ``tuple.__new__``.)
-        return list(
-            map(Event, self.lines.tolist(), repeat(source), repeat(self.family), kinds, fields)
-        )
+        kinds = self.kind if isinstance(self.kind, str) else _interned(self.kind)
+        return _made_events(self.lines.tolist(), source, self.family, kinds, self.names, cols)
 
 
 def extract_fixed(
@@ -210,43 +200,44 @@ def _values(col: pa.Array, *, shared: bool = False) -> list[Value]:
     return numbers(col).tolist()  # type: ignore[no-any-return]
 
 
-def _dicts(
-    keys: Sequence[str], cols: Sequence[list[Value] | Value], n: int
-) -> list[dict[str, Value]]:
-    """One dict per row of ``n`` rows: a key per column of ``cols``, in key order; a column is a
-    list of each row's value, or a value every row has (not a list)."""
-    if len(keys) <= 4:
-        lists: list[list[Value]] = [c if isinstance(c, list) else [c] * n for c in cols]
-        if len(keys) == 1:
-            (k1,) = keys
-            return [{k1: a} for a in lists[0]]
-        if len(keys) == 2:
-            k1, k2 = keys
-            return [{k1: a, k2: b} for a, b in zip(lists[0], lists[1], strict=True)]
-        if len(keys) == 3:
-            k1, k2, k3 = keys
-            return [{k1: a, k2: b, k3: c} for a, b, c in zip(*lists, strict=True)]
-        k1, k2, k3, k4 = keys
-        return [{k1: a, k2: b, k3: c, k4: d} for a, b, c, d in zip(*lists, strict=True)]
-    # (A dict display per row, as above, is the fastest: 120 ns a row, compiled. Wider rows
-    # are rarer: each a copy of one dict with every key, in order, and the values every row
-    # has, whose other values are then set a column at a time: ~260 instructions a value,
-    # compiled, against ~700 for a dict of each row's zip with the keys.)
-    first: dict[str, Value] = {
-        k: None if isinstance(c, list) else c for k, c in zip(keys, cols, strict=True)
-    }
-    out = [first.copy() for _ in range(n)]
-    for k, c in zip(keys, cols, strict=True):
-        if isinstance(c, list):
-            _fill(out, k, c)
+def _made_events(
+    lines: list[int],
+    source: int,
+    family: Family,
+    kinds: list[Value] | str,
+    names: list[str],
+    cols: list[list[Value] | Value],
+) -> list[Event]:
+    """The events of the rows of a group, one per line number of ``lines``: its kind
+    ``kinds[i]`` (or ``kinds``, a text, for every row), and its fields, a key per name of
+    ``names`` whose value is ``cols[j][i]`` (or ``cols[j]`` itself where that is no list: a
+    value every row has). (Compiled, one C loop: each event made by its type's ``__new__``
+    and its members set in place, where a call of the type parses its arguments first; each
+    dict made empty and filled a store per key.)"""
+    n = len(lines)
+    # Each row's dict a copy of one with every key, in order, and the values every row has (a
+    # copy of a dict's table, where a dict filled key by key grows it), whose other values are
+    # then replaced.
+    template = {k: None if type(c) is list else c for k, c in zip(names, cols, strict=True)}
+    keys = [k for k, c in zip(names, cols, strict=True) if type(c) is list]
+    values = [c for c in cols if type(c) is list]
+    width = len(keys)
+    one_kind = type(kinds) is str
+    out = []
+    for i in range(n):
+        f = template.copy()
+        for j in range(width):
+            col = values[j]
+            f[keys[j]] = col[i]
+        ev = Event.__new__(Event)
+        ev.line = lines[i]
+        ev.source = source
+        ev.family = family
+        ev.kind = kinds if one_kind else kinds[i]
+        ev.fields = f
+        ev.malformed = False
+        out.append(ev)
     return out
-
-
-def _fill(out: list[dict[str, Value]], key: str, col: list[Value]) -> None:
-    """Set ``key`` of each dict of ``out`` to its value in ``col`` (as long as ``out``)."""
-    for i in range(len(out)):
-        d = out[i]
-        d[key] = col[i]
 
 
 def _cpp(

@@ -5,15 +5,17 @@
     python bench/split_timeline.py --mb 50 --runs 3 --jobs 3
     python bench/split_timeline.py --lead 2             # the first part two warm-ups longer
     python bench/split_timeline.py --rotated 4          # the log as 4 rotated files
+    python bench/split_timeline.py --command export     # export (partitions, Parquet) instead
 
-Runs ``cuzk-diag analyze LOG --format json -o /dev/null -q --jobs N`` in this process (the
-installed package, or ``PYTHONPATH``), with the steps of ``cuzk_diag.ingest.split`` wrapped to note
-the time (seconds from the start of the script) of: the imports, the start of this process's part,
-each child's start state (its warm-up done), each child's reply, the end of this process's part,
-each part taken in, and the end of the command. ``--lead N`` cuts the file with this process's part
-N warm-ups longer than an even share (``split.cuts`` uses 3), to compare balances side by side.
-``--rotated N`` gives the log as N rotated files (``common.rotated``), each part named with its
-file.
+Runs ``cuzk-diag analyze LOG --format json -o /dev/null -q --jobs N`` (with ``--command
+export``: ``cuzk-diag export LOG -o <a file in bench/out/work> -q --jobs N``) in this process, as
+the installed command runs it (the package installed, or ``PYTHONPATH``), with the steps of
+``cuzk_diag.ingest.split`` wrapped to note the time (seconds from the start of the script) of: the
+imports, the start of this process's part, each child's start state (its warm-up done), each
+child's reply, the end of this process's part, each part taken in, and the end of the command.
+``--lead N`` cuts the file with this process's part N warm-ups longer than an even share
+(``split.cuts`` uses 3), to compare balances side by side. ``--rotated N`` gives the log as N
+rotated files (``common.rotated``), each part named with its file.
 """
 
 from __future__ import annotations
@@ -87,6 +89,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=2, help="runs, each in a new process (default 2)")
     ap.add_argument("--lead", type=int, help="this process's part this many warm-ups longer")
     ap.add_argument("--rotated", type=int, help="the log as this many rotated files")
+    ap.add_argument(
+        "--command", choices=["analyze", "export"], default="analyze", help="(default analyze)"
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -100,6 +105,7 @@ def main() -> int:
             cmd += ["--lead", str(args.lead)]
         if args.rotated:
             cmd += ["--rotated", str(args.rotated)]
+        cmd += ["--command", args.command]
         print(f"run {n + 1}:", flush=True)
         if subprocess.run(cmd).returncode:
             return 1
@@ -108,14 +114,20 @@ def main() -> int:
 
 def _run(args: argparse.Namespace) -> int:
     marks: list[tuple[float, str]] = []
-    from cuzk_diag.cli import cli
+    from cuzk_diag.cli import OWN_PROCESS, cli
 
     _note(marks, "imports done")
     _instrument(marks, args.lead)
     logs = [str(p) for p in rotated(args.log, args.rotated)] if args.rotated else [str(args.log)]
-    argv = ["analyze", *logs, "--format", "json", "-o", "/dev/null", "-q"]
+    if args.command == "export":
+        work = DEFAULT_OUT / "work"
+        work.mkdir(parents=True, exist_ok=True)
+        argv = ["export", *logs, "-o", str(work / "split-timeline.parquet"), "-q"]
+    else:
+        argv = ["analyze", *logs, "--format", "json", "-o", "/dev/null", "-q"]
     try:
-        cli.main([*argv, "--jobs", str(args.jobs)], standalone_mode=False)
+        # (As ``cuzk-diag`` runs it: a process of its own, ``cli.command``.)
+        cli.main([*argv, "--jobs", str(args.jobs)], standalone_mode=False, obj={OWN_PROCESS: True})
     finally:
         _note(marks, "the command done")
         for t, what in marks:

@@ -8,7 +8,7 @@ Runs the steps of ``cuzk-diag analyze LOG --format json -o FILE -q`` in this pro
 installed package, or ``PYTHONPATH``), as the command runs them: the imports, the ingest (the
 record batches, ``pipeline.iter_record_batches``), the frame (``pipeline.frame_of_batches``:
 the run's era and wall clock, rows put in lock order as each column is converted), the
-analysis (``heap.map_large_blocks``, then ``analyze_run``: the facts, the stage table, the
+analysis (``analyze_run``: the facts, the stage table, the
 rules), the findings' estimates (``model.savings.estimate_findings``) and the JSON report
 written to a file. After each step it reads the process's peak (``VmHWM``) and what it holds
 (``VmRSS``) from ``/proc/self/status``, then resets the peak (``/proc/self/clear_refs``), so each
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import cuzk_diag.cli  # noqa: F401  (what the command imports)
     from cuzk_diag.analysis import analyze_run
-    from cuzk_diag.heap import hand_back, map_large_blocks
+    from cuzk_diag.heap import hand_back
     from cuzk_diag.model.savings import estimate_findings
     from cuzk_diag.pipeline import Run, frame_of_batches, iter_record_batches, open_sources
     from cuzk_diag.records import Accounting, RunInfo
@@ -69,7 +69,6 @@ def main(argv: list[str] | None = None) -> int:
     run = Run(frame_of_batches(batches, info), info, acc, [str(log)])
     step("frame (era, wall clock, lock order)")
     hand_back()  # (as the command, before the analysis)
-    map_large_blocks()
     result = analyze_run(run, None, inputs=[str(log)])
     step("analysis (facts, stages, rules)")
     result.findings = estimate_findings(run, result.facts, result.findings, [str(log)])

@@ -70,7 +70,6 @@ def test_the_heap_settings_do_nothing_without_glibc(monkeypatch: pytest.MonkeyPa
     heap.for_ingest()
     heap.after_ingest()
     heap.hand_back()
-    heap.map_large_blocks()
 
 
 def test_the_frame_is_built_handing_the_heap_back(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -161,10 +160,7 @@ def test_the_ingest_and_the_analysis_set_the_heap_in_turn(monkeypatch: pytest.Mo
     assert (heap._M_TOP_PAD, heap.CHUNK_PAD) in calls  # (the ingest's settings)
     calls.clear()
     pipeline.frame_of_batches(batches, RunInfo())
-    assert calls == [(heap._M_TOP_PAD, 128 << 10)]
-    calls.clear()
-    heap.map_large_blocks()
-    assert calls == [(heap._M_MMAP_THRESHOLD, 256 << 10)]
+    assert calls == [(heap._M_TOP_PAD, 128 << 10)]  # (the analysis's blocks as the ingest's)
 
 
 _THREAD_HELD = (
@@ -196,3 +192,28 @@ def test_a_threads_freed_blocks_go_back_during_an_ingest() -> None:
     which ``malloc_trim`` does not return)."""
     (held,) = _numbers(_THREAD_HELD)
     assert held < 8
+
+
+def test_the_analysis_takes_its_arrays_from_the_heap_as_the_ingest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``analyze`` leaves glibc's mapping threshold where the ingest set it (``CHUNK_BLOCKS``):
+    the analysis's arrays of one value per call come from the heap, whose freed pages the next
+    ones reuse, not each from a mapping of its own (page faults for every array made)."""
+    from click.testing import CliRunner
+
+    from cuzk_diag import heap
+    from cuzk_diag.cli import cli
+
+    calls: list[tuple[int, int]] = []
+
+    def libc(name: str) -> object:
+        return (lambda p, v: calls.append((p, v))) if name == "mallopt" else None
+
+    monkeypatch.setattr(heap, "_libc", libc)
+    log = str(Path(__file__).parent.parent / "fixtures" / "sim" / "phase12-2gpu-gw2.log")
+    res = CliRunner().invoke(cli, ["analyze", log, "--format", "json", "-q", "--jobs", "1"])
+    assert res.exit_code == 0, res.output
+    thresholds = [v for p, v in calls if p == heap._M_MMAP_THRESHOLD]
+    assert thresholds and set(thresholds) == {heap.CHUNK_BLOCKS}
+    assert (heap._M_TOP_PAD, 128 << 10) in calls  # (after_ingest: the analysis began)

@@ -22,7 +22,7 @@ from cuzk_diag.cli.options import (
 )
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
-from cuzk_diag.heap import hand_back, map_large_blocks
+from cuzk_diag.heap import hand_back
 from cuzk_diag.report import names as report_names
 
 if TYPE_CHECKING:
@@ -208,7 +208,6 @@ def _run_batch(
         from cuzk_diag.analysis import analyze_run
 
         hand_back()
-        map_large_blocks()
         result = analyze_run(run, config, inputs=list(logs), estimates=estimates)
     except CuzkDiagError as exc:
         raise UsageError(str(exc)) from None

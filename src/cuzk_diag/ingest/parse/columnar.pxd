@@ -7,8 +7,8 @@ from cuzk_diag.event cimport Event
 cimport cython
 
 @cython.locals(
-    n=Py_ssize_t, width=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, one_kind=bint, out=list,
-    template=dict, keys=list, values=list, f=dict, col=list, ev=Event
+    n=Py_ssize_t, width=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, one_kind=str, out=list,
+    per_row_kinds=list, template=dict, keys=list, values=list, f=dict, col=list, ev=Event
 )
 cdef list _made_events(
     list lines, object source, object family, object kinds, list names, list cols

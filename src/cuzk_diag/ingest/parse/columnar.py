@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -101,7 +102,8 @@ class Group:
             _values(c, shared=k == "job_id") if isinstance(c, pa.Array) else c
             for k, c in zip(self.names, self.cols, strict=True)
         ]
-        kinds = self.kind if isinstance(self.kind, str) else _interned(self.kind)
+        # (A kinds column is the engine's event names: texts, none null.)
+        kinds = self.kind if isinstance(self.kind, str) else cast("list[str]", _interned(self.kind))
         return _made_events(self.lines.tolist(), source, self.family, kinds, self.names, cols)
 
 
@@ -204,7 +206,7 @@ def _made_events(
     lines: list[int],
     source: int,
     family: Family,
-    kinds: list[Value] | str,
+    kinds: list[str] | str,
     names: list[str],
     cols: list[list[Value] | Value],
 ) -> list[Event]:
@@ -212,17 +214,19 @@ def _made_events(
     ``kinds[i]`` (or ``kinds``, a text, for every row), and its fields, a key per name of
     ``names`` whose value is ``cols[j][i]`` (or ``cols[j]`` itself where that is no list: a
     value every row has). (Compiled, one C loop: each event made by its type's ``__new__``
-    and its members set in place, where a call of the type parses its arguments first; each
-    dict made empty and filled a store per key.)"""
+    and its members set in place, where a call of the type parses its arguments first.)"""
     n = len(lines)
     # Each row's dict a copy of one with every key, in order, and the values every row has (a
     # copy of a dict's table, where a dict filled key by key grows it), whose other values are
     # then replaced.
-    template = {k: None if type(c) is list else c for k, c in zip(names, cols, strict=True)}
-    keys = [k for k, c in zip(names, cols, strict=True) if type(c) is list]
-    values = [c for c in cols if type(c) is list]
+    template: dict[str, Value] = {
+        k: None if isinstance(c, list) else c for k, c in zip(names, cols, strict=True)
+    }
+    keys = [k for k, c in zip(names, cols, strict=True) if isinstance(c, list)]
+    values = [c for c in cols if isinstance(c, list)]
     width = len(keys)
-    one_kind = type(kinds) is str
+    one_kind = kinds if isinstance(kinds, str) else None
+    per_row_kinds: list[str] = [] if isinstance(kinds, str) else kinds
     out = []
     for i in range(n):
         f = template.copy()
@@ -233,7 +237,7 @@ def _made_events(
         ev.line = lines[i]
         ev.source = source
         ev.family = family
-        ev.kind = kinds if one_kind else kinds[i]
+        ev.kind = one_kind if one_kind is not None else per_row_kinds[i]
         ev.fields = f
         ev.malformed = False
         out.append(ev)

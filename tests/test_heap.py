@@ -199,7 +199,8 @@ def test_the_analysis_takes_its_arrays_from_the_heap_as_the_ingest(
 ) -> None:
     """``analyze`` leaves glibc's mapping threshold where the ingest set it (``CHUNK_BLOCKS``):
     the analysis's arrays of one value per call come from the heap, whose freed pages the next
-    ones reuse, not each from a mapping of its own (page faults for every array made)."""
+    ones reuse, not each from a mapping of its own (page faults for every array made); and the
+    free space an ingest keeps at the heap's top is back to glibc's default when it ends."""
     from click.testing import CliRunner
 
     from cuzk_diag import heap
@@ -216,4 +217,7 @@ def test_the_analysis_takes_its_arrays_from_the_heap_as_the_ingest(
     assert res.exit_code == 0, res.output
     thresholds = [v for p, v in calls if p == heap._M_MMAP_THRESHOLD]
     assert thresholds and set(thresholds) == {heap.CHUNK_BLOCKS}
-    assert (heap._M_TOP_PAD, 128 << 10) in calls  # (after_ingest: the analysis began)
+    # Each ingest's top pad ends with it: the run's, then each run the findings' savings
+    # estimates replay (the fixture's findings have some), so the report runs with the default.
+    pads = [v for p, v in calls if p == heap._M_TOP_PAD]
+    assert pads.count(heap.CHUNK_PAD) > 1 and pads[-1] == 128 << 10

@@ -481,12 +481,15 @@ def assemble_table(
     """Stream the inputs through the parser and the assembler into one Arrow table.
 
     Records are turned into Arrow batches as they complete, so memory holds columns, not
-    millions of dicts; rows come out in lock-acquisition order.
+    millions of dicts; rows come out in lock-acquisition order. The ingest's heap settings end
+    with it (``after_ingest``, as ``frame_of_batches`` ends them): the runs the savings
+    estimates replay are ingested so, after the run's own analysis.
     """
     acc = Accounting()
     info = RunInfo()
-    batches = iter_record_batches(inputs, acc, info, progress, jobs=jobs)
-    return finish_table(list(batches), info), info, acc
+    batches = list(iter_record_batches(inputs, acc, info, progress, jobs=jobs))
+    after_ingest()
+    return finish_table(batches, info), info, acc
 
 
 def assemble_frame(

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cuzk_diag.ingest.parse.classify import utf8_bytes
 from cuzk_diag.linetable import LINE_SCHEMA, iter_line_tables
 from cuzk_diag.records import Accounting
 from cuzk_diag.writers import (
@@ -22,7 +23,6 @@ from cuzk_diag.writers import (
     jsonl_lines,
     timestamp_text,
     timestamps_as_text,
-    utf8_bytes,
 )
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -16,6 +16,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from cuzk_diag.errors import InputError, OutputError
+from cuzk_diag.ingest.parse.classify import utf8_bytes
 from cuzk_diag.jsontext import encoder
 from cuzk_diag.records import WALL_CLOCK_MAX_MS, WALL_CLOCK_MIN_MS
 from cuzk_diag.sinks import Sink, StreamEnd
@@ -180,19 +181,6 @@ def _value_texts(col: pa.Array) -> pa.Array:
     else:
         return pa.array([_json_value(v) for v in col.to_pylist()], pa.string())
     return pc.fill_null(text, "null")
-
-
-def utf8_bytes(texts: pa.Array) -> memoryview:
-    """The bytes of a string array's values, one after the other (its data buffer's part)."""
-    _, offsets, data = texts.buffers()
-    if not len(texts) or data is None:  # (no values, or none but empty ones or nulls)
-        return memoryview(b"")
-    width = 8 if pa.types.is_large_string(texts.type) else 4
-    at = memoryview(offsets).cast("B")
-    first = int.from_bytes(at[texts.offset * width : (texts.offset + 1) * width], "little")
-    end = texts.offset + len(texts)
-    last = int.from_bytes(at[end * width : (end + 1) * width], "little")
-    return memoryview(data)[first:last]
 
 
 class _Background:

@@ -271,6 +271,19 @@ def numbers(col: pa.Array) -> np.ndarray:
     return np.frombuffer(data, dtype=dtype, count=len(col), offset=col.offset * dtype.itemsize)
 
 
+def utf8_bytes(texts: pa.Array) -> memoryview:
+    """The bytes of a string array's values, one after the other (its data buffer's part)."""
+    _, offsets, data = texts.buffers()
+    if not len(texts) or data is None:  # (no values, or none but empty ones or nulls)
+        return memoryview(b"")
+    width = 8 if pa.types.is_large_string(texts.type) else 4
+    at = memoryview(offsets).cast("B")
+    first = int.from_bytes(at[texts.offset * width : (texts.offset + 1) * width], "little")
+    end = texts.offset + len(texts)
+    last = int.from_bytes(at[end * width : (end + 1) * width], "little")
+    return memoryview(data)[first:last]
+
+
 def _bools(mask: pa.BooleanArray) -> np.ndarray:
     """The values of a boolean Arrow array without nulls, unpacked from its bits (see
     ``numbers``)."""

@@ -132,8 +132,9 @@ def test_chunk_sized_blocks_reuse_their_pages_during_an_ingest() -> None:
 
 def test_the_ingest_and_the_analysis_set_the_heap_in_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     """An ingest starts with the chunks' settings (each ingest: a process may run several);
-    taking its records into a frame gives glibc's top pad back, for every command that
-    analyses a run, and ``analyze``'s analysis maps large blocks on their own."""
+    the end of its record batches gives glibc's top pad back, for every command that analyses
+    a run, and the frame's step sets nothing more (the analysis's arrays come from the heap
+    as the ingest's)."""
     from cuzk_diag import heap
     from cuzk_diag.ingest.stream import settle_heap
 
@@ -158,9 +159,10 @@ def test_the_ingest_and_the_analysis_set_the_heap_in_turn(monkeypatch: pytest.Mo
     log = str(Path(__file__).parent.parent / "fixtures" / "sim" / "phase12-2gpu-gw2.log")
     batches = list(pipeline.iter_record_batches([log], Accounting(), RunInfo()))
     assert (heap._M_TOP_PAD, heap.CHUNK_PAD) in calls  # (the ingest's settings)
+    assert calls[-1] == (heap._M_TOP_PAD, 128 << 10)  # (ended with its batches)
     calls.clear()
     pipeline.frame_of_batches(batches, RunInfo())
-    assert calls == [(heap._M_TOP_PAD, 128 << 10)]  # (the analysis's blocks as the ingest's)
+    assert calls == []  # (the analysis's blocks as the ingest's)
 
 
 _THREAD_HELD = (

@@ -43,8 +43,8 @@ def _c_library() -> ctypes.CDLL:
 
 def for_ingest() -> None:
     """For an ingest: glibc takes every block below 32 MiB from its heap (``CHUNK_BLOCKS``),
-    keeps 16 MiB of free space at the heap's top (``CHUNK_PAD``) until the ingest's records
-    are taken (``after_ingest``), and has one heap for all threads.
+    keeps 16 MiB of free space at the heap's top (``CHUNK_PAD``) until the ingest's lines
+    are read (``after_ingest``), and has one heap for all threads.
 
     Each 4 MiB chunk makes arrays and texts of its size (the newline mask, the text without
     newlines, the scans' buffers) and frees them before the next chunk. By default glibc gives
@@ -69,9 +69,10 @@ def for_ingest() -> None:
 
 
 def after_ingest() -> None:
-    """The ingest is over (its records are taken into a frame): the free space at the heap's
-    top goes back to glibc's default, for every command that analyses a run (``for_ingest``
-    kept 16 MiB there for the chunks' sake). The ingest's mapping threshold stays: the
+    """The ingest is over (its lines are read: ``pipeline.iter_record_batches``): the free
+    space at the heap's top goes back to glibc's default, for every command that analyses a
+    run (``for_ingest`` kept 16 MiB there for the chunks' sake). The ingest's mapping
+    threshold stays: the
     analysis's arrays of one value per call come from the heap too, where it reuses the pages
     of those it freed. (Each mapped on its own from 256 KiB, as before, they cost the 250 MB
     log's analysis 0.1 s of page faults, 0.30-0.33 s against 0.19-0.22, and spared the 1 GB

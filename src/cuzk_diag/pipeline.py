@@ -305,11 +305,15 @@ def iter_record_batches(
     Memory holds one batch of dicts at a time; ``info`` and ``acc`` are complete once the
     iterator is exhausted (the era of the first batches may be refined by later lines). The
     records of a part of the log another process assembled come in as the tables it made.
+    The ingest's heap settings end with its lines (``after_ingest``): what comes after, a
+    frame and its analysis or a table, runs with glibc's own (the runs the savings estimates
+    replay, too, after the run's analysis).
     """
     batches = RecordBatches(BATCH)
     for item in stream(inputs, acc, info, progress=progress, jobs=jobs, tables=True):
         # (a dict, or a table of records another process made)
         yield from batches.add(item) if type(item) is dict else batches.add_table(item)
+    after_ingest()
     yield from batches.rest()
 
 
@@ -481,15 +485,12 @@ def assemble_table(
     """Stream the inputs through the parser and the assembler into one Arrow table.
 
     Records are turned into Arrow batches as they complete, so memory holds columns, not
-    millions of dicts; rows come out in lock-acquisition order. The ingest's heap settings end
-    with it (``after_ingest``, as ``frame_of_batches`` ends them): the runs the savings
-    estimates replay are ingested so, after the run's own analysis.
+    millions of dicts; rows come out in lock-acquisition order.
     """
     acc = Accounting()
     info = RunInfo()
-    batches = list(iter_record_batches(inputs, acc, info, progress, jobs=jobs))
-    after_ingest()
-    return finish_table(batches, info), info, acc
+    batches = iter_record_batches(inputs, acc, info, progress, jobs=jobs)
+    return finish_table(list(batches), info), info, acc
 
 
 def assemble_frame(
@@ -512,12 +513,11 @@ def frame_of_batches(tables: list[pa.Table], info: RunInfo) -> pd.DataFrame:
     """The frame of an ingest's record batches (``completed_table``, then ``take_frame``),
     which it takes (the list is emptied).
 
-    The ingest's heap settings end here (``after_ingest``), and the C heap's free pages go
-    back first (``hand_back``): those the ingest freed, then those the sort freed. (The
+    The C heap's free pages go back first (``hand_back``; the ingest's settings ended with its
+    batches, ``iter_record_batches``): those the ingest freed, then those the sort freed. (The
     records a child sent live in the C heap, not in Arrow's pool, and the ingest's temporaries
     leave it full of holes: on the 1 GB log with ``--jobs 2`` the sort peaked at 475 MiB
     without the first, 413 with it.)"""
-    after_ingest()
     hand_back()
     table, order = completed_table(tables, info)
     hand_back()

@@ -414,7 +414,7 @@ def test_an_export_refused_before_it_writes_leaves_the_file_there(tmp_path: Path
 
 # -- a process of its own -----------------------------------------------------------------------
 
-#: Runs the installed command's entry point in a fresh interpreter (argv after ``--``) and
+#: Runs an entry point of the CLI in a fresh interpreter (the arguments after the code) and
 #: prints whether pandas was imported, then whether it can be imported still.
 _WITH_PANDAS_PROBE = """
 import sys

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -640,3 +641,37 @@ def test_calls_of_are_the_line_numbers_in_file_order(
         want = sorted(int(v) for v in pd.to_numeric(col, errors="coerce").dropna())
         got = calls_of(df, selected)
         assert got == want and all(type(v) is int for v in got)
+
+
+def test_the_lock_wait_is_estimated_once_per_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On code that logs no lock wait (Phase 12) the estimate is the per-GPU mutex queue solved
+    call by call: the facts, the rules that read it and the report's charts share one
+    (``RuleContext.lock_wait``, ``Analysis.lock``), with the findings each made of its own."""
+    import io
+
+    from cuzk_diag import facts
+    from cuzk_diag.pipeline import load_run
+    from cuzk_diag.report import get_reporter
+    from cuzk_diag.rules.base import RuleContext, run_rules
+
+    root = Path(__file__).resolve().parent.parent
+    run = load_run([str(root / "fixtures" / "sim" / "phase12-2gpu-gw2.log")])
+    solved = []
+    clock = facts.clock_lock_wait
+
+    def counted(df: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series]:
+        solved.append(len(df))
+        return clock(df)
+
+    monkeypatch.setattr(facts, "clock_lock_wait", counted)
+    result = analyze_run(run)
+    assert result.lock is not None and result.lock.method == "clock"
+    assert solved == [len(run.partitions)]
+    get_reporter("html")(result, io.StringIO(), color="never")
+    assert len(solved) == 1
+    # A context without the estimate (a caller of the rules of its own) makes it, and the rules
+    # find what they found with the shared one.
+    bare = RuleContext(run.partitions, result.facts, run.info, run.accounting, result.stages)
+    again = run_rules(bare, result.config)
+    assert len(solved) > 1
+    assert [f.to_dict() for f in again] == [f.to_dict() for f in result.findings]

@@ -17,7 +17,7 @@ import pandas as pd
 
 from cuzk_diag import __version__
 from cuzk_diag.config import Config, load_config
-from cuzk_diag.facts import RunFacts, compute_facts, stage_table
+from cuzk_diag.facts import LockWait, RunFacts, compute_facts, estimate_lock_wait, stage_table
 from cuzk_diag.records import Accounting, Finding, RunInfo, Severity
 from cuzk_diag.rules import RuleContext, run_rules
 from cuzk_diag.rules.base import clean_value
@@ -51,6 +51,8 @@ class Analysis:
     info: RunInfo
     inputs: list[str] = field(default_factory=list)
     config: Config = field(default_factory=Config)
+    #: The frame's lock-wait estimate, as the facts and the rules took it (for the charts).
+    lock: LockWait | None = None
 
     def counts(self) -> dict[str, int]:
         """Findings per severity name (error, warning, info)."""
@@ -120,16 +122,18 @@ def analyze_run(
     whatever the log's size)."""
     cfg = _config(config)
     df = run.partitions
-    facts = compute_facts(df, run.info)
+    # (The lock-wait estimate made once, for the facts and the rules: ``RuleContext.lock_wait``.)
+    lock = estimate_lock_wait(df)
+    facts = compute_facts(df, run.info, lock)
     stages = stage_table(df)
-    ctx = RuleContext(df, facts, run.info, run.accounting, stages)
+    ctx = RuleContext(df, facts, run.info, run.accounting, stages, lock=lock)
     findings = run_rules(ctx, cfg)
     sources = list(inputs) or list(run.accounting.sources)
     if estimates:
         from cuzk_diag.model.savings import estimate_findings
 
         findings = estimate_findings(run, facts, findings, sources)
-    return Analysis(df, facts, stages, findings, run.accounting, run.info, sources, cfg)
+    return Analysis(df, facts, stages, findings, run.accounting, run.info, sources, cfg, lock)
 
 
 def analyze(

@@ -1128,8 +1128,11 @@ def _s_per_proof(
     return secs, secs / len(completed), "timeline"
 
 
-def compute_facts(partitions: pd.DataFrame, info: RunInfo) -> RunFacts:
-    """Build ``RunFacts`` from the partition frame and ``RunInfo``."""
+def compute_facts(
+    partitions: pd.DataFrame, info: RunInfo, lock: LockWait | None = None
+) -> RunFacts:
+    """Build ``RunFacts`` from the partition frame and ``RunInfo``; ``lock``: the frame's
+    ``estimate_lock_wait``, when the caller has it (else made here)."""
     df = partitions
     f = RunFacts(era=info.era, timeline_era=info.timeline_era, gpu_threads=info.gpu_threads)
     f.partitions = len(df)
@@ -1175,7 +1178,8 @@ def compute_facts(partitions: pd.DataFrame, info: RunInfo) -> RunFacts:
     f.max_proofs_in_flight = _max_in_flight(df, codes)
     f.total_secs, f.s_per_proof, f.s_per_proof_source = _s_per_proof(df, info, status, jobs)
 
-    lock = estimate_lock_wait(df)
+    if lock is None:
+        lock = estimate_lock_wait(df)
     f.lock_wait_method = lock.method
     bounds = lock.summary()
     f.lock_wait_ms, f.lock_wait_ms_low, f.lock_wait_ms_high = (

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from cuzk_diag.facts import (
+    LockWait,
     RunFacts,
     _job_status,
     barrier_estimate,
@@ -54,7 +55,9 @@ class Calls:
 # -- GPU calls ------------------------------------------------------------------------------
 
 
-def call_spans(df: pd.DataFrame, info: RunInfo, facts: RunFacts) -> Calls:
+def call_spans(
+    df: pd.DataFrame, info: RunInfo, facts: RunFacts, lock: LockWait | None = None
+) -> Calls:
     """One row per GPU call with a TIMELINE GPU_START and GPU_END, split into its phases.
 
     Columns: ``gpu``, ``worker``, ``lane`` (``GPU g · worker w``), ``job_id``, ``partition``,
@@ -63,11 +66,13 @@ def call_spans(df: pd.DataFrame, info: RunInfo, facts: RunFacts) -> Calls:
     (``gpu_total_ms`` less the GPU thread's wait for CPU prep), ``prep_start_ms``/``prep_ms`` (that
     wait: ``barrier_wait_ms`` or its estimate), ``held_ms`` (``mutex_held_ms``, else
     ``gpu_total_ms``), ``first_line``/``last_line``. Each phase is clipped to the call. The rest
-    of the call (set-up, epilogue, Rust) is CPU work outside the lock.
+    of the call (set-up, epilogue, Rust) is CPU work outside the lock. ``lock``: the frame's
+    ``estimate_lock_wait``, when the caller has it (``Analysis.lock``; else made here).
     """
     start, end = num(df, "start_ms"), num(df, "end_ms")
     ok = start.notna() & end.notna() & (end >= start)
-    lock = estimate_lock_wait(df)
+    if lock is None:
+        lock = estimate_lock_wait(df)
     barrier, _, _ = barrier_estimate(df, lock)
     setup = num(df, "pre_lock_cpu_ms").fillna(num(df, "setup_to_split_ms")).fillna(0.0)
     wait = lock.wait.fillna(0.0).clip(lower=0)

@@ -115,7 +115,7 @@ class Prepared:
 
 def prepare(a: Analysis) -> Prepared:
     return Prepared(
-        plotdata.call_spans(a.partitions, a.info, a.facts),
+        plotdata.call_spans(a.partitions, a.info, a.facts, a.lock),
         plotdata.job_status(a.partitions, a.info),
     )
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
+from cuzk_diag.facts import LockWait, estimate_lock_wait
 from cuzk_diag.records import Accounting, Finding, RunInfo, Severity
 from cuzk_diag.sanitize import neutralise, neutralise_value
 
@@ -79,7 +80,8 @@ class Option:
 
 @dataclass(frozen=True, slots=True)
 class RuleContext:
-    """What a rule sees: the partition frame, the run facts and its own options."""
+    """What a rule sees: the partition frame, the run facts and its own options; ``lock``, the
+    frame's lock-wait estimate as the facts took it (``lock_wait``)."""
 
     partitions: pd.DataFrame
     facts: RunFacts
@@ -87,6 +89,14 @@ class RuleContext:
     accounting: Accounting
     stages: pd.DataFrame
     options: dict[str, Any] = field(default_factory=dict)
+    lock: LockWait | None = None
+
+    def lock_wait(self) -> LockWait:
+        """The frame's ``estimate_lock_wait``: the one the facts took, else made now. (Made
+        once per analysis: on code that logs no lock wait, Phase 12 and pool-cache, it is the
+        per-GPU mutex queue solved call by call, two thirds of the analysis's time when each
+        rule made its own.)"""
+        return self.lock if self.lock is not None else estimate_lock_wait(self.partitions)
 
 
 class Rule:

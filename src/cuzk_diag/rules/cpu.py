@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cuzk_diag.facts import barrier_estimate, estimate_lock_wait, median, num
+from cuzk_diag.facts import barrier_estimate, median, num
 from cuzk_diag.records import Finding, Severity
 from cuzk_diag.rules.base import Option, Rule, RuleContext, calls_of, lines_of, ms, pct, register
 
@@ -115,7 +115,7 @@ class CpuCriticalPath(Rule):
         g = num(df, "gpu_total_ms")
         if not g.notna().any():
             return
-        lock = estimate_lock_wait(df)
+        lock = ctx.lock_wait()
         barrier, unaccounted, method = barrier_estimate(df, lock)
         prep, bg2 = num(df, "prep_msm_ms"), num(df, "b_g2_msm_ms")
         cpu = (prep + bg2.fillna(0)).where(prep.notna())

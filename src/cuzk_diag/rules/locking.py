@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cuzk_diag.facts import barrier_estimate, estimate_lock_wait, has, median, num
+from cuzk_diag.facts import barrier_estimate, has, median, num
 from cuzk_diag.records import Finding, Severity
 from cuzk_diag.rules.base import Option, Rule, RuleContext, calls_of, lines_of, ms, pct, register
 
@@ -111,7 +111,7 @@ class PreDestructorGap(Rule):
         if ratio < min_ratio:
             return
         hit = both & (pdm >= min_ratio * g)
-        lock = estimate_lock_wait(df)
+        lock = ctx.lock_wait()
         parts = {
             "lock_wait": float(lock.wait[hit].sum()),
             "cpu_residual": float(lock.cpu_residual[hit].sum()),
@@ -302,7 +302,7 @@ class LockWait(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         df = ctx.partitions
         o = ctx.options
-        lock = estimate_lock_wait(df)
+        lock = ctx.lock_wait()
         if not lock.known_any:
             return
         w = lock.wait

@@ -8,6 +8,7 @@ Everything here is computed from the partition frame (``records.PARTITION_SCHEMA
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -387,20 +388,43 @@ class _Queue:
         misfits = 0
         for m in np.unique(mutex[ok]):
             idx = np.flatnonzero(ok & (mutex == m))
-            free = best = -np.inf  # release of the call ahead; latest release among holders
+            idx = idx[np.argsort(req[idx], kind="stable")]
+            free = best = -math.inf  # release of the call ahead; latest release among holders
             pending: list[tuple[float, float]] = []  # heap: (acquisition, short release)
-            for i in idx[np.argsort(req[idx], kind="stable")].tolist():
-                r, h, c = req[i], hold[i], cap[i]
-                queued = max(r, free)
-                acq = min(queued, max(r, c - h))  # released after its GPU_END: it went earlier
+            # (The queue's values as Python floats, the results gathered in lists and stored
+            # once: a numpy array read or written one element at a time makes an object per
+            # access, three times the cost of the arithmetic; the same doubles either way.)
+            waits: list[float] = []
+            lows: list[float] = []
+            highs: list[float] = []
+            for r, h, s, c in zip(
+                req[idx].tolist(),
+                hold[idx].tolist(),
+                short[idx].tolist(),
+                cap[idx].tolist(),
+                strict=True,
+            ):
+                # (Each ``y if y > x else x`` is ``max(x, y)`` to the letter, and ``y if y < x
+                # else x`` is ``min(x, y)``, without a call: the loop runs once per call.)
+                queued = free if free > r else r  # max(r, free)
+                latest = c - h
+                latest = latest if latest > r else r  # max(r, c - h)
+                # released after its GPU_END: it went earlier (min(queued, latest))
+                acq = latest if latest < queued else queued
                 misfits += queued - acq > MISFIT_MS
                 free = acq + h
-                wait[i] = acq - r
+                w = acq - r
                 while pending and pending[0][0] <= r:  # calls that held the lock by now
-                    best = max(best, heapq.heappop(pending)[1])
-                low[i] = min(wait[i], max(0.0, best - r))
-                high[i] = max(wait[i], c - short[i] - r)
-                heapq.heappush(pending, (acq, acq + short[i]))
+                    done = heapq.heappop(pending)[1]
+                    best = done if done > best else best  # max(best, done)
+                behind = best - r
+                behind = behind if behind > 0.0 else 0.0  # max(0.0, best - r)
+                waits.append(w)
+                lows.append(behind if behind < w else w)  # min(w, behind)
+                last = c - s - r
+                highs.append(last if last > w else w)  # max(w, c - s - r)
+                heapq.heappush(pending, (acq, acq + s))
+            wait[idx], low[idx], high[idx] = waits, lows, highs
         return wait, low, high, misfits
 
 

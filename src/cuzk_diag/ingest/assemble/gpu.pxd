@@ -5,6 +5,7 @@ cimport cython
 from cuzk_diag.ingest.assemble.blocks cimport Block, _apply_line, closes, names_gpu
 from cuzk_diag.ingest.assemble.calls cimport Call
 from cuzk_diag.ingest.assemble.identity cimport bind_block
+from cuzk_diag.ingest.assemble.lockfit cimport gpu_free_at, lock_miss
 from cuzk_diag.ingest.assemble.state cimport State
 from cuzk_diag.ingest.parse.era cimport EraDetector
 

@@ -10,7 +10,6 @@ from typing import Any
 
 from cuzk_diag.event import Event
 from cuzk_diag.ingest.assemble.blocks import (
-    _ANON_MISS,
     _STAGE,
     STARTS_BLOCK,
     TOL_MS,
@@ -25,6 +24,7 @@ from cuzk_diag.ingest.assemble.calls import (
     _int0,
 )
 from cuzk_diag.ingest.assemble.identity import bind_block
+from cuzk_diag.ingest.assemble.lockfit import gpu_free_at, lock_miss
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.ingest.parse.era import EraDetector
 from cuzk_diag.records import (
@@ -78,25 +78,29 @@ def close_block(self: State, blk: Block) -> None:
         if blk.call is not None and not blk.confirmed and self._other_gpu_fits(blk):
             blk.doubt = True
         call: Call | None = blk.call  # (compiled, its attributes read as a struct's)
-        if call is not None and call.gpu is not None and call.start is not None:
+        if (
+            call is not None
+            and call.gpu is not None
+            and call.start is not None
+            and era.era not in ("unknown", "phase4-8", "phase9-11")
+        ):
             # No T7 to confirm it later: a block whose lock came when the GPU's previous
             # region (as bound) released it, not when its call arrived, was checked
             # against that region's call; when that call is a guess, so is this one.
-            prev = [
-                b
-                for b in self.recent_blocks
-                if b.call is not None and b.call.gpu == call.gpu and b.lock_hi < blk.lock_lo
-            ]
+            # (Code with T7 confirms it later: nothing to look for there.)
+            b: Block  # (the recent blocks: compiled, their fields read as a struct's)
+            held: Call | None  # (a recent block's call)
             p: Block | None = None  # (the first of the latest locks, as ``max`` by lock_lo)
-            for b in prev:
-                if p is None or b.lock_lo > p.lock_lo:
-                    p = b
+            for b in self.recent_blocks:
+                held = b.call
+                if held is not None and held.gpu == call.gpu and b.lock_hi < blk.lock_lo:
+                    if p is None or b.lock_lo > p.lock_lo:
+                        p = b
             ready = call.start + _int0(call.fields.get("setup_to_split_ms")) + 1
             if (
                 p is not None
                 and p.doubt
-                and self.era.era not in ("unknown", "phase4-8", "phase9-11")
-                and self._gpu_free_at(call.gpu, blk.lock_hi + TOL_MS, blk)[1]
+                and gpu_free_at(self, call.gpu, blk.lock_hi + TOL_MS, blk)[1]
                 > ready - self.CONTEST_MARGIN
             ):
                 blk.doubt = True
@@ -348,58 +352,24 @@ class GpuRegion(State):
 
     # -- binding blocks to calls ------------------------------------------------------------------
 
-    def _gpu_free_at(
-        self: State, gpu: int | None, before: float, exclude: Block
-    ) -> tuple[float, float]:
-        """Interval in which the GPU's mutex was last released before ``before``."""
-        if gpu is None:
-            return (-1e18, -1e18)
-        end = (-1e18, -1e18)
-        # Only the last few blocks can be the GPU's previous holder.
-        for b in list(self.recent_blocks)[-8:]:
-            c = b.call
-            if b is exclude or c is None or c.gpu != gpu or b.lock_hi >= 1e17:
-                continue
-            total = b.fields.get("mutex_held_ms", b.fields.get("gpu_total_ms"))
-            if not isinstance(total, int):
-                continue
-            if b.lock_hi < before and b.lock_lo + total > end[0]:
-                end = (b.lock_lo + total, b.lock_hi + total)
-        return end
+    # (lockfit.py's functions: compiled, C functions that closing a block and the re-binding by
+    # lock time call directly; the methods are theirs.)
+    _gpu_free_at = gpu_free_at
+    _lock_miss = lock_miss
 
-    def _lock_miss(self, blk: Block, c: Call) -> float:
-        """How far call ``c`` could not have taken ``blk``'s lock when the block says it did."""
-        if c.start is None:
-            return _ANON_MISS
-        if c.start > blk.lock_hi + TOL_MS:
-            return 1e9  # the block's lock came before the call began
-        named = blk.fields.get("d_a_cache_gpu", blk.fields.get("pool_threshold_gpu"))
-        if (
-            isinstance(named, int)
-            and c.gpu is not None
-            and named != c.gpu
-            and len(self.gpus_seen) > 1
-        ):
-            # One-time lines name the GPU (calls are routed per GPU once several GPUs show up).
-            return 1e9
-        lock = (blk.lock_lo + blk.lock_hi) / 2
-        ready = c.start + _int0(c.fields.get("setup_to_split_ms")) + 1
-        free_lo, free_hi = self._gpu_free_at(c.gpu, lock, blk)
-        e_lo, e_hi = max(ready, free_lo), max(ready, free_hi)
-        return max(0.0, blk.lock_lo - TOL_MS - e_hi, e_lo - blk.lock_hi - TOL_MS)
-
-    def _other_gpu_fits(self, blk: Block) -> bool:
+    def _other_gpu_fits(self: State, blk: Block) -> bool:
         """Could a call of another GPU have held this block's lock as well as its own call?
 
         (Calls of one GPU queue on its mutex first in, first out; between GPUs only the clock
         tells, and when it does not the block's call is a guess.)
         """
+        c: Call  # (the open calls: compiled, their fields read as a struct's)
         cur = blk.call
         if cur is None or cur.gpu is None:
             return False
         if blk.lock_lo <= -1e17 or blk.lock_hi >= 1e17:
             return False
-        mine = self._lock_miss(blk, cur)
+        mine = lock_miss(self, blk, cur)
         for c in self.calls:
             if c is cur or c.gpu is None or c.start is None or c.closed_out:
                 continue
@@ -407,7 +377,7 @@ class GpuRegion(State):
                 continue  # one GPU: its calls take the lock first in, first out
             if c.block is not None and (c.block.confirmed or c.block is blk):
                 continue
-            if self._lock_miss(blk, c) - mine < self.CONTEST_MARGIN:
+            if lock_miss(self, blk, c) - mine < self.CONTEST_MARGIN:
                 if c.block is not None:
                     c.block.doubt = True  # the two could be swapped either way
                 return True

@@ -18,6 +18,7 @@ from cuzk_diag.ingest.assemble.calls import (
     Call,
     Clock,
 )
+from cuzk_diag.ingest.assemble.lockfit import lock_miss
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
     Value,
@@ -68,17 +69,18 @@ def bind_block(self: State, blk: Block, ev: Event, kind: str, lo: Clock, hi: Clo
 class Identity(State):
     """Part of ``Assembler`` (see the package text)."""
 
-    def _bind_by_lock_time(self, blk: Block) -> None:
+    def _bind_by_lock_time(self: State, blk: Block) -> None:
         """Code without identity lines: re-bind a closed block to the call whose start (or its
         GPU's previous release) matches the block's lock time, found from its own values.
 
         A call already holding another unconfirmed block may swap with this one when that fits
         both blocks better.
         """
+        c: Call  # (the open calls: compiled, their fields read as a struct's)
         if blk.lock_lo <= -1e17 or blk.lock_hi >= 1e17 or blk.lock_hi - blk.lock_lo > 3000:
             return
         cur = blk.call
-        cur_miss = self._lock_miss(blk, cur) if cur is not None else _ANON_MISS
+        cur_miss = lock_miss(self, blk, cur) if cur is not None else _ANON_MISS
         best: tuple[float, int, Call] | None = None
         for c in self.calls:
             if c is cur or c.start is None or c.closed_out:
@@ -86,7 +88,7 @@ class Identity(State):
             other = c.block
             if other is not None and other.confirmed:
                 continue
-            gain = cur_miss - self._lock_miss(blk, c)
+            gain = cur_miss - lock_miss(self, blk, c)
             if (
                 other is not None
                 and other.lock_hi < 1e17
@@ -94,8 +96,8 @@ class Identity(State):
             ):
                 # Swap: the other block would move to this block's call (an open block too,
                 # once its lines have placed its lock on the clock).
-                back = self._lock_miss(other, cur) if cur is not None else _ANON_MISS
-                gain += self._lock_miss(other, c) - back
+                back = lock_miss(self, other, cur) if cur is not None else _ANON_MISS
+                gain += lock_miss(self, other, c) - back
             elif other is not None:
                 continue  # its open block has no lock time yet: it cannot also hold this lock
             if gain > 50 and (best is None or gain > best[0]):

@@ -352,11 +352,6 @@ class GpuRegion(State):
 
     # -- binding blocks to calls ------------------------------------------------------------------
 
-    # (lockfit.py's functions: compiled, C functions that closing a block and the re-binding by
-    # lock time call directly; the methods are theirs.)
-    _gpu_free_at = gpu_free_at
-    _lock_miss = lock_miss
-
     def _other_gpu_fits(self: State, blk: Block) -> bool:
         """Could a call of another GPU have held this block's lock as well as its own call?
 

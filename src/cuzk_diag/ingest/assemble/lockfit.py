@@ -18,8 +18,7 @@ from cuzk_diag.ingest.assemble.state import State
 
 
 def gpu_free_at(self: State, gpu: Any, before: float, exclude: Block) -> tuple[float, float]:
-    """Interval in which the GPU's mutex was last released before ``before``
-    (``GpuRegion._gpu_free_at``)."""
+    """Interval in which the GPU's mutex was last released before ``before``."""
     b: Block  # (compiled, its fields and its call's read as a struct's)
     c: Call | None
     if gpu is None:
@@ -43,8 +42,7 @@ def gpu_free_at(self: State, gpu: Any, before: float, exclude: Block) -> tuple[f
 
 
 def lock_miss(self: State, blk: Block, c: Call) -> float:
-    """How far call ``c`` could not have taken ``blk``'s lock when the block says it did
-    (``GpuRegion._lock_miss``)."""
+    """How far call ``c`` could not have taken ``blk``'s lock when the block says it did."""
     if c.start is None:
         return _ANON_MISS
     if c.start > blk.lock_hi + TOL_MS:

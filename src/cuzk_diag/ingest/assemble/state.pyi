@@ -58,8 +58,6 @@ class State:
     _commit_beam: Callable[..., None]
     _close_block: Callable[..., None]
     _release: Callable[..., None]
-    _gpu_free_at: Callable[..., tuple[float, float]]
-    _lock_miss: Callable[..., float]
     _other_gpu_fits: Callable[..., bool]
     _bind_by_lock_time: Callable[..., None]
     _by_clock: Callable[..., list[Call]]

@@ -24,10 +24,12 @@ TIME_BIN = "/usr/bin/time"
 MB = 1_000_000  # file sizes and throughput: decimal MB, as the simulator reports them
 MIB = 1024 * 1024  # peak RSS: /usr/bin/time reports KiB, shown as MiB
 
+#: The simulated code era of the benchmark's logs (``ensure_log(era=...)`` takes another).
+ERA = "main"
 #: Fixed simulator parameters: a realistic main-era run, 2 GPUs x 2 workers, 4 proofs in flight.
 SIM_ARGS = [
     "--era",
-    "main",
+    ERA,
     "--gpus",
     "2",
     "--gw",
@@ -45,17 +47,27 @@ class BenchError(RuntimeError):
     """A benchmark could not be set up (missing tool, failed generation)."""
 
 
-def log_name(mb: int) -> str:
+def log_name(mb: int, era: str = ERA) -> str:
     """Cache file name: every simulator parameter is in it, so a change of parameters misses."""
-    return f"sim-main-g2-gw2-p20-j4-s1-{mb}mb.log"
+    return f"sim-{era}-g2-gw2-p20-j4-s1-{mb}mb.log"
+
+
+def sim_args(era: str = ERA) -> list[str]:
+    """``SIM_ARGS`` for logs of ``era``."""
+    return [era if i == 1 else a for i, a in enumerate(SIM_ARGS)]
 
 
 def ensure_log(
-    mb: int, out_dir: Path, regen: bool = False, env: dict[str, str] | None = None
+    mb: int,
+    out_dir: Path,
+    regen: bool = False,
+    env: dict[str, str] | None = None,
+    era: str = ERA,
 ) -> Path:
-    """A simulated log of at least ``mb`` MB in ``out_dir``, generated once and then reused."""
+    """A simulated log of ``era`` (the code version's era) of at least ``mb`` MB in
+    ``out_dir``, generated once and then reused."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / log_name(mb)
+    path = out_dir / log_name(mb, era)
     if path.exists() and not regen and path.stat().st_size >= mb * MB:
         print(
             f"reusing {path.relative_to(REPO) if path.is_relative_to(REPO) else path} "
@@ -63,7 +75,7 @@ def ensure_log(
             file=sys.stderr,
         )
         return path
-    cmd = [sys.executable, "-m", "cuzk_diag.model.daemon", *SIM_ARGS, "--target-mb", str(mb)]
+    cmd = [sys.executable, "-m", "cuzk_diag.model.daemon", *sim_args(era), "--target-mb", str(mb)]
     print(f"generating {path.name}: {' '.join(['python', *cmd[1:]])} -o FILE", file=sys.stderr)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".part", dir=out_dir)
     os.close(fd)

@@ -364,6 +364,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--regen", action="store_true", help="regenerate the cached logs")
     ap.add_argument(
+        "--era",
+        default="main",
+        help="the simulated logs' code era, one of the simulator's (cuzk_diag.model.daemon.ERAS; "
+        "default main: the targets' log)",
+    )
+    ap.add_argument(
         "--large-mb",
         type=int,
         default=None,
@@ -428,14 +434,14 @@ def main(argv: list[str] | None = None) -> int:
                 "build": build_kind(baseline_env),
             }
             info["baseline"] = base
-        log = ensure_log(args.mb, out, args.regen, env)
+        log = ensure_log(args.mb, out, args.regen, env, args.era)
         print(f"main run: {len(tools)} tools × {reps} on {log.name}", file=sys.stderr)
         res = measure(tools, log, reps, work, f"{args.mb}mb", env, baseline_env)
         small: dict[str, Measure] | None = None
         small_mb = max(1, args.mb // 5)
         if not args.no_scaling:
             sc_tools = [t for t in SCALING_TOOLS if t in tools]
-            small_log = ensure_log(small_mb, out, args.regen, env)
+            small_log = ensure_log(small_mb, out, args.regen, env, args.era)
             print(
                 f"scaling run: {len(sc_tools)} tools × {reps} on {small_log.name}", file=sys.stderr
             )
@@ -444,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
         large_mb = args.large_mb if args.large_mb is not None else (0 if args.quick else 1000)
         if large_mb > 0:
             lg_tools = [t for t in LARGE_TOOLS if t in tools]
-            large_log = ensure_log(large_mb, out, args.regen, env)
+            large_log = ensure_log(large_mb, out, args.regen, env, args.era)
             print(f"large run: {len(lg_tools)} tools × 1 on {large_log.name}", file=sys.stderr)
             large = measure(lg_tools, large_log, 1, work, f"{large_mb}mb", env)
     except BenchError as exc:

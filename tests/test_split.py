@@ -58,7 +58,7 @@ class _HereCall:
         except Exception as exc:
             self.error = exc
 
-    def result(self) -> Any:
+    def result(self, *, keep: bool = False) -> Any:
         if self.error is not None:
             raise self.error
         return self.value
@@ -567,6 +567,38 @@ def test_a_child_started_early_takes_its_call_later_and_an_unused_one_is_stopped
     assert idle.proc.returncode is not None  # stopped and reaped
 
 
+def test_a_child_kept_after_its_result_takes_calls_in_turn(tmp_path: Path) -> None:
+    """A child whose result is taken with ``keep`` waits for the next call (one interpreter's
+    imports for the parts of several files); without ``keep``, or after an error, it is
+    stopped."""
+    log = tmp_path / "lines.log"
+    log.write_bytes(b"a\nbb\nccc\n" * 1000)
+    size = log.stat().st_size
+    child = parallel.waiting_child()
+    try:
+        assert parallel.call_in_child(count_lines, str(log), size, child=child) is child
+        with pytest.raises(AssertionError, match="one call at a time"):
+            child.call(count_lines, (str(log), size), {})
+        assert child.result(keep=True) == 3000
+        assert child.proc.poll() is None  # waiting for its next call
+        pid = child.proc.pid
+        parallel.call_in_child(count_lines, str(log), 9, child=child, needs_pandas=False)
+        assert child.result(keep=True) == 3 and child.proc.pid == pid
+        with pytest.raises(AssertionError, match="pandas was refused"):
+            child.call(count_lines, (str(log), size), {})
+        parallel.call_in_child(
+            count_lines, str(tmp_path / "gone.log"), 9, child=child, needs_pandas=False
+        )
+        with pytest.raises(InputError, match="gone.log"):
+            child.result(keep=True)
+        assert child.proc.returncode is not None  # an error stops it: its state is unknown
+        again = parallel.call_in_child(count_lines, str(log), size)
+        assert again.result() == 3000
+        assert again.proc.returncode is not None  # stopped and reaped
+    finally:
+        child.close()
+
+
 def test_a_childs_reply_is_handed_over_not_kept(tmp_path: Path) -> None:
     """``result`` hands the value over once: a progress callback that refers back to what holds
     the call (a cycle) must not keep a part's records and lines until a full collection."""
@@ -814,7 +846,8 @@ def test_rotated_files_through_the_cli_with_real_children(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``analyze a.log b.log``, as a user runs it on rotated files: the report of one
-    process, each file's later part assembled by a child interpreter."""
+    process, each file's later part assembled by a child interpreter, one for both files (it
+    takes the second file's part once its first is taken)."""
     log = _sim_log(tmp_path, 3.0, seed=6)
     names = _rotated(log, [0.5], tmp_path)
     _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
@@ -827,7 +860,7 @@ def test_rotated_files_through_the_cli_with_real_children(
         )
         assert res.exit_code == 0, res.output
         reports.append(out.read_text())
-    assert parallel.ChildCall.started == started + 2
+    assert parallel.ChildCall.started == started + 1
     assert split.outcomes["adopted"] == adopted + 2
     assert reports[0] == reports[1]
     assert json.loads(reports[1])["accounting"]["sources"] == names

@@ -279,8 +279,10 @@ def parse_window_in_child(
 
 
 class ChildCall:
-    """A child interpreter for one call: started at once (its imports run meanwhile), then
-    given ``func(*args, **kwargs)`` by ``call`` (``call_in_child``)."""
+    """A child interpreter for calls: started at once (its imports run meanwhile), then given
+    ``func(*args, **kwargs)`` by ``call`` (``call_in_child``). A child whose result was taken
+    with ``keep`` waits for another call (the parts of rotated files, one after another: an
+    interpreter's imports are paid once); ``close`` stops it."""
 
     started = 0  # interpreters started by this process (tests)
 
@@ -291,6 +293,7 @@ class ChildCall:
         self.reply: tuple[str, Any] | None = None
         self.reader: threading.Thread | None = None
         self.taken = False  # (the reply was handed over by ``result``)
+        self.pandas = True  # (False once a call refused it: for good, in that interpreter)
 
     def call(
         self,
@@ -301,14 +304,16 @@ class ChildCall:
         *,
         needs_pandas: bool = True,
     ) -> ChildCall:
-        """Give the child its call (once); without ``needs_pandas``, the child makes it
-        ``without_pandas``."""
-        assert self.reader is None, "one call per child"
-        assert self.proc.stdin is not None
-        self.progress = progress
+        """Give the child its call (its first, or the next once the last one's result was
+        taken with ``keep``); without ``needs_pandas``, the child makes it ``without_pandas``."""
+        assert self.reader is None or self.taken, "one call at a time"
+        assert self.pandas or not needs_pandas, "pandas was refused in this child"
+        assert self.proc.stdin is not None and not self.proc.stdin.closed
+        self.progress, self.reply, self.taken = progress, None, False
+        self.pandas = self.pandas and needs_pandas
         try:
             send(self.proc.stdin, (func, args, kwargs, progress is not None, needs_pandas))
-            self.proc.stdin.close()
+            self.proc.stdin.flush()
         except OSError:
             pass  # the child ended at once: result() says so
         # Its messages are read as they come, so that its progress shows while this process
@@ -338,25 +343,31 @@ class ChildCall:
         """Whether the call's messages may still come (its reply is not in)."""
         return self.reader is not None and self.reader.is_alive()
 
-    def result(self) -> Any:
-        """The call's value; its error raised here (``as_sendable``)."""
+    def result(self, *, keep: bool = False) -> Any:
+        """The call's value; its error raised here (``as_sendable``). The child is stopped,
+        but with ``keep`` after a value: it then waits for another ``call``."""
         assert self.reader is not None, "result before call"
         assert not self.taken, "one result per call"
         self.reader.join()
-        self.close()
-        if self.reply is None:
-            raise ended_early(self.proc)
         # Handed over, not kept: a caller's progress callback often refers back to what holds
         # this call (a cycle), which would keep the value alive until a full collection.
-        (kind, value), self.reply, self.taken = self.reply, None, True
+        reply, self.reply, self.taken, self.progress = self.reply, None, True, None
+        if not keep or reply is None or reply[0] == "error":
+            self.close()
+        if reply is None:
+            raise ended_early(self.proc)
+        kind, value = reply
         if kind == "error":
             raise value
         return value
 
     def close(self) -> None:
         """Stop the child (if it still runs, called or not) and reap it."""
-        if self.reader is None and self.proc.stdin is not None:
-            self.proc.stdin.close()
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass  # (its pipe is broken: the child is gone)
         stop_child(self.proc)
         if self.reader is not None:
             self.reader.join(timeout=5)
@@ -405,30 +416,40 @@ def as_sendable(exc: Exception) -> Exception:
 
 
 def call_main() -> int:
-    """The child of ``call_in_child``: one call read from stdin, its result written to stdout."""
+    """The child of ``call_in_child``: calls read from stdin one after another, each one's
+    result written to stdout, until stdin ends."""
     child_setup()
     out = sys.stdout.buffer
-    sys.stdout = sys.stderr  # (a print in the call must not break the message)
-    try:
-        msg = recv(sys.stdin.buffer)
-        if msg is None:
+    sys.stdout = sys.stderr  # (a print in a call must not break the message)
+    calls = 0
+    while True:
+        try:
+            msg = recv(sys.stdin.buffer)
+        except Exception as exc:  # (a call that does not unpickle: said, and no other read)
+            send(out, ("error", as_sendable(exc)))
+            out.flush()
             return 1
-        func, args, kwargs, wants_progress, needs_pandas = msg
-        if not needs_pandas:
-            without_pandas()
-        if wants_progress:
+        if msg is None:
+            return 0 if calls else 1  # (stopped before a call: nothing to say)
+        calls += 1
+        reply: tuple[str, Any]
+        try:
+            func, args, kwargs, wants_progress, needs_pandas = msg
+            if not needs_pandas:
+                without_pandas()
+            if wants_progress:
 
-            def progress(n: int) -> None:
-                send(out, ("progress", n))
-                out.flush()
+                def progress(n: int) -> None:
+                    send(out, ("progress", n))
+                    out.flush()
 
-            kwargs["progress"] = progress
-        reply: tuple[str, Any] = ("ok", func(*args, **kwargs))
-    except Exception as exc:
-        reply = ("error", as_sendable(exc))
-    send(out, reply)
-    out.flush()
-    return 0
+                kwargs["progress"] = progress
+            reply = ("ok", func(*args, **kwargs))
+        except Exception as exc:
+            reply = ("error", as_sendable(exc))
+        send(out, reply)
+        out.flush()
+        del msg, reply  # (the call's arguments and value are not held while waiting)
 
 
 if __name__ == "__main__":

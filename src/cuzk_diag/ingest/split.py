@@ -116,18 +116,24 @@ def stream_files(
     ``ready``)."""
     sizes = [os.path.getsize(name) for name in names]
 
-    def children_for(k: int) -> list[parallel.ChildCall]:
-        """Children for the later parts of file ``k``, started now (their imports run while
-        the file before it is read)."""
+    def need(k: int) -> int:
+        """The children of file ``k``'s later parts (none for a file read here)."""
         if k >= len(names) or sizes[k] < MIN_BYTES:
-            return []
-        return [parallel.waiting_child() for _ in range(part_count(sizes[k], jobs, WARM_BYTES) - 1)]
+            return 0
+        return part_count(sizes[k], jobs, WARM_BYTES) - 1
 
-    ready: list[parallel.ChildCall] = []
+    # Children free for the next file's parts: those whose parts of this file were taken come
+    # back (``stream_split``'s ``spare``), so that rotated files pay an interpreter's imports
+    # once (3 children started for 4 files cost 1.3 s of CPU on two cores); those the next
+    # file needs beyond them start as this file begins (their imports run meanwhile).
+    idle: list[parallel.ChildCall] = []
+    early: list[parallel.ChildCall] = []
     try:
         for k, name in enumerate(names):
             last = k == len(names) - 1
-            mine, ready = ready, children_for(k + 1)
+            mine, idle = idle + early, []
+            more = need(k + 1) - max(need(k), len(mine))
+            early = [parallel.waiting_child() for _ in range(more)]
             if sizes[k] >= MIN_BYTES:
                 yield from stream_split(
                     name,
@@ -140,13 +146,13 @@ def stream_files(
                     source=k,
                     last=last,
                     ready=mine,
+                    spare=idle,
                 )
             else:
-                for child in mine:
-                    child.close()
+                idle = mine
                 yield from _read_here(name, k, last, ingest, deliver, progress)
     finally:
-        for child in ready:
+        for child in (*idle, *early):
             child.close()
 
 
@@ -284,6 +290,7 @@ def stream_split(
     source: int = 0,
     last: bool = True,
     ready: list[parallel.ChildCall] | None = None,
+    spare: list[parallel.ChildCall] | None = None,
 ) -> Iterator[Any]:
     """The records of ``name`` through ``ingest`` (an ``stream.Ingest`` whose input ``source``
     it is, the ``last`` of the run's; the state of the ones before it is the ingest's) in
@@ -299,12 +306,14 @@ def stream_split(
     state at the file's end (of this process, or handed over by the child of its last
     part). ``ready``: children started earlier (``parallel.waiting_child``) for its parts,
     which it takes (the file is then cut with ``READY_LEAD``); those it does not need, it
-    stops."""
+    stops, or with ``spare`` (a list) puts there, with each child whose part it took: the
+    children free for another file's parts (which ``spare``'s owner stops in the end)."""
     warm = WARM_BYTES if warm is None else warm
     chunk_size = CHUNK_BYTES if chunk_size is None else chunk_size
     size = os.path.getsize(name)
     split = _Split(name, size, ingest, deliver, progress, warm, chunk_size, tables, source, last)
     split.ready = list(ready or [])
+    split.spare = spare
     if at is None:
         lead = READY_LEAD if ready else 3.0
         at = cuts(name, size, part_count(size, jobs, warm), warm, share, lead)
@@ -340,6 +349,7 @@ class _Split:
         self.tables, self.source, self.last = tables, source, last
         self.bounds: list[int | None] = [0, None]
         self.ready: list[parallel.ChildCall] = []  # children started before, for the parts
+        self.spare: list[parallel.ChildCall] | None = None  # where children free again go
         self.children: dict[int, parallel.ChildCall] = {}  # part -> the child reading it
         self.waiting: dict[int, parallel.ChildCall] = {}  # part -> its child, started early
         self.started = False
@@ -369,8 +379,7 @@ class _Split:
             for i in range(1, len(self.bounds) - 1):
                 if self.chunk_size < self.start(i) < self.size:
                     self.waiting[i] = self.ready.pop() if self.ready else parallel.waiting_child()
-            for child in self.ready:
-                child.close()
+            self.let_go(self.ready)
             self.ready.clear()
             if self.source > 0:
                 # A later file of the run: the run facts of the files before it are the
@@ -402,6 +411,14 @@ class _Split:
             for child in (*self.children.values(), *self.waiting.values(), *self.ready):
                 child.close()
 
+    def let_go(self, children: Sequence[parallel.ChildCall]) -> None:
+        """Children this file's parts are done with: into ``spare``, else stopped."""
+        for child in children:
+            if self.spare is not None:
+                self.spare.append(child)
+            else:
+                child.close()
+
     def start_children(self, floor: int) -> None:
         """A child for each part that begins after ``floor`` (the first chunk)."""
         self.started = True
@@ -425,8 +442,7 @@ class _Split:
                     last=self.last,
                     guard=self.ingest.guard is not None,
                 )
-        for child in self.waiting.values():
-            child.close()  # (its part begins in the first chunk: read here)
+        self.let_go(list(self.waiting.values()))  # (their parts begin in the first chunk)
         self.waiting.clear()
 
     def heard(self, i: int, news: int | Handover | Batch) -> None:
@@ -459,10 +475,12 @@ class _Split:
             self.batches.pop(i, None)
             return None
         try:
-            part: Part = child.result()
+            part: Part = child.result(keep=self.spare is not None)
         except Exception:
             self.batches.pop(i, None)
             return None  # (an error of the input is met again when read here, and raised)
+        if self.spare is not None:
+            self.let_go([self.children.pop(i)])  # (its call done: free for another file's)
         sent = self.batches.pop(i, [])
         if len(sent) != part.sent:
             return None  # (records lost on the way: read here)

@@ -495,3 +495,37 @@ def test_the_line_table_leaves_a_cpu_to_the_parquet_writer(
     res = run(["export", "--lines", str(LOG), "-o", str(tmp_path / f"l.{suffix}"), "-q"])
     assert res.exit_code == 0, res.output
     assert asked == [jobs]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_every_batch_of_a_streamed_export_carries_the_runs_era(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    """The batches a streamed export writes before the run ends carry the era the log showed
+    by then (here from its first call on), not ``unknown``: a log of more records than a
+    batch holds, written a few records at a time, in every format, read by one process and,
+    cut in two, by two."""
+    from cuzk_diag.ingest import split
+    from cuzk_diag.writers import PartitionSink
+
+    monkeypatch.setattr(PartitionSink, "BATCH", 4)
+    monkeypatch.setattr(split, "MIN_BYTES", 1 << 16)
+    monkeypatch.setattr(split, "WARM_BYTES", 1 << 14)
+    monkeypatch.setattr(split, "CHUNK_BYTES", 1 << 13)
+    splits = sum(split.outcomes.values())
+    for era in ("main", "pool-cache", "phase12"):
+        log, _expected, truth = _sim_log(tmp_path, f"{era}.log", era=era, proofs=4, seed=3)
+        assert log.stat().st_size > split.MIN_BYTES  # (cut in two with --jobs 2)
+        for suffix in (".parquet", ".csv", ".jsonl"):
+            out = tmp_path / f"{era}-{jobs}{suffix}"
+            res = run(["export", str(log), "-o", str(out), "-q", "--jobs", jobs])
+            assert res.exit_code == ExitCode.OK, res.output
+            if suffix == ".parquet":
+                eras = pq.read_table(out).column("era").to_pylist()
+            elif suffix == ".csv":
+                eras = pacsv.read_csv(out).column("era").to_pylist()
+            else:
+                eras = [json.loads(line)["era"] for line in out.read_text().splitlines()]
+            assert len(eras) == len(truth) > 3 * PartitionSink.BATCH, (era, suffix)
+            assert set(eras) == {era}, (era, suffix, jobs)
+    assert (sum(split.outcomes.values()) > splits) == (jobs == "2")

@@ -601,6 +601,7 @@ def _adopt(
         note_run_info(ingest.info, ev)
     for k, line in part.era_added:
         asm.era.markers.setdefault(k, line)
+    asm.era.apply(ingest.info)  # (the era so far, as ``Ingest.events`` keeps it)
 
 
 __all__ = [

@@ -143,10 +143,14 @@ class Ingest:
         return self._numbered(self.asm.finish())
 
     def events(self, events: Sequence[Event]) -> list[Any]:
-        """Assemble parsed events (of the current input)."""
+        """Assemble parsed events (of the current input). The run facts' era is the one the
+        lines so far show: what a streamed export writes for the records out so far (its
+        batches are written before the run ends, ``writers.PartitionSink``)."""
         if self.guard is not None:
             self.guard.feed(events)
-        return self._numbered(self.asm.feed_many(events))
+        out = self._numbered(self.asm.feed_many(events))
+        self.asm.era.apply(self.info)
+        return out
 
     def _numbered(self, out: list[Any]) -> list[Any]:
         if not self.shift:

@@ -181,6 +181,34 @@ def test_closing_gpu_region_swaps_with_an_open_one_its_clock_fits() -> None:
     assert res["gpu_ok"] == 16, res["diffs"]
 
 
+@pytest.mark.parametrize("era", ["pool-cache", "phase12"])
+def test_a_call_a_swap_gives_a_closed_region_is_emitted_when_its_lines_are_in(era: str) -> None:
+    """A region closing bound to a call whose clock it does not fit swaps calls with the
+    region the clock fits (above); the call it leaves then holds a region that may have closed
+    already, and its record is due as soon as its own lines are in, not at the end of the log
+    (open calls hold memory, keep records from live mode, and a call open long stops
+    ``--jobs`` from cutting the log: ``split.open_since``). Code without T17 lines, 2 GPUs x
+    gw=2, six seeds in which such swaps happen."""
+    from cuzk_diag.ingest.assemble import Assembler
+    from cuzk_diag.ingest.parse import LineParser
+
+    for seed in range(6):
+        sim = simulate(SimConfig(era=era, n_gpus=2, gw=2, proofs=6, concurrency=4, seed=seed))
+        assert sim.data is not None
+        acc = Accounting()
+        asm, parser = Assembler(acc), LineParser(0, acc, full=False)
+        out = asm.feed_many(parser.feed_parts(sim.data).events())
+        out += asm.feed_many(parser.close())
+        due = [
+            c.seq
+            for c in asm.calls
+            if c.ended and c.block is not None and c.block.closed and "async_dealloc" in c.kinds
+        ]
+        assert due == [], (era, seed)
+        out += asm.finish()
+        assert len([r for r in out if type(r) is dict]) == len(sim.truth), (era, seed)
+
+
 def test_stderr_only_log_gives_one_record_per_call() -> None:
     sim = simulate(
         SimConfig(era="main", gw=2, n_gpus=1, proofs=2, concurrency=2, seed=5, streams="stderr")

@@ -73,7 +73,11 @@ def close_block(self: State, blk: Block) -> None:
         self._doubt(blk.gaps[0])
     if blk.has_t10 and "prestage_setup" not in blk.fields:
         blk.fields["prestage_setup"] = "silent"
+    # The call the block leaves when the clock binds it to another (a swap gives it that
+    # call's block, which may have closed already: its record may then be due, as below).
+    left: Call | None = None
     if not blk.has_t17 and not blk.confirmed:
+        left = blk.call
         self._bind_by_lock_time(blk)
         if blk.call is not None and not blk.confirmed and self._other_gpu_fits(blk):
             blk.doubt = True
@@ -131,6 +135,8 @@ def close_block(self: State, blk: Block) -> None:
             self._emit_orphan_block(old)
     if blk.call is not None:
         self._maybe_emit(blk.call)
+    if left is not None and left is not blk.call:
+        self._maybe_emit(left)
 
 
 def extend_beam(

@@ -209,6 +209,38 @@ def test_a_call_a_swap_gives_a_closed_region_is_emitted_when_its_lines_are_in(er
         assert len([r for r in out if type(r) is dict]) == len(sim.truth), (era, seed)
 
 
+def test_a_region_no_call_took_goes_to_its_settled_call_before_the_end() -> None:
+    """A closed GPU region that no TIMELINE call took goes, as at the end of the log, to the
+    oldest call still without a region that started before its lock (``emit``), as soon as
+    that call's GPU_END printed (its own region can no longer come) and no older such region
+    waits: the pair is not left open to the end. Pool-cache code, 2 GPUs x gw=2, 12 proofs,
+    the seeds in which such pairs were left open."""
+    from cuzk_diag.ingest.assemble import Assembler
+    from cuzk_diag.ingest.parse import LineParser
+
+    for seed in (4, 6, 18):
+        sim = simulate(
+            SimConfig(era="pool-cache", n_gpus=2, gw=2, proofs=12, concurrency=4, seed=seed)
+        )
+        assert sim.data is not None
+        acc = Accounting()
+        asm, parser = Assembler(acc), LineParser(0, acc, full=False)
+        out = asm.feed_many(parser.feed_parts(sim.data).events())
+        out += asm.feed_many(parser.close())
+        waiting = [
+            c.seq
+            for c in asm.calls
+            if c.job_id is None
+            and c.block is not None
+            and c.block.closed
+            and asm._blockless_call(c.block) is not None
+        ]
+        assert waiting == [], seed
+        assert len(asm.calls) <= 3, seed  # (the last calls, whose lines end with the log)
+        out += asm.finish()
+        assert len([r for r in out if type(r) is dict]) == len(sim.truth), seed
+
+
 def test_stderr_only_log_gives_one_record_per_call() -> None:
     sim = simulate(
         SimConfig(era="main", gw=2, n_gpus=1, proofs=2, concurrency=2, seed=5, streams="stderr")

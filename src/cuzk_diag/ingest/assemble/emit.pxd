@@ -9,6 +9,7 @@ cdef frozenset _RECORD_COLUMNS
 cdef dict _NO_FIELDS
 
 cdef _into_record(dict src, dict rec, dict extra)
+cdef bint _owner_settled(State self, Call call)
 
 # ``maybe_emit`` and ``emit`` (``Emission._maybe_emit`` and ``_emit``) as C functions: cpu.pxd,
 # timeline.pxd and the module itself call them directly.

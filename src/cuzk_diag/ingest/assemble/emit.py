@@ -59,6 +59,17 @@ def maybe_emit(self: State, call: Call) -> None:
     if blk is None or not blk.closed:
         if call.status != "failed":
             return
+    if (
+        call.job_id is None
+        and self.timeline_calls
+        and blk is not None
+        and _owner_settled(self, call)
+    ):
+        # A region no TIMELINE call took, closed, and the call it goes to is settled: as at
+        # the end of the log (``emit``), now (a pair left open to the end holds memory, keeps
+        # its record from live mode, and stops ``--jobs`` from cutting the log).
+        emit(self, call)
+        return
     if "async_dealloc" not in call.kinds and call.status != "failed":
         # T8 (and, from Phase 12 on, T3) come after GPU_END; wait for them unless the worker
         # has moved on twice since (then they are not coming for this call).
@@ -69,6 +80,24 @@ def maybe_emit(self: State, call: Call) -> None:
         if later < 2:
             return
     emit(self, call)
+
+
+def _owner_settled(self: State, call: Call) -> bool:
+    """Would ``emit`` give the closed region of ``call`` (a call formed from C++ lines alone in
+    a log with TIMELINE calls) to the same TIMELINE call now as at the end of the log? It gives
+    it to the oldest call still without a region that started before its lock
+    (``_blockless_call``); that call is settled once its GPU_END printed (its region can no
+    longer come), and the choice is the end's when no older such region waits (the end gives
+    them theirs oldest first)."""
+    c: Call
+    for c in self.calls:
+        if c is call:
+            break
+        if c.job_id is None and c.block is not None and not c.emitted:
+            return False  # an older region without a call chooses first
+    blk = call.block
+    owner = self._blockless_call(blk) if blk is not None else None
+    return owner is not None and owner.ended
 
 
 def emit(self: State, call: Call) -> None:

@@ -103,6 +103,12 @@ def end_call(self: State, job: str, part: MaybeInt, f: dict[str, Value], ev: Eve
     if isinstance(gpu_ms, int):
         self._confirm_by_t7(call, gpu_ms)
     maybe_emit(self, call)
+    if call.block is None and self.timeline_calls:
+        # Ended without a region of its own: a closed region no call took may be its now.
+        c: Call
+        for c in list(self.calls):
+            if c.job_id is None and c.block is not None and c.block.closed:
+                maybe_emit(self, c)
 
 
 #: Tracing kinds that tell about calls, as numbers (as ``_TL_KINDS``).

@@ -97,11 +97,19 @@ _KEYS = [
     "total_start_fn_ms",
     "b_g2_msm_ms",
     "num_circuits",
+    "prestage_setup",
+    "host_register",
+    "domain",
+    "lot_of_memory",
+    "err",
+    "free_mib",
+    "total_mib",
     "bogus",
 ]
 _VALUES = st.one_of(
     st.integers(-(10**20), 10**20).map(str),
     st.sampled_from(["", "+5", "007", "-0", "٣", "1.5", "x", "5ms", "9" * 19, " 5"]),
+    st.sampled_from(["ok", "skip_vram", "fallback", "ok2", "okx", "Ok"]),
 )
 _SEP = st.sampled_from([" ", " ", " ", "  ", "\t", ","])
 
@@ -110,6 +118,8 @@ _SEP = st.sampled_from([" ", " ", " ", "  ", "\t", ","])
 def timing_lines(draw: st.DrawFn) -> str:
     n = draw(st.integers(1, 4))
     parts = [f"{draw(st.sampled_from(_KEYS))}={draw(_VALUES)}" for _ in range(n)]
+    if draw(st.integers(0, 4)) == 0:
+        parts.insert(0, draw(st.sampled_from(["prestage_vram", "prestage_vram=", "word"])))
     body = "".join(draw(_SEP) + p for p in parts)[1:]
     return (
         draw(st.sampled_from(["CUZK_TIMING: ", "CUZK_TIMING:  "]))
@@ -153,6 +163,44 @@ def timeline_lines(draw: st.DrawFn) -> str:
 @given(st.lists(st.one_of(timing_lines(), ntt_h_lines(), timeline_lines()), min_size=1))
 def test_mutated_lines_parse_the_same_in_bulk(lines: list[str]) -> None:
     _check(lines)
+
+
+def test_the_format_strings_that_print_a_word_are_read_in_bulk() -> None:
+    """The ``CUZK_TIMING:`` lines that print a word (``prestage_setup=ok``, ``=skip_vram``,
+    ``=fallback``, ``host_register=fallback``) and T10's ``prestage_vram`` with its bare word
+    are read in bulk in their exact form, as the per-line parser reads them; near forms (another
+    word, a word with a digit, a missing or extra key, a sign, a word where a number goes) are
+    left to it."""
+    exact = [
+        "CUZK_TIMING: prestage_vram free_mib=15174 usable_mib=14662 need_da_mib=4096 "
+        "need_dbc_mib=8192 total_mib=12288",
+        "CUZK_TIMING: prestage_setup=ok domain=134217728 lot_of_memory=1",
+        "CUZK_TIMING: prestage_setup=ok domain=134217728 lot_of_memory=1 sync_ms=2 trim_ms=0 "
+        "alloc_ms=9 upload_ms=7 total_ps_ms=18",
+        "CUZK_TIMING: prestage_setup=fallback err=2",
+        "CUZK_TIMING: prestage_setup=skip_vram",
+        "CUZK_TIMING: host_register=fallback err=700",
+    ]
+    near = [
+        "CUZK_TIMING: prestage_vram free_mib=1 usable_mib=1 need_da_mib=1 need_dbc_mib=1",
+        "CUZK_TIMING: prestage_vram  free_mib=1 usable_mib=1 need_da_mib=1 need_dbc_mib=1 "
+        "total_mib=1",
+        "CUZK_TIMING: prestage_setup=ok domain=1",
+        "CUZK_TIMING: prestage_setup=ok domain=1 lot_of_memory=x",
+        "CUZK_TIMING: prestage_setup=ok2 domain=1 lot_of_memory=1",
+        "CUZK_TIMING: prestage_setup=okay domain=1 lot_of_memory=1",
+        "CUZK_TIMING: prestage_setup=fallback err=-2",
+        "CUZK_TIMING: prestage_setup=skip_vram extra=1",
+        "CUZK_TIMING: prestage_setup=skip_vram ",
+        "CUZK_TIMING: prestage_setup=",
+        "CUZK_TIMING: host_register=ok err=1",
+        "CUZK_TIMING: prep_msm_ms=ok",
+    ]
+    assert _check(exact) == len(exact)
+    _check(near)
+    index = np.arange(len(near))
+    taken = parse_fixed(pa.array(near, pa.string()), index, 1, 0, np.zeros(len(near), bool))
+    assert taken == [None] * len(near)
 
 
 def test_edge_lines_parse_the_same_in_bulk() -> None:

@@ -537,7 +537,17 @@ def _chunk_lines(draw: st.DrawFn) -> list[str]:
         _JOBS,
         st.sampled_from(["porep", 'a"b', "c\\d", "e\x01f"]),
     )
-    other = st.sampled_from([_TRACING, "", "garbage \x00 line", "CUZK_TIMING: prestage_vram"])
+    other = st.sampled_from(
+        [
+            _TRACING,
+            "",
+            "garbage \x00 line",
+            "CUZK_TIMING: prestage_vram",
+            "CUZK_TIMING: prestage_setup=skip_vram",
+            "CUZK_TIMING: prestage_setup=ok domain=134217728 lot_of_memory=1",
+            "CUZK_TIMING: host_register=fallback err=2",
+        ]
+    )
     torn = st.just("TIMELINE,9,GPU_END,j2,worker=1,gpu")  # its end is on the next line
     return draw(
         st.lists(
@@ -553,23 +563,26 @@ def _chunk_lines(draw: st.DrawFn) -> list[str]:
 def test_the_line_table_from_columns_equals_the_one_from_events(lines: list[str], cut: int) -> None:
     """``chunk_lines`` (fixed-form lines straight from their columns) gives the rows
     ``_batch`` gives from the events, in the same order, across two chunks (a TIMELINE line
-    torn at the cut is joined with the next chunk's first line)."""
+    torn at the cut is joined with the next chunk's first line); the C++ and TIMELINE lines
+    read in bulk as in the compiled build (a form whose values are all words among them)."""
     import pyarrow as pa
 
-    from cuzk_diag.ingest.parse import LineParser
+    from cuzk_diag.ingest.parse import LineParser, columnar
     from cuzk_diag.linetable import _batch, chunk_lines
 
     cut = min(cut, len(lines))
     texts = ["".join(ln + "\n" for ln in part) for part in (lines[:cut], lines[cut:])]
-    parser = LineParser(full=True)
-    for text in texts:
-        if not text:
-            continue
-        part = parser.feed_parts(text)
-        got = chunk_lines(part)
-        events = part.events()
-        want = pa.Table.from_batches([_batch(events)]) if events else got.schema.empty_table()
-        assert got.equals(want), (got.to_pylist(), want.to_pylist())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(columnar, "BULK_SCAN", True)
+        parser = LineParser(full=True)
+        for text in texts:
+            if not text:
+                continue
+            part = parser.feed_parts(text)
+            got = chunk_lines(part)
+            events = part.events()
+            want = pa.Table.from_batches([_batch(events)]) if events else got.schema.empty_table()
+            assert got.equals(want), (got.to_pylist(), want.to_pylist())
 
 
 @pytest.mark.parametrize("large", [False, True])

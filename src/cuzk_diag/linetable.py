@@ -127,7 +127,10 @@ def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
                 hit = pc.match_substring_regex(col, _JSON_ESCAPED_RE2)
                 escaped = hit if escaped is None else pc.or_(escaped, hit)
     put("}")
-    text = pc.binary_join_element_wise(*pieces, "")  # (every group has a column of values)
+    if len(pieces) == 1:  # a form whose values are all words (``prestage_setup=skip_vram``)
+        text = _repeat(pieces[0], n)
+    else:
+        text = pc.binary_join_element_wise(*pieces, "")
     if escaped is not None and pc.any(escaped).as_py():
         rows = pc.indices_nonzero(escaped)
         values = [

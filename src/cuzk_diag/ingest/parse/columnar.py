@@ -50,24 +50,47 @@ from cuzk_diag.ingest.parse.timing import (
     _NTT_H_COLUMN,
     NTT_H_KEYS,
     NTT_H_PREFIX,
+    PRESTAGE_VRAM,
     TIMING_PREFIX,
+    WORD_FORMS,
 )
 from cuzk_diag.records import Family, Value
 
 _INT = r"-?[0-9]{1,18}"  # the values a cast to int64 takes exactly as int() does
 
+#: A plan: the event kind of the lines of one form, its fields' names in order, and the values
+#: every line of the form has (the words of ``WORD_FORMS``); the other fields take the line's
+#: integer values in order.
+Plan = tuple[str, tuple[str, ...], dict[str, Value]]
 #: The ``CUZK_TIMING:`` line of each format string with its values taken out (what
-#: ``_cpp`` groups lines by), with the event kind and the keys.
-_TIMING_SHAPES = {
-    TIMING_PREFIX + " ".join(f"{k}=" for k in keys): (kind, keys)
+#: ``_cpp`` groups lines by), with its plan: the all-integer ones (``_CANONICAL``), those
+#: that print a word (``WORD_FORMS``) and the ``prestage_vram`` line (T10) with its bare word.
+_TIMING_SHAPES: dict[str, Plan] = {
+    TIMING_PREFIX + " ".join(f"{k}=" for k in keys): (kind, keys, {})
     for keys, kind in _CANONICAL.items()
 }
+_TIMING_SHAPES.update(
+    {
+        TIMING_PREFIX + f"{key}={word}" + "".join(f" {k}=" for k in keys): (
+            kind,
+            (key, *keys),
+            {key: word},
+        )
+        for kind, key, word, keys in WORD_FORMS
+    }
+)
+_TIMING_SHAPES[TIMING_PREFIX + "prestage_vram" + "".join(f" {k}=" for k in PRESTAGE_VRAM)] = (
+    "prestage_vram",
+    PRESTAGE_VRAM,
+    {},
+)
 #: The ``CUZK_NTT_H:`` line with its values' digits taken out (``scan.cpp_fill``), with its
-#: event kind and columns.
-_NTT_H_SHAPES = {
+#: plan.
+_NTT_H_SHAPES: dict[str, Plan] = {
     NTT_H_PREFIX + " ".join(f"{k}=ms" for k in NTT_H_KEYS): (
         "ntt_h",
         tuple(_NTT_H_COLUMN[k] for k in NTT_H_KEYS),
+        {},
     )
 }
 #: The C++ and TIMELINE lines are read by ``scan``'s loops over their bytes where those are
@@ -81,7 +104,9 @@ _EVENT_TEXT = np.frombuffer("".join(_EVENTS).encode("ascii"), dtype=np.uint8)
 _EVENT_AT = np.cumsum([0] + [len(e) for e in _EVENTS], dtype=np.int64)
 _EVENT_COLUMN = split_lines("".join(f"{e}\n" for e in _EVENTS), 64)[0]
 #: The most values a ``CUZK_TIMING:`` or ``CUZK_NTT_H:`` format string prints.
-_CPP_WIDTH = max(len(keys) for _, keys in (*_TIMING_SHAPES.values(), *_NTT_H_SHAPES.values()))
+_CPP_WIDTH = max(
+    len(keys) - len(words) for _, keys, words in (*_TIMING_SHAPES.values(), *_NTT_H_SHAPES.values())
+)
 
 
 @dataclass
@@ -249,13 +274,13 @@ def _cpp(
     nos: np.ndarray,
     rows: np.ndarray,
     family: Family,
-    plans: dict[str, tuple[str, tuple[str, ...]]],
+    plans: dict[str, Plan],
     groups: list[Group],
 ) -> None:
-    """Integer C++ lines (``CUZK_TIMING:``, ``CUZK_NTT_H:``) in the exact form of their format
-    string: those whose text with the values taken out (``scan.cpp_fill``) is one of ``plans``
-    (the format strings' texts, each with its event kind and keys), a group per text. ``rows``:
-    the lines of ``sel`` that start with the family's prefix."""
+    """C++ lines (``CUZK_TIMING:``, ``CUZK_NTT_H:``) in the exact form of their format string:
+    those whose text with the values taken out (``scan.cpp_fill``) is one of ``plans`` (the
+    format strings' texts, each with its ``Plan``), a group per text. ``rows``: the lines of
+    ``sel`` that start with the family's prefix."""
     if not BULK_SCAN or not len(rows):
         return
     data, offs, rows = buffers(sel, rows)
@@ -269,12 +294,19 @@ def _cpp(
         plan = plans.get(text)
         if plan is None:
             continue  # not a format string's text: the per-line parser's
-        kind, names = plan
-        pick = (codes == code) & (odd == 0)
+        kind, names, words = plan
+        pick = (codes == code) & (odd == (2 if words else 0))
         if not pick.any():
             continue
         v = vals[pick]
-        cols: list[pa.Array | Value] = [ints_array(v[:, i]) for i in range(len(names))]
+        cols: list[pa.Array | Value] = []
+        at = 0  # (the next of the line's integer values)
+        for name in names:
+            if name in words:
+                cols.append(words[name])
+            else:
+                cols.append(ints_array(v[:, at]))
+                at += 1
         r = rows[pick]
         groups.append(Group(r, nos[r], family, kind, list(names), cols))
 

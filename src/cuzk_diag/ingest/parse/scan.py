@@ -48,12 +48,15 @@ def cpp_fill(
     """For each line ``rows[i]`` of ``key=<digits>`` words: its text without the digits of its
     values into ``shape`` (from ``shape_at[i]`` to ``shape_at[i + 1]``; ``shape_at[0]`` is
     0), its values into ``vals[i]`` in order (an int64 each), and ``odd[i]`` = 1 when the line
-    cannot be in a format string's form: a ``=`` without a digit after it, a value of more than
-    18 digits (more than an int64 holds exactly), or more values than ``vals`` has columns.
+    cannot be in a format string's form: a ``=`` followed by neither a digit nor a lowercase
+    ASCII letter, a value of more than 18 digits (more than an int64 holds exactly), or more
+    values than ``vals`` has columns; else 2 when a ``=`` is followed by a letter (a word, as
+    ``prestage_setup=ok``, which stays in the text: only a form that prints it takes the
+    line), else 0.
 
     A value is the digits right after a ``=``, up to the next byte that is not a digit; every
-    other byte (a sign, a unit, a digit of a key) stays in the text, so a line whose text is a
-    format string's is in that exact form.
+    other byte (a sign, a unit, a digit of a key, a word) stays in the text, so a line whose
+    text is a format string's is in that exact form.
     """
     width = vals.shape[1]
     o = 0
@@ -73,7 +76,10 @@ def cpp_fill(
                 continue
             d = data[j] if j < b else 0
             if d < 48 or d > 57:
-                bad = 1  # a "=" without digits
+                if d < 97 or d > 122:
+                    bad = 1  # a "=" without digits or a word
+                elif bad == 0:
+                    bad = 2  # a word: only a form that prints it is this line's
                 continue
             v = 0
             k = 0

@@ -78,6 +78,30 @@ _CANONICAL: dict[tuple[str, ...], str] = {
     ("pre_lock_cpu_ms", "mutex_wait_ms"): "mutex_wait",
     ("mutex_held_ms", "total_start_fn_ms"): "mutex_held",
 }
+#: The format strings that print a word (reference section 1.2, T9 and T12): (kind, the word's
+#: key, the word, the integer keys after it), each read in bulk (``columnar``) in its exact form.
+WORD_FORMS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("prestage_setup", "prestage_setup", "ok", ("domain", "lot_of_memory")),
+    (
+        "prestage_setup",
+        "prestage_setup",
+        "ok",
+        (
+            "domain",
+            "lot_of_memory",
+            "sync_ms",
+            "trim_ms",
+            "alloc_ms",
+            "upload_ms",
+            "total_ps_ms",
+        ),
+    ),
+    ("prestage_setup", "prestage_setup", "fallback", ("err",)),
+    ("prestage_setup", "prestage_setup", "skip_vram", ()),
+    ("host_register", "host_register", "fallback", ("err",)),
+)
+#: The keys of the ``prestage_vram`` line (T10), after its bare word.
+PRESTAGE_VRAM = ("free_mib", "usable_mib", "need_da_mib", "need_dbc_mib", "total_mib")
 _TIMING = Family.TIMING
 
 # (Numbers of up to 18 digits, which ``int`` reads: a longer one leaves the line malformed.)

@@ -14,7 +14,7 @@ import copy
 import dataclasses
 import pickle
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -153,6 +153,9 @@ class Part:
     # The lines of the part that tell whether its input is of the run (``RunGuard.feed``),
     # with several inputs.
     guard: list[Event] = field(default_factory=list)
+    # The cleaning counts of each later input the part read on into (``assemble_part(then=)``),
+    # in order.
+    more: list[SourceStats] = field(default_factory=list)
 
 
 def _warm_up(
@@ -223,6 +226,7 @@ def assemble_part(
     source: int = 0,
     last: bool = True,
     guard: bool = False,
+    then: Sequence[tuple[str, int]] = (),
 ) -> Part:
     """In a child: assemble the part of ``name`` (input ``source`` of the run) from line start
     ``lo`` to ``hi`` (the end when None, where the assembly finishes if the input is the run's
@@ -232,9 +236,14 @@ def assemble_part(
     ``Part.batches``).
     With ``tables``, the records go back as Arrow tables (``frame.records_to_table``), made
     here beside the assembly rather than by the process that takes them in. With ``guard``,
-    ``Part.guard`` holds the lines ``pipeline.RunGuard`` reads (``pipeline.GuardLines``)."""
+    ``Part.guard`` holds the lines ``pipeline.RunGuard`` reads (``pipeline.GuardLines``).
+    ``then``: the later inputs (path, index) the part reads on into, whole, after ``name``'s
+    end (``hi`` None), each ended as ``stream.Ingest.end`` ends an input (its cleaning counts in
+    ``Part.more``); ``last`` is then of the last of them (``split``: a cut across rotated
+    files)."""
     from cuzk_diag.ingest.stream import PacedCollector, settle_heap
 
+    assert not then or hi is None, "a part reads on into later inputs from its input's end"
     settle_heap()
     lines = None
     if guard:
@@ -287,6 +296,17 @@ def assemble_part(
             if progress is not None:
                 progress(stats.bytes_read - done)
                 done = stats.bytes_read
+        for later, index in then:
+            take(parser.close())  # (the input before ends: its torn last line)
+            parser = LineParser(index, acc, full=False)
+            done = 0
+            for stats, chunk in iter_input(later, chunk_size):
+                take(parser.feed_parts(chunk).events())
+                collector.chunk(len(chunk))
+                if progress is not None:
+                    progress(stats.bytes_read - done)
+                    done = stats.bytes_read
+            part.more.append(stats)  # (iter_input yields at least once)
         if hi is None and last:
             take(parser.close())
             pending.extend(asm.finish())

@@ -115,6 +115,12 @@ def stream_files(
     The children of a file's parts start as the file before it begins (``stream_split``'s
     ``ready``)."""
     sizes = [os.path.getsize(name) for name in names]
+    plan = across(names, sizes, jobs, WARM_BYTES, share)
+    if plan is not None:
+        yield from _stream_across(
+            names, sizes, plan, ingest, deliver, progress=progress, tables=tables
+        )
+        return
 
     def need(k: int) -> int:
         """The children of file ``k``'s later parts (none for a file read here)."""
@@ -163,18 +169,118 @@ def _read_here(
     ingest: Any,
     deliver: Callable[[list[Any]], Iterator[Any]],
     progress: Callable[[int], None] | None,
+    after_first: Callable[[], None] | None = None,
 ) -> Iterator[Any]:
     """File ``k`` of several assembled here, as ``stream`` assembles an input
-    (``stream_files``)."""
+    (``stream_files``); ``after_first()`` is called once its first chunk is assembled."""
     from cuzk_diag.ingest.stream import assemble_parts, parse_parts
 
-    parts = (
+    parts: Iterator[Any] = (
         (idx, part, size, None)
         for idx, part, size, _ in parse_parts([name], ingest.acc, full=False, first=k)
     )
+    if after_first is not None:
+        parts = _then_call(parts, after_first)
     yield from assemble_parts(parts, ingest, deliver, progress)
     if last:
         yield from deliver(ingest.finish())
+
+
+def _then_call(items: Iterator[Any], call: Callable[[], None]) -> Iterator[Any]:
+    """The items, ``call()`` made when the one after the first is asked for (the first is
+    dealt with by then), or at the end."""
+    first = True
+    for item in items:
+        if not first:
+            call()
+            yield item
+            yield from items
+            return
+        first = False
+        yield item
+    call()
+
+
+def across(
+    names: Sequence[str],
+    sizes: Sequence[int],
+    jobs: int,
+    warm: int,
+    share: float | None = None,
+    lead: float = 3.0,
+) -> tuple[int, int] | None:
+    """Where to cut rotated files (several plain files of one run) for two processes: one cut
+    across them all, as one file is cut (``cuts``: this process's share ``lead`` warm-ups
+    longer), rather than a cut in each file, each with its warm-up and its parts meeting at the
+    file's end. Returns the file and the line start there; the child's part runs from it to
+    the end of the last file (``assemble_part(then=)``). None (each file cut on its own) for
+    one file, more than two processes, a run too short for two parts, or a cut that would leave
+    the child's warm-up outside its file (two warm-ups from the file's start) or nothing."""
+    total = sum(sizes)
+    if jobs != 2 or len(names) < 2 or total < MIN_BYTES:
+        return None
+    own = total // 2 if share is None else int(total * share)
+    at = min(total, own + int(lead * warm))
+    start = 0
+    for k, size in enumerate(sizes):
+        if at < start + size:
+            cut = line_start(names[k], max(at - start, 2 * warm))
+            return (k, cut) if cut < size else None
+        start += size
+    return None
+
+
+def _stream_across(
+    names: Sequence[str],
+    sizes: Sequence[int],
+    plan: tuple[int, int],
+    ingest: Any,
+    deliver: Callable[[list[Any]], Iterator[Any]],
+    *,
+    progress: Callable[[int], None] | None,
+    tables: bool,
+) -> Iterator[Any]:
+    """The records of rotated files cut once across them (``across``: file ``k`` at ``cut``):
+    the files before ``k`` and ``k`` up to the cut assembled here; the rest, from the cut to the
+    end of the last file, by one child, started as the run begins and given its part once the
+    first chunk's run facts are in (``Seed``), as one large file's. Taken when its start state
+    is the state here at the cut; else the rest is read here, ``k``'s rest and then each later
+    file."""
+    k, cut = plan
+    last = k == len(names) - 1
+    split = _Split(
+        names[k], sizes[k], ingest, deliver, progress, WARM_BYTES, CHUNK_BYTES, tables, k, last
+    )
+    split.then = [(names[j], j) for j in range(k + 1, len(names))]
+    split.prepare([cut])
+    split.waiting[1] = parallel.waiting_child()
+    try:
+        for j in range(k):
+            start = None if split.started else functools.partial(split.start_children, 0)
+            yield from _read_here(names[j], j, False, ingest, deliver, progress, start)
+        yield from split.run_prepared()
+    finally:
+        split.close()
+    if split.covered:
+        return
+    # The child's part was read here up to the end of file k; the later files are read here
+    # too. (What the child's progress counted of them is not counted again.)
+    counted = _Counted(progress, split.shown[-2])
+    for j in range(k + 1, len(names)):
+        yield from _read_here(names[j], j, j == len(names) - 1, ingest, deliver, counted)
+
+
+class _Counted:
+    """A progress callback that passes on only the bytes beyond ``already`` (counted once)."""
+
+    def __init__(self, progress: Callable[[int], None] | None, already: int) -> None:
+        self.progress, self.already = progress, already
+
+    def __call__(self, n: int) -> None:
+        skip = min(n, self.already)
+        self.already -= skip
+        if self.progress is not None and n > skip:
+            self.progress(n - skip)
 
 
 def _made_before(marks: list[tuple[int, int, int]], before: int) -> tuple[int, int] | None:
@@ -350,6 +456,10 @@ class _Split:
         self.bounds: list[int | None] = [0, None]
         self.ready: list[parallel.ChildCall] = []  # children started before, for the parts
         self.spare: list[parallel.ChildCall] | None = None  # where children free again go
+        # The later files the last part's child reads on into (a cut across rotated files,
+        # ``across``), and whether its part, which covered them, was taken.
+        self.then: list[tuple[str, int]] = []
+        self.covered = False
         self.children: dict[int, parallel.ChildCall] = {}  # part -> the child reading it
         self.waiting: dict[int, parallel.ChildCall] = {}  # part -> its child, started early
         self.started = False
@@ -368,20 +478,29 @@ class _Split:
         return lo
 
     def run(self, at: list[int]) -> Iterator[Any]:
+        self.prepare(at)
+        return self.run_prepared()
+
+    def prepare(self, at: list[int]) -> None:
+        """The parts: the file cut at the line starts ``at``."""
         self.bounds = [0, *at, None]
         self.shown = [0] * len(self.bounds)
         self.told = {i: threading.Event() for i in range(len(self.bounds))}
+
+    def run_prepared(self) -> Iterator[Any]:
         ingest = self.ingest
         ingest.begin(self.source)
         try:
             # The children of parts that surely begin after the first chunk start now: their
             # imports run while this process reads that chunk, whose run facts they need.
             for i in range(1, len(self.bounds) - 1):
+                if self.started or i in self.waiting:
+                    break  # (started before: a cut across files, ``_stream_across``)
                 if self.chunk_size < self.start(i) < self.size:
                     self.waiting[i] = self.ready.pop() if self.ready else parallel.waiting_child()
             self.let_go(self.ready)
             self.ready.clear()
-            if self.source > 0:
+            if self.source > 0 and not self.started:
                 # A later file of the run: the run facts of the files before it are the
                 # children's start, without waiting for this file's first chunk.
                 self.start_children(0)
@@ -400,7 +519,8 @@ class _Split:
                 shift = self.truth.block_seq() - part.start.block_seq
                 yield from _adopt(ingest, part, self.stats, self.deliver, shift)
                 if part.end is None:  # the last part of the last input: the log is done
-                    _finish_adopted(ingest, self.stats)
+                    _finish_adopted(ingest, [self.stats, *part.more])
+                    self.covered = bool(self.then)
                     return
                 self.truth.hand(part)
             self.truth.resume()  # (the last part's child's state, the input ended)
@@ -408,8 +528,12 @@ class _Split:
             if self.last:
                 yield from self.deliver(ingest.finish())
         finally:
-            for child in (*self.children.values(), *self.waiting.values(), *self.ready):
-                child.close()
+            self.close()
+
+    def close(self) -> None:
+        """Stop the children still held (``let_go`` took those free for another file)."""
+        for child in (*self.children.values(), *self.waiting.values(), *self.ready):
+            child.close()
 
     def let_go(self, children: Sequence[parallel.ChildCall]) -> None:
         """Children this file's parts are done with: into ``spare``, else stopped."""
@@ -425,6 +549,7 @@ class _Split:
         seed = Seed.of(self.ingest.asm)
         for i in range(1, len(self.bounds) - 1):
             if floor < self.start(i) < self.size:  # (else read here)
+                then = self.then if self.bounds[i + 1] is None else []
                 self.children[i] = parallel.call_in_child(
                     assemble_part,
                     self.name,
@@ -439,8 +564,9 @@ class _Split:
                     needs_pandas=False,
                     tables=self.tables,
                     source=self.source,
-                    last=self.last,
+                    last=self.last or bool(then),
                     guard=self.ingest.guard is not None,
+                    then=then,
                 )
         self.let_go(list(self.waiting.values()))  # (their parts begin in the first chunk)
         self.waiting.clear()
@@ -564,12 +690,14 @@ def renumbered(out: list[Any], shift: int) -> list[Any]:
     return out
 
 
-def _finish_adopted(ingest: Any, stats: SourceStats) -> None:
+def _finish_adopted(ingest: Any, stats: Sequence[SourceStats]) -> None:
     """The end of a log whose last part a child read: what ``Ingest.end`` and ``finish`` do
-    besides the parser's and the assembler's ends, which the child did."""
+    besides the parsers' and the assembler's ends, which the child did (``stats``: the
+    cleaning counts of the input of the part and of each later one it read on into)."""
     from cuzk_diag.ingest.stream import input_read
 
-    input_read(ingest.acc, stats)
+    for one in stats:
+        input_read(ingest.acc, one)
     if ingest.guard is not None:
         ingest.guard.finish()
     ingest.asm.era.apply(ingest.info)

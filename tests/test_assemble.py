@@ -6,6 +6,7 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -181,6 +182,19 @@ def test_closing_gpu_region_swaps_with_an_open_one_its_clock_fits() -> None:
     assert res["gpu_ok"] == 16, res["diffs"]
 
 
+def _read_through(data: bytes | None) -> tuple[Any, list[Any]]:
+    """An assembler that has read every line of a log (but not finished), and what it gave."""
+    from cuzk_diag.ingest.assemble import Assembler
+    from cuzk_diag.ingest.parse import LineParser
+
+    assert data is not None
+    acc = Accounting()
+    asm, parser = Assembler(acc), LineParser(0, acc, full=False)
+    out = asm.feed_many(parser.feed_parts(data).events())
+    out += asm.feed_many(parser.close())
+    return asm, out
+
+
 @pytest.mark.parametrize("era", ["pool-cache", "phase12"])
 def test_a_call_a_swap_gives_a_closed_region_is_emitted_when_its_lines_are_in(era: str) -> None:
     """A region closing bound to a call whose clock it does not fit swaps calls with the
@@ -189,16 +203,9 @@ def test_a_call_a_swap_gives_a_closed_region_is_emitted_when_its_lines_are_in(er
     (open calls hold memory, keep records from live mode, and a call open long stops
     ``--jobs`` from cutting the log: ``split.open_since``). Code without T17 lines, 2 GPUs x
     gw=2, six seeds in which such swaps happen."""
-    from cuzk_diag.ingest.assemble import Assembler
-    from cuzk_diag.ingest.parse import LineParser
-
     for seed in range(6):
         sim = simulate(SimConfig(era=era, n_gpus=2, gw=2, proofs=6, concurrency=4, seed=seed))
-        assert sim.data is not None
-        acc = Accounting()
-        asm, parser = Assembler(acc), LineParser(0, acc, full=False)
-        out = asm.feed_many(parser.feed_parts(sim.data).events())
-        out += asm.feed_many(parser.close())
+        asm, out = _read_through(sim.data)
         due = [
             c.seq
             for c in asm.calls
@@ -215,18 +222,11 @@ def test_a_region_no_call_took_goes_to_its_settled_call_before_the_end() -> None
     that call's GPU_END printed (its own region can no longer come) and no older such region
     waits: the pair is not left open to the end. Pool-cache code, 2 GPUs x gw=2, 12 proofs,
     the seeds in which such pairs were left open."""
-    from cuzk_diag.ingest.assemble import Assembler
-    from cuzk_diag.ingest.parse import LineParser
-
     for seed in (4, 6, 18):
         sim = simulate(
             SimConfig(era="pool-cache", n_gpus=2, gw=2, proofs=12, concurrency=4, seed=seed)
         )
-        assert sim.data is not None
-        acc = Accounting()
-        asm, parser = Assembler(acc), LineParser(0, acc, full=False)
-        out = asm.feed_many(parser.feed_parts(sim.data).events())
-        out += asm.feed_many(parser.close())
+        asm, out = _read_through(sim.data)
         waiting = [
             c.seq
             for c in asm.calls

@@ -9,6 +9,10 @@ from cuzk_diag.records import Accounting, Event, Family, Value
 TIMING_PREFIX = "CUZK_TIMING: "
 NTT_H_PREFIX = "CUZK_NTT_H: "
 
+#: The integers of ``prestage_setup=ok`` (T12a), and the stage times V5 prints after them (T12b).
+PRESTAGE_OK = ("domain", "lot_of_memory")
+PRESTAGE_TIMES = ("sync_ms", "trim_ms", "alloc_ms", "upload_ms", "total_ps_ms")
+
 #: kind -> the keys its format string prints. Other keys are kept and counted as unknown.
 TIMING_KEYS: dict[str, frozenset[str]] = {
     "split_vectors": frozenset({"split_vectors_ms", "setup_to_split_ms"}),
@@ -24,19 +28,7 @@ TIMING_KEYS: dict[str, frozenset[str]] = {
     "prestage_vram": frozenset(
         {"free_mib", "usable_mib", "need_da_mib", "need_dbc_mib", "total_mib"}
     ),
-    "prestage_setup": frozenset(
-        {
-            "prestage_setup",
-            "domain",
-            "lot_of_memory",
-            "err",
-            "sync_ms",
-            "trim_ms",
-            "alloc_ms",
-            "upload_ms",
-            "total_ps_ms",
-        }
-    ),
+    "prestage_setup": frozenset({"prestage_setup", "err", *PRESTAGE_OK, *PRESTAGE_TIMES}),
     "mutex_wait": frozenset({"pre_lock_cpu_ms", "mutex_wait_ms"}),
     "mutex_held": frozenset({"mutex_held_ms", "total_start_fn_ms"}),
     "pool_threshold": frozenset({"gpu"}),
@@ -81,21 +73,8 @@ _CANONICAL: dict[tuple[str, ...], str] = {
 #: The format strings that print a word (reference section 1.2, T9 and T12): (kind, the word's
 #: key, the word, the integer keys after it), each read in bulk (``columnar``) in its exact form.
 WORD_FORMS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
-    ("prestage_setup", "prestage_setup", "ok", ("domain", "lot_of_memory")),
-    (
-        "prestage_setup",
-        "prestage_setup",
-        "ok",
-        (
-            "domain",
-            "lot_of_memory",
-            "sync_ms",
-            "trim_ms",
-            "alloc_ms",
-            "upload_ms",
-            "total_ps_ms",
-        ),
-    ),
+    ("prestage_setup", "prestage_setup", "ok", PRESTAGE_OK),
+    ("prestage_setup", "prestage_setup", "ok", PRESTAGE_OK + PRESTAGE_TIMES),  # (V5)
     ("prestage_setup", "prestage_setup", "fallback", ("err",)),
     ("prestage_setup", "prestage_setup", "skip_vram", ()),
     ("host_register", "host_register", "fallback", ("err",)),

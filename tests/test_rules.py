@@ -675,3 +675,29 @@ def test_the_lock_wait_is_estimated_once_per_analysis(monkeypatch: pytest.Monkey
     again = run_rules(bare, result.config)
     assert len(solved) > 1
     assert [f.to_dict() for f in again] == [f.to_dict() for f in result.findings]
+
+
+def test_a_findings_example_lines_are_the_first_of_its_calls() -> None:
+    """``lines_of``: the first ``MAX_LINES`` of ``calls_of`` (the selected rows' first lines in
+    file order), whichever rows are selected, without the lines of rows that have none."""
+    import numpy as np
+    import pandas as pd
+
+    from cuzk_diag.rules.base import MAX_LINES, calls_of, lines_of
+
+    rng = np.random.default_rng(5)
+    for n in (0, 3, MAX_LINES, 40, 1000):
+        first = pd.array(rng.permutation(n * 3)[:n] + 1, dtype="Int64")
+        if n:
+            first[rng.integers(0, n, size=n // 4)] = pd.NA
+        df = pd.DataFrame({"first_line": first})
+        for mask in (None, pd.Series(rng.random(n) < 0.5, dtype="boolean")):
+            calls = calls_of(df, mask)
+            assert calls == sorted(calls) and len(set(calls)) == len(calls)
+            want = sorted(
+                int(x) for x in (first if mask is None else first[mask]) if x is not pd.NA
+            )
+            assert calls == want
+            assert lines_of(df, mask) == want[:MAX_LINES]
+            assert all(type(x) is int for x in lines_of(df, mask))
+    assert lines_of(pd.DataFrame({"other": [1]})) == [] == calls_of(pd.DataFrame())

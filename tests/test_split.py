@@ -817,6 +817,22 @@ def test_rotated_files_cut_once_across_give_one_process_records(
     assert files == {"first", "middle", "last"}
 
 
+def test_rotated_files_each_too_small_to_cut_are_cut_once_across(
+    here: Callable[[bool], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rotated files each smaller than ``MIN_BYTES`` but more than it together (logs rotated
+    by size): two processes cut them once across (they were parsed in a second process and
+    assembled here); the records of one process."""
+    _parts_of(monkeypatch, 2 << 20, 256 << 10, 64 << 10)
+    here(False)
+    names = _rotated(_sim_log(tmp_path, 3.0, seed=6), [0.25, 0.5, 0.75], tmp_path)
+    assert max(Path(n).stat().st_size for n in names) < split.MIN_BYTES
+    assert split.splittable_files(names, 2) == names
+    before = dict(split.outcomes)
+    assert _files(names, 2) == _files(names, 1)
+    assert split.outcomes["adopted"] == before.get("adopted", 0) + 1
+
+
 def test_where_rotated_files_are_cut_across() -> None:
     """``across``: this process's share three warm-ups longer than half the run, the child's
     warm-up inside the file of the cut; each file cut on its own for more than two processes or
@@ -939,6 +955,15 @@ def test_what_is_split_of_several_files(tmp_path: Path, monkeypatch: pytest.Monk
     assert split.splittable_files([str(small), str(big)]) == [str(small), str(big)]
     for inputs in ([str(small), str(small)], [str(big), str(packed)], [str(big), "-"]):
         assert split.splittable_files(inputs) is None, inputs
+    # Files each smaller than MIN_BYTES: cut once across them by two processes, when the cut
+    # leaves the child's warm-up inside its file; not by three (each file would be read here).
+    size = big.stat().st_size
+    monkeypatch.setattr(split, "WARM_BYTES", 64)
+    monkeypatch.setattr(split, "MIN_BYTES", size + 1)
+    pair = [str(big), str(big)]
+    assert split.across(pair, [size] * 2, 2, 64) is not None
+    assert split.splittable_files(pair, 2) == pair
+    assert split.splittable_files(pair, 3) is None
 
 
 def test_a_childs_seed_holds_the_run_facts_the_assembly_reads_and_not_the_growing_tables(

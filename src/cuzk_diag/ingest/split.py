@@ -85,17 +85,21 @@ def _plain_file(src: str | Source) -> tuple[str, int] | None:
     return None if size is None else (name, size)
 
 
-def splittable_files(inputs: Sequence[str | Source]) -> list[str] | None:
+def splittable_files(inputs: Sequence[str | Source], jobs: int = 2) -> list[str] | None:
     """The paths of the inputs when each is a regular, uncompressed UTF-8 file (one log, or the
-    rotated files of one) and one at least is of ``MIN_BYTES``: each such one is assembled in
-    parts, in turn (``stream_files``); else None."""
+    rotated files of one) and one at least is of ``MIN_BYTES``, or, for two processes, the
+    files can be cut once across (``across``: rotated files each smaller than that): they are
+    assembled in parts (``stream_files``); else None."""
     if not inputs:
         return None
     plain = [_plain_file(src) for src in inputs]
     if any(p is None for p in plain):
         return None
     files = [p for p in plain if p is not None]
-    return [name for name, _ in files] if max(size for _, size in files) >= MIN_BYTES else None
+    names, sizes = [name for name, _ in files], [size for _, size in files]
+    if max(sizes) >= MIN_BYTES or across(names, sizes, jobs, WARM_BYTES) is not None:
+        return names
+    return None
 
 
 def stream_files(

@@ -257,7 +257,7 @@ def stream(
     if jobs is None:
         jobs = parallel.auto_jobs(inputs)
     ing = Ingest(inputs, acc, info)
-    files = split.splittable_files(inputs) if jobs > 1 else None
+    files = split.splittable_files(inputs, jobs) if jobs > 1 else None
     if files is not None:
         _by_name(inputs)
         yield from split.stream_files(

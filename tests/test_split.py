@@ -851,6 +851,25 @@ def test_where_rotated_files_are_cut_across() -> None:
     assert k == 1 and cut == split.line_start(log, 2 * warm)
 
 
+def test_a_cut_in_a_file_too_short_for_a_warm_up_falls_at_its_end(
+    here: Callable[[bool], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rotated files each shorter than two warm-ups: the cut falls at the end of a file, the
+    child's part is the later files, its warm-up that file's last warm-up's worth (here the
+    whole file, read from its start); taken when that came to the state there, as it does
+    (calls last far less than a file), and the records of one process either way."""
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
+    here(False)
+    names = _rotated(_sim_log(tmp_path, 3.0, seed=6), [i / 12 for i in range(1, 12)], tmp_path)
+    sizes = [Path(n).stat().st_size for n in names]
+    assert max(sizes) < 2 * split.WARM_BYTES
+    k, cut = split.across(names, sizes, 2, split.WARM_BYTES)  # type: ignore[misc]
+    assert cut == sizes[k] and 0 < k < len(names) - 1
+    before = dict(split.outcomes)
+    assert _files(names, 2) == _files(names, 1)
+    assert split.outcomes["adopted"] == before.get("adopted", 0) + 1
+
+
 def test_the_guard_fed_the_lines_it_reads_holds_what_every_line_gives() -> None:
     """``GuardLines`` of a stretch of an input (a child's part): fed those alone, the guard
     holds the facts every line of the stretch gives it, wherever the stretch begins."""

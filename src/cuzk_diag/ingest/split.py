@@ -217,9 +217,12 @@ def across(
     across them all, as one file is cut (``cuts``: this process's share ``lead`` warm-ups
     longer), rather than a cut in each file, each with its warm-up and its parts meeting at the
     file's end. Returns the file and the line start there; the child's part runs from it to
-    the end of the last file (``assemble_part(then=)``). None (each file cut on its own) for
-    one file, more than two processes, a run too short for two parts, or a cut that would leave
-    the child's warm-up outside its file (two warm-ups from the file's start) or nothing."""
+    the end of the last file (``assemble_part(then=)``). The cut is two warm-ups into its file
+    at least (the child's warm-up reads one file), or at the file's end when the file is
+    shorter than that (the child's part is then the later files, its warm-up the file's last
+    ``warm`` bytes or the whole file: whether that came to the state there, the state check
+    says, ``_Truth.takes``). None (each file cut on its own) for one file, more than two
+    processes, a run too short for two parts, or a cut that would leave the child nothing."""
     total = sum(sizes)
     if jobs != 2 or len(names) < 2 or total < MIN_BYTES:
         return None
@@ -228,8 +231,8 @@ def across(
     start = 0
     for k, size in enumerate(sizes):
         if at < start + size:
-            cut = line_start(names[k], max(at - start, 2 * warm))
-            return (k, cut) if cut < size else None
+            cut = line_start(names[k], min(max(at - start, 2 * warm), size))
+            return (k, cut) if cut < size or k < len(names) - 1 else None
         start += size
     return None
 
@@ -552,8 +555,10 @@ class _Split:
         self.started = True
         seed = Seed.of(self.ingest.asm)
         for i in range(1, len(self.bounds) - 1):
-            if floor < self.start(i) < self.size:  # (else read here)
-                then = self.then if self.bounds[i + 1] is None else []
+            last = self.bounds[i + 1] is None
+            # (Else read here; a part at the file's end is one only when it reads on.)
+            if floor < self.start(i) and (self.start(i) < self.size or (last and self.then)):
+                then = self.then if last else []
                 self.children[i] = parallel.call_in_child(
                     assemble_part,
                     self.name,

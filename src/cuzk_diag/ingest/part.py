@@ -288,25 +288,23 @@ def assemble_part(
                 send(pending)
                 pending.clear()
 
-        done = 0
-        for stats, chunk in iter_input(open_window(name, lo, hi), chunk_size):
-            part.stats = stats
-            take(parser.feed_parts(chunk).events())
-            collector.chunk(len(chunk))
-            if progress is not None:
-                progress(stats.bytes_read - done)
-                done = stats.bytes_read
-        for later, index in then:
-            take(parser.close())  # (the input before ends: its torn last line)
-            parser = LineParser(index, acc, full=False)
+        def read(parser: LineParser, chunks: Iterator[tuple[SourceStats, Any]]) -> SourceStats:
+            """Assemble the chunks of one input through ``parser``; its cleaning counts (the
+            last chunk's: ``iter_input`` yields at least once)."""
             done = 0
-            for stats, chunk in iter_input(later, chunk_size):
+            for stats, chunk in chunks:
                 take(parser.feed_parts(chunk).events())
                 collector.chunk(len(chunk))
                 if progress is not None:
                     progress(stats.bytes_read - done)
                     done = stats.bytes_read
-            part.more.append(stats)  # (iter_input yields at least once)
+            return stats
+
+        part.stats = read(parser, iter_input(open_window(name, lo, hi), chunk_size))
+        for later, index in then:
+            take(parser.close())  # (the input before ends: its torn last line)
+            parser = LineParser(index, acc, full=False)
+            part.more.append(read(parser, iter_input(later, chunk_size)))
         if hi is None and last:
             take(parser.close())
             pending.extend(asm.finish())

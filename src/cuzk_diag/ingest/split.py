@@ -193,16 +193,11 @@ def _read_here(
 def _then_call(items: Iterator[Any], call: Callable[[], None]) -> Iterator[Any]:
     """The items, ``call()`` made when the one after the first is asked for (the first is
     dealt with by then), or at the end."""
-    first = True
     for item in items:
-        if not first:
-            call()
-            yield item
-            yield from items
-            return
-        first = False
         yield item
+        break
     call()
+    yield from items
 
 
 def across(
@@ -226,8 +221,7 @@ def across(
     total = sum(sizes)
     if jobs != 2 or len(names) < 2 or total < MIN_BYTES:
         return None
-    own = total // 2 if share is None else int(total * share)
-    at = min(total, own + int(lead * warm))
+    at = _own_end(total, 2, warm, share, lead)
     start = 0
     for k, size in enumerate(sizes):
         if at < start + size:
@@ -301,6 +295,13 @@ def _made_before(marks: list[tuple[int, int, int]], before: int) -> tuple[int, i
     return found
 
 
+def _own_end(size: int, parts: int, warm: int, share: float | None, lead: float) -> int:
+    """Where this process's part of ``size`` bytes ends: its share (``share`` of them, else an
+    even one of ``parts``) and ``lead`` warm-ups more (``cuts``, ``across``)."""
+    own = size // parts if share is None else int(size * share)
+    return min(size, own + int(lead * warm))
+
+
 def cuts(
     name: str,
     size: int,
@@ -316,8 +317,7 @@ def cuts(
     its child with two and children started with it; ``READY_LEAD`` for children started
     earlier). ``share``: this process's part is that fraction of the file instead of ``1 /
     parts`` (as many warm-ups longer too), the others equal."""
-    own = size // parts if share is None else int(size * share)
-    first = min(size, own + int(lead * warm))
+    first = _own_end(size, parts, warm, share, lead)
     step = (size - first) / max(1, parts - 1)
     out = [line_start(name, first + int(i * step)) for i in range(parts - 1)]
     return sorted({c for c in out if 0 < c < size})

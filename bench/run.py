@@ -32,6 +32,7 @@ from common import (
     DEFAULT_OUT,
     MB,
     REPO,
+    ROTATED_FILES,
     TIME_BIN,
     BenchError,
     Measure,
@@ -112,11 +113,28 @@ def build_cmd(tool: str, log: Path, work: Path, tag: str) -> list[str] | None:
         return [*cd, "trace", str(log), "-o", str(work / f"trace-{tag}.json")]
     if tool in ("analyze", "analyze -j1"):
         return [*cd, "analyze", str(log), "--format", "json", "-o", "/dev/null", *jobs]
-    if tool in ("analyze rotated", "analyze rotated -j1"):
+    parts = rotated_parts(tool)
+    if parts is not None:
         # (the same bytes as ``log``, as the rotated files of one daemon log: ``common.rotated``)
-        files = [str(p) for p in rotated(log)]
+        files = [str(p) for p in rotated(log, parts)]
         return [*cd, "analyze", *files, "--format", "json", "-o", "/dev/null", *jobs]
     raise ValueError(tool)
+
+
+def rotated_parts(tool: str) -> int | None:
+    """The files an ``analyze rotated`` row cuts the log into: ``analyze rotated [N] [-j1]``,
+    ``ROTATED_FILES`` without N (2 to 1000); None for another tool or another form."""
+    words = tool.split()
+    if words[:2] != ["analyze", "rotated"]:
+        return None
+    rest = words[2:]
+    if rest[-1:] == ["-j1"]:
+        rest = rest[:-1]
+    if not rest:
+        return ROTATED_FILES
+    if len(rest) == 1 and rest[0].isdigit() and 2 <= int(rest[0]) <= 1000:
+        return int(rest[0])
+    return None
 
 
 def lnav_indexed_lines(stdout: str) -> int | None:
@@ -359,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--tools",
         default=",".join(TOOLS),
-        help=f"comma-separated subset of: {', '.join(TOOLS + OTHER_TOOLS)} (default: all but "
+        help=f"comma-separated subset of: {', '.join(TOOLS + OTHER_TOOLS)}, and `analyze "
+        f"rotated N` (N files instead of {ROTATED_FILES}; with -j1 too) (default: all but "
         f"{', '.join(OTHER_TOOLS)})",
     )
     ap.add_argument("--regen", action="store_true", help="regenerate the cached logs")
@@ -398,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     args.mb = args.mb or 250
     reps = args.reps or 3
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
-    unknown = [t for t in tools if t not in TOOLS + OTHER_TOOLS]
+    unknown = [t for t in tools if t not in TOOLS + OTHER_TOOLS and rotated_parts(t) is None]
     if unknown or args.mb < 1 or reps < 1:
         ap.error(
             f"unknown tool(s): {', '.join(unknown)}" if unknown else "--mb and --reps must be ≥ 1"

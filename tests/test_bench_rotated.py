@@ -26,3 +26,22 @@ def test_the_rotated_files_are_the_log_cut_at_line_starts_and_made_once(tmp_path
     assert [p.stat().st_mtime_ns for p in files] == made  # (reused, not written again)
     log.write_bytes(log.read_bytes() + b"one more line\n")
     assert b"".join(p.read_bytes() for p in rotated(log, 3)) == log.read_bytes()
+
+
+def test_the_rotated_rows_name_their_file_count() -> None:
+    """``analyze rotated [N] [-j1]``: 4 files without N, N files with it (2 to 1000); any
+    other form is no rotated row (``bench/run.py`` then refuses it as an unknown tool)."""
+    from run import rotated_parts
+
+    assert rotated_parts("analyze rotated") == rotated_parts("analyze rotated -j1") == 4
+    assert rotated_parts("analyze rotated 50") == rotated_parts("analyze rotated 50 -j1") == 50
+    for tool in (
+        "analyze",
+        "analyze rotated 1",
+        "analyze rotated x",
+        "analyze rotated -j1 5",
+        "analyze rotated 5 6",
+        "analyze rotated 1001",
+        "export rotated 5",
+    ):
+        assert rotated_parts(tool) is None, tool

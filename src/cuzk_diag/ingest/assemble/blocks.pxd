@@ -23,7 +23,7 @@ cdef class Block:
     cdef public object seq
     cdef public bint confirmed
     cdef public dict extra
-    cdef public set seen
+    cdef public long seen
     cdef public set tid_seen
     cdef public bint multi_circuit
     cdef public double lock_lo
@@ -33,6 +33,7 @@ cdef class Block:
     cdef public bint doubt
 
     cpdef bint accepts(self, str kind, object tid, bint ntt_era, bint lenient=*)
+    @cython.locals(seen=long, after=long)
     cdef bint _takes(self, str kind, long st, object tid, bint ntt_era, bint lenient) except -1
     @cython.locals(found=bint, early=double, late=double)
     @cython.locals(fixed=tuple, own=tuple, key=str, latency=double, at=double)
@@ -55,7 +56,7 @@ cdef class Block:
     cdef _own(self, bint per_thread)
     cpdef view(self, tuple snap)
     cpdef tuple take(self)
-    @cython.locals(seen=set, missing=list)
+    @cython.locals(seen=long, missing=list)
     cpdef list missing_stages(self, bint ntt_era)
     cpdef bint closes_with(self, str kind, object tid)
     cpdef double relation_cost(self, str kind, long st)
@@ -63,11 +64,14 @@ cdef class Block:
 # Module constants read only here, as C variables of their type (a ``.get`` on them is then a
 # dict lookup, not a method found by name).
 cdef dict _FIXED_OFFSET, _OWN_OFFSET, _RENAME, _TID_PRED, _AFTER
-cdef tuple _NEED, _NEED_NTT, _NEED_MAIN, _FIXED_AT, _OWN_AT, _AFTER_AT, _RENAME_AT
+cdef tuple _NEED, _NEED_NTT, _NEED_MAIN, _FIXED_AT, _OWN_AT, _AFTER_BIT_AT, _RENAME_AT
+cdef tuple _NEED_BITS, _NEED_NTT_BITS, _NEED_MAIN_BITS
+cdef dict _BIT
 cdef frozenset _TID_KINDS, _TID_FIELDS, _DROP, _RELATED, _THREAD_LINES
 cdef long _STAGE_MUTEX_WAIT, _STAGE_PRESTAGE_VRAM, _STAGE_POOL_THRESHOLD, _STAGE_D_A_CACHE
 cdef long _STAGE_NTT_H, _STAGE_NTT_MSM_H, _STAGE_BARRIER_WAIT, _STAGE_BATCH_ADD
 cdef long _STAGE_TAIL_MSM, _STAGE_MUTEX_HELD
+cdef long _BIT_D_A_CACHE, _BIT_NTT_H, _BIT_NTT_MSM_H, _BIT_BARRIER_WAIT, _BIT_MUTEX_HELD
 cdef double _TOL_MS_F
 
 cdef object _iv(dict d, str k)

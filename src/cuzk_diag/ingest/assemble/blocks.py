@@ -42,6 +42,15 @@ _STAGE_BARRIER_WAIT = _STAGE["barrier_wait"]
 _STAGE_BATCH_ADD = _STAGE["batch_add"]
 _STAGE_TAIL_MSM = _STAGE["tail_msm"]
 _STAGE_MUTEX_HELD = _STAGE["mutex_held"]
+#: A kind's bit in ``Block.seen`` (the stages a block holds a line of, from GPU thread 0): one
+#: C integer, tested and set by its bit and copied as a value, where a set of kinds hashed the
+#: kind for each test and was copied for each placement a beam hypothesis made.
+_BIT = {k: 1 << st for k, st in _STAGE.items()}
+_BIT_D_A_CACHE = _BIT["d_a_cache"]
+_BIT_NTT_H = _BIT["ntt_h"]
+_BIT_NTT_MSM_H = _BIT["ntt_msm_h"]
+_BIT_BARRIER_WAIT = _BIT["barrier_wait"]
+_BIT_MUTEX_HELD = _BIT["mutex_held"]
 _TID_FIELDS = frozenset(
     {"ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms", "gpu_total_ms"}
 )
@@ -95,9 +104,14 @@ _OWN_OFFSET = {
 _BY_STAGE = sorted(_STAGE, key=_STAGE.__getitem__)
 _FIXED_AT = tuple(_FIXED_OFFSET.get(k) for k in _BY_STAGE)
 _OWN_AT = tuple(_OWN_OFFSET.get(k) for k in _BY_STAGE)
-#: ``_AFTER`` and ``_RENAME`` by stage, likewise (``Block._takes``, ``_apply_line``).
-_AFTER_AT = tuple(_AFTER.get(k) for k in _BY_STAGE)
+#: ``_AFTER`` (the bit of the kind each stage's line must follow, 0 for none) and ``_RENAME`` by
+#: stage, likewise (``Block._takes``, ``_apply_line``).
+_AFTER_BIT_AT = tuple(_BIT[_AFTER[k]] if k in _AFTER else 0 for k in _BY_STAGE)
 _RENAME_AT = tuple(_RENAME.get(k) for k in _BY_STAGE)
+#: The stages ``Block.missing_stages`` asks for: (kind, bit) each.
+_NEED_BITS = tuple((k, _BIT[k]) for k in _NEED)
+_NEED_NTT_BITS = tuple((k, _BIT[k]) for k in _NEED_NTT)
+_NEED_MAIN_BITS = tuple((k, _BIT[k]) for k in _NEED_MAIN)
 
 _ANON_MISS = 1000.0  # cost of leaving a block with a call formed from C++ lines alone
 TOL_MS = 6  # clock truncation (gettimeofday +-1 ms, each value truncated) plus print latency
@@ -162,8 +176,8 @@ class Block:
     def __init__(self, seq: int, line: int) -> None:
         self.gaps: list[str] = []  # stages found missing when the block closed
         self.doubt = False  # took a line after a gap, or a line it may have needed was lost
-        self.seen: set[str] = set()
-        self.tid_seen: set[tuple[str, int]] = set()
+        self.seen = 0  # the stages of its thread-0 lines, a bit each (``_BIT``)
+        self.tid_seen: set[tuple[str, int]] = set()  # (kind, GPU thread) of the other threads' lines
         self.multi_circuit = False
         self.per_tid: dict[int, dict[str, Value]] = {}
         # Feasible interval of the lock-acquisition time on the TIMELINE clock (ms).
@@ -201,7 +215,7 @@ class Block:
                 return kind in _TID_KINDS and (kind, tid) not in self.tid_seen
             if st == _STAGE_NTT_H:
                 return self.stage < st
-            return kind not in seen and st > self.stage
+            return not (seen >> st) & 1 and st > self.stage
         if tid:
             # Further GPU threads of a multi-GPU call print T16/T4-T6 with gpu_tid > 0.
             return (
@@ -213,16 +227,16 @@ class Block:
             if self.stage > st:
                 return False
             # One NTT_H per circuit: a second one belongs here only for a batch call.
-            return "ntt_h" not in seen or self.multi_circuit
-        if st <= self.stage or kind in seen:  # (the C comparison first)
+            return not seen & _BIT_NTT_H or self.multi_circuit
+        if st <= self.stage or (seen >> st) & 1:
             return False
-        after = _AFTER_AT[st]
-        if after is not None and after not in seen:
+        after: int = _AFTER_BIT_AT[st]
+        if after and not seen & after:
             return False
         if st == _STAGE_NTT_MSM_H:
-            return "ntt_h" in seen or not ntt_era
+            return bool(seen & _BIT_NTT_H) or not ntt_era
         if st == _STAGE_BATCH_ADD:
-            return "barrier_wait" in seen or not self.has_t17
+            return bool(seen & _BIT_BARRIER_WAIT) or not self.has_t17
         if st == _STAGE_MUTEX_HELD:
             return self.has_t17
         return True
@@ -249,7 +263,7 @@ class Block:
             if total is None:
                 return False, 0.0, 0.0
             at = float(total)
-            return True, at, at + (5000.0 if "d_a_cache" in self.seen else 60.0)
+            return True, at, at + (5000.0 if self.seen & _BIT_D_A_CACHE else 60.0)
         b = self.fields
         ntt = _iv(b, "ntt_msm_h_ms")
         if st == _STAGE_BARRIER_WAIT:
@@ -317,6 +331,7 @@ class Block:
         self.view(snap)
         self.extra = dict(self.extra)
         self.tids = set(self.tids)
+        self.tid_seen = set(self.tid_seen)
         self._own(True)
 
     def own_to_place(self, stage: int, tid: int) -> None:
@@ -324,19 +339,19 @@ class Block:
         place one line (of ``stage``, GPU thread ``tid``) in a copy of it: the containers that
         placing it leaves alone stay the hypothesis', shared, for nothing changes them but a
         placement, which copies them first (``extra``, which no placement changes; ``tids`` but
-        for a thread's line, T4-T6 and T18; an empty ``per_tid`` for a line of thread 0)."""
+        for a thread's line, T4-T6 and T18; ``tid_seen`` and an empty ``per_tid`` for a line
+        of thread 0)."""
         if _STAGE_NTT_MSM_H <= stage <= _STAGE_TAIL_MSM:  # (as ``_apply_line``)
             self.tids = set(self.tids)
+        if tid:
+            self.tid_seen = set(self.tid_seen)
         self._own(bool(tid) and stage != _STAGE_NTT_H)
 
     def _own(self, per_thread: bool) -> None:
-        """Copy the containers every placement changes (``fields``, ``lines``, ``seen``,
-        ``tid_seen``), and ``per_tid`` when it holds threads or ``per_thread`` (a placement
-        that starts it)."""
+        """Copy the containers every placement changes (``fields``, ``lines``), and
+        ``per_tid`` when it holds threads or ``per_thread`` (a placement that starts it)."""
         self.fields = dict(self.fields)
         self.lines = list(self.lines)
-        self.seen = set(self.seen)
-        self.tid_seen = set(self.tid_seen)
         per_tid = self.per_tid
         if per_tid or per_thread:
             self.per_tid = {k: dict(v) for k, v in per_tid.items()}
@@ -381,9 +396,9 @@ class Block:
     def missing_stages(self, ntt_era: bool) -> list[str]:
         """Stages every complete GPU region of this code prints but this block lacks."""
         seen = self.seen
-        missing = [k for k in (_NEED_NTT if ntt_era else _NEED) if k not in seen]
-        if self.has_t17 or "mutex_held" in seen or "barrier_wait" in seen:
-            missing += [k for k in _NEED_MAIN if k not in seen]  # main code (V11)
+        missing = [k for k, bit in (_NEED_NTT_BITS if ntt_era else _NEED_BITS) if not seen & bit]
+        if self.has_t17 or seen & (_BIT_MUTEX_HELD | _BIT_BARRIER_WAIT):
+            missing += [k for k, bit in _NEED_MAIN_BITS if not seen & bit]  # main code (V11)
         return missing
 
     def skipped(self, kind: str, tid: int, ntt_era: bool) -> int:
@@ -400,8 +415,13 @@ class Block:
         if kind == "mutex_held":
             return True
         if kind == "tail_msm" and not self.has_t17:
+            # (Thread 0's lines in ``seen``, the others' in ``tid_seen``.)
             started = {t for k, t in self.tid_seen if k == "ntt_msm_h"}
             ended = {t for k, t in self.tid_seen if k == "tail_msm"}
+            if self.seen & _BIT_NTT_MSM_H:
+                started.add(0)
+            if (self.seen >> _STAGE_TAIL_MSM) & 1:
+                ended.add(0)
             return started <= ended
         return False
 
@@ -417,15 +437,15 @@ class Block:
             call = self.call
             if isinstance(g, int) and call is not None and call.gpu is not None and call.gpu != g:
                 cost += 1000.0
-        if st == _STAGE_NTT_H and "d_a_cache" in self.seen:
+        if st == _STAGE_NTT_H and self.seen & _BIT_D_A_CACHE:
             d_b = _ivf(f, "d_b_alloc_ms")
             if d_b is not None and d_b < 50:
                 cost += 500.0
         if st == _STAGE_NTT_MSM_H:
             ntt, total = _ivf(f, "ntt_msm_h_ms"), _ivf(f, "ntt_h_total_ms")
-            if ntt is not None and total is not None and "ntt_h" in self.seen:
+            if ntt is not None and total is not None and self.seen & _BIT_NTT_H:
                 # T4 spans the NTT_H block plus the d_a lookup (large only on a GPU's first call).
-                slack = 10000.0 if "d_a_cache" in self.seen else 30.0
+                slack = 10000.0 if self.seen & _BIT_D_A_CACHE else 30.0
                 d = ntt - total
                 cost += max(0.0, -2 - d) + max(0.0, d - slack)
         elif st == _STAGE_TAIL_MSM:
@@ -511,10 +531,11 @@ def _apply_line(
     if _STAGE_NTT_MSM_H <= stage <= _STAGE_TAIL_MSM:  # kind in _THREAD_LINES (no set lookup)
         blk.tids.add(tid)
     if not tid:
-        blk.seen.add(kind)
+        blk.seen |= 1 << stage
         if stage > blk.stage:
             blk.stage = stage
-    blk.tid_seen.add((kind, tid))
+    else:
+        blk.tid_seen.add((kind, tid))
     if stage == _STAGE_MUTEX_WAIT:
         blk.has_t17 = True
     elif stage == _STAGE_PRESTAGE_VRAM:

@@ -13,6 +13,7 @@ from cuzk_diag.ingest.parse.era cimport EraDetector
 # lookup by name).
 cdef frozenset STARTS_BLOCK
 cdef long _STAGE_MUTEX_WAIT, _STAGE_PRESTAGE_VRAM, _STAGE_NTT_H
+cdef long _BIT_D_A_CACHE, _BIT_NTT_H, _BIT_NTT_MSM_H
 
 # Placing a GPU-region line, as a C function that ``drain`` calls directly.
 cpdef gpu_line(State self, Event ev, str kind, object lo, object hi)
@@ -30,7 +31,7 @@ cdef _put_line(
     double late,
 )
 # Whether a line opens a new block, as a C function (``gpu_line`` calls it directly).
-@cython.locals(seen=set)
+@cython.locals(seen=long)
 cdef bint _opens_block(long st, Block blk, Event ev) except -1
 
 # Opening and closing a block as C functions that the module calls directly (``close_block``

@@ -36,6 +36,10 @@ from cuzk_diag.records import (
 _STAGE_MUTEX_WAIT = _STAGE["mutex_wait"]
 _STAGE_PRESTAGE_VRAM = _STAGE["prestage_vram"]
 _STAGE_NTT_H = _STAGE["ntt_h"]
+#: Some kinds' bits in ``Block.seen`` (as blocks.py's ``_BIT``), likewise.
+_BIT_D_A_CACHE = 1 << _STAGE["d_a_cache"]
+_BIT_NTT_H = 1 << _STAGE_NTT_H
+_BIT_NTT_MSM_H = 1 << _STAGE["ntt_msm_h"]
 
 #: A GPU thread number and a stage. (Aliases: compiled, an ``int`` annotation is a type the C
 #: functions ``extend_beam``, ``_put_line`` and ``_opens_block`` would check, where gpu.pxd
@@ -114,7 +118,7 @@ def close_block(self: State, blk: Block) -> None:
         and not blk.has_t10
         and call is not None
         and "host_register" not in call.kinds
-        and "ntt_msm_h" in blk.seen
+        and blk.seen & _BIT_NTT_MSM_H
     ):
         self._put_cpu(call, self.pending_t9.popleft(), "host_register")
     self.closed_blocks.append(blk)
@@ -422,7 +426,7 @@ def _opens_block(st: _Stage, blk: Block, ev: Event | None) -> bool:
     if st == _STAGE_MUTEX_WAIT:
         return True  # T17 always starts a block
     seen = blk.seen
-    if st == _STAGE_NTT_H and ev is not None and "d_a_cache" in seen and "ntt_h" not in seen:
+    if st == _STAGE_NTT_H and ev is not None and seen & _BIT_D_A_CACHE and not seen & _BIT_NTT_H:
         # A GPU's first call allocates the pool-cached d_b (hundreds of ms); an NTT_H line
         # without that allocation belongs to a later call on another GPU.
         d_b = ev.fields.get("d_b_alloc_ms")

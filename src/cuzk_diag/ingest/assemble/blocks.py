@@ -177,7 +177,8 @@ class Block:
         self.gaps: list[str] = []  # stages found missing when the block closed
         self.doubt = False  # took a line after a gap, or a line it may have needed was lost
         self.seen = 0  # the stages of its thread-0 lines, a bit each (``_BIT``)
-        self.tid_seen: set[tuple[str, int]] = set()  # (kind, GPU thread) of the other threads' lines
+        # (kind, GPU thread) of the other threads' lines
+        self.tid_seen: set[tuple[str, int]] = set()
         self.multi_circuit = False
         self.per_tid: dict[int, dict[str, Value]] = {}
         # Feasible interval of the lock-acquisition time on the TIMELINE clock (ms).

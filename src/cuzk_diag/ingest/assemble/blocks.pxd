@@ -56,7 +56,7 @@ cdef class Block:
     cdef _own(self, bint per_thread)
     cpdef view(self, tuple snap)
     cpdef tuple take(self)
-    @cython.locals(seen=long, missing=list)
+    @cython.locals(seen=long, need=long, missing=list)
     cpdef list missing_stages(self, bint ntt_era)
     cpdef bint closes_with(self, str kind, object tid)
     cpdef double relation_cost(self, str kind, long st)
@@ -65,7 +65,7 @@ cdef class Block:
 # dict lookup, not a method found by name).
 cdef dict _FIXED_OFFSET, _OWN_OFFSET, _RENAME, _TID_PRED, _AFTER
 cdef tuple _NEED, _NEED_NTT, _NEED_MAIN, _FIXED_AT, _OWN_AT, _AFTER_BIT_AT, _RENAME_AT
-cdef tuple _NEED_BITS, _NEED_NTT_BITS, _NEED_MAIN_BITS
+cdef long _NEED_MASK, _NEED_NTT_MASK, _NEED_MAIN_MASK
 cdef dict _BIT
 cdef frozenset _TID_KINDS, _TID_FIELDS, _DROP, _RELATED, _THREAD_LINES
 cdef long _STAGE_MUTEX_WAIT, _STAGE_PRESTAGE_VRAM, _STAGE_POOL_THRESHOLD, _STAGE_D_A_CACHE

@@ -108,10 +108,10 @@ _OWN_AT = tuple(_OWN_OFFSET.get(k) for k in _BY_STAGE)
 #: stage, likewise (``Block._takes``, ``_apply_line``).
 _AFTER_BIT_AT = tuple(_BIT[_AFTER[k]] if k in _AFTER else 0 for k in _BY_STAGE)
 _RENAME_AT = tuple(_RENAME.get(k) for k in _BY_STAGE)
-#: The stages ``Block.missing_stages`` asks for: (kind, bit) each.
-_NEED_BITS = tuple((k, _BIT[k]) for k in _NEED)
-_NEED_NTT_BITS = tuple((k, _BIT[k]) for k in _NEED_NTT)
-_NEED_MAIN_BITS = tuple((k, _BIT[k]) for k in _NEED_MAIN)
+#: The stages ``Block.missing_stages`` asks for, as bits of ``Block.seen``.
+_NEED_MASK = sum(_BIT[k] for k in _NEED)
+_NEED_NTT_MASK = sum(_BIT[k] for k in _NEED_NTT)
+_NEED_MAIN_MASK = sum(_BIT[k] for k in _NEED_MAIN)
 
 _ANON_MISS = 1000.0  # cost of leaving a block with a call formed from C++ lines alone
 TOL_MS = 6  # clock truncation (gettimeofday +-1 ms, each value truncated) plus print latency
@@ -397,9 +397,14 @@ class Block:
     def missing_stages(self, ntt_era: bool) -> list[str]:
         """Stages every complete GPU region of this code prints but this block lacks."""
         seen = self.seen
-        missing = [k for k, bit in (_NEED_NTT_BITS if ntt_era else _NEED_BITS) if not seen & bit]
+        need = _NEED_NTT_MASK if ntt_era else _NEED_MASK
         if self.has_t17 or seen & (_BIT_MUTEX_HELD | _BIT_BARRIER_WAIT):
-            missing += [k for k, bit in _NEED_MAIN_BITS if not seen & bit]  # main code (V11)
+            need |= _NEED_MAIN_MASK  # main code (V11)
+        if seen & need == need:
+            return []  # (as nearly always: no list made of the kinds)
+        missing = [k for k in (_NEED_NTT if ntt_era else _NEED) if not seen & _BIT[k]]
+        if need & _NEED_MAIN_MASK:
+            missing += [k for k in _NEED_MAIN if not seen & _BIT[k]]
         return missing
 
     def skipped(self, kind: str, tid: int, ntt_era: bool) -> int:

@@ -1,9 +1,10 @@
 # The compiled build's view of gpu.py: the extension types of blocks.pxd, calls.pxd and state.pxd,
-# and the C function ``bind_block`` of identity.pxd.
+# and the C functions ``bind_block`` of identity.pxd and ``maybe_emit`` of emit.pxd.
 from cuzk_diag.event cimport Event
 cimport cython
 from cuzk_diag.ingest.assemble.blocks cimport Block, _apply_line, closes, names_gpu
 from cuzk_diag.ingest.assemble.calls cimport Call
+from cuzk_diag.ingest.assemble.emit cimport maybe_emit
 from cuzk_diag.ingest.assemble.identity cimport bind_block
 from cuzk_diag.ingest.assemble.lockfit cimport gpu_free_at, lock_miss
 from cuzk_diag.ingest.assemble.state cimport State

@@ -23,6 +23,7 @@ from cuzk_diag.ingest.assemble.calls import (
     Clock,
     _int0,
 )
+from cuzk_diag.ingest.assemble.emit import maybe_emit
 from cuzk_diag.ingest.assemble.identity import bind_block
 from cuzk_diag.ingest.assemble.lockfit import gpu_free_at, lock_miss
 from cuzk_diag.ingest.assemble.state import State
@@ -138,9 +139,9 @@ def close_block(self: State, blk: Block) -> None:
         if old.call is None:
             self._emit_orphan_block(old)
     if blk.call is not None:
-        self._maybe_emit(blk.call)
+        maybe_emit(self, blk.call)
     if left is not None and left is not blk.call:
-        self._maybe_emit(left)
+        maybe_emit(self, left)
 
 
 def extend_beam(
@@ -336,7 +337,7 @@ class GpuRegion(State):
         self.beam = None
         deferred, self.deferred = self.deferred, []
         for call in deferred:
-            self._maybe_emit(call)
+            maybe_emit(self, call)
 
     # (The module function above: compiled, a C function that the methods here call directly;
     # the method is for ``Assembler.flush``.)

@@ -4,6 +4,7 @@ from cuzk_diag.event cimport Event
 cimport cython
 from cuzk_diag.ingest.assemble.blocks cimport Block
 from cuzk_diag.ingest.assemble.calls cimport Call
+from cuzk_diag.ingest.assemble.emit cimport maybe_emit
 from cuzk_diag.ingest.assemble.lockfit cimport lock_miss
 from cuzk_diag.ingest.assemble.state cimport State
 
@@ -12,3 +13,7 @@ cpdef Call _first_started(object cands)
 
 # ``bind_block`` as a C function: gpu.pxd cimports it.
 cpdef bind_block(State self, Block blk, Event ev, str kind, object lo, object hi)
+
+# The same-thread confirmations as C functions: timeline.pxd cimports them.
+cpdef confirm_by_prove_start(State self, Event ev)
+cpdef confirm_by_t7(State self, Call call, object gpu_ms)

@@ -18,6 +18,7 @@ from cuzk_diag.ingest.assemble.calls import (
     Call,
     Clock,
 )
+from cuzk_diag.ingest.assemble.emit import maybe_emit
 from cuzk_diag.ingest.assemble.lockfit import lock_miss
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
@@ -66,8 +67,99 @@ def bind_block(self: State, blk: Block, ev: Event, kind: str, lo: Clock, hi: Clo
     best.block = blk
 
 
+#: A value of the log in ms. (An alias: compiled, an ``int`` annotation is a type the C function
+#: ``confirm_by_t7`` would check, where identity.pxd declares its own.)
+_Ms = int
+
+
+def confirm_by_prove_start(self: State, ev: Event) -> None:
+    """main: T19 is followed on the same thread by `GPU_TIMING spawn_blocking prove_start`."""
+    blk: Block
+    c: Call
+    f: dict[str, Value] = ev.fields
+    p_ms = f.get("prove_start_ms")
+    worker, part = f.get("worker_id"), f.get("partition")
+    if not isinstance(p_ms, int):
+        return
+    if self.pending:  # (a method call only when lines wait)
+        self._drain(None)
+    best: Block | None = None
+    best_gap = None
+    for blk in self.closed_blocks:
+        if blk.confirmed:
+            continue
+        t = blk.fields.get("total_start_fn_ms")
+        if not isinstance(t, int) or t > p_ms + 1:
+            continue
+        gap = p_ms - t
+        if best_gap is None or gap < best_gap:
+            best, best_gap = blk, gap
+    if best is None:
+        return
+    call = None
+    for c in reversed(self.calls):
+        if c.worker == worker and (part is None or c.partition == part):
+            call = c
+            break
+    if call is None:
+        return
+    self._rebind(best, call)
+    call.fields["prove_start_ms"] = p_ms
+    if isinstance(f.get("spawn_to_enter_ms"), int):
+        call.fields["spawn_to_enter_ms"] = f["spawn_to_enter_ms"]
+    maybe_emit(self, call)
+
+
+def confirm_by_t7(self: State, call: Call, gpu_ms: _Ms) -> None:
+    """GPU_END follows T7 on the same thread: the T7 with gpu_ms >= pre_destructor_ms."""
+    if self.pending:  # (a method call only when lines wait)
+        self._drain(None)
+    best = None
+    best_gap = None
+    for c in self.calls:
+        pd = c.fields.get("pre_destructor_ms")
+        if not isinstance(pd, int) or c.block is None or c.fields.get("_t7_confirmed"):
+            continue
+        gap = gpu_ms - pd
+        if gap < -1:
+            continue
+        if best_gap is None or gap < best_gap:
+            best, best_gap = c, gap
+    if best is None or best_gap is None or best_gap > 1000:
+        return
+    best.fields["_t7_confirmed"] = 1
+    if best is call:
+        if call.block is not None:
+            call.block.confirmed = True
+        return
+    # Move the T7 fields and block of `best` (the C++ call) to `call` (the TIMELINE call).
+    blk = best.block
+    t7: dict[str, Value] = {
+        k: best.fields.pop(k) for k in ("epilogue_ms", "pre_destructor_ms", "_t7_confirmed")
+    }
+    best.kinds.discard("epilogue")
+    other_t7: dict[str, Value] = {}
+    if "epilogue" in call.kinds:
+        other_t7 = {
+            k: call.fields.pop(k) for k in ("epilogue_ms", "pre_destructor_ms") if k in call.fields
+        }
+        call.kinds.discard("epilogue")
+    call.fields.update(t7)
+    call.kinds.add("epilogue")
+    if other_t7:
+        best.fields.update(other_t7)
+        best.kinds.add("epilogue")
+    if blk is not None:
+        self._rebind(blk, call)
+
+
 class Identity(State):
     """Part of ``Assembler`` (see the package text)."""
+
+    # (The module functions above: compiled, C functions that timeline.py calls directly, where
+    # a method is found by name.)
+    _confirm_by_prove_start = confirm_by_prove_start
+    _confirm_by_t7 = confirm_by_t7
 
     def _bind_by_lock_time(self: State, blk: Block) -> None:
         """Code without identity lines: re-bind a closed block to the call whose start (or its
@@ -164,43 +256,6 @@ class Identity(State):
         if anon in self.calls:
             self.calls.remove(anon)
 
-    def _confirm_by_prove_start(self: State, ev: Event) -> None:
-        """main: T19 is followed on the same thread by `GPU_TIMING spawn_blocking prove_start`."""
-        blk: Block
-        c: Call
-        f: dict[str, Value] = ev.fields
-        p_ms = f.get("prove_start_ms")
-        worker, part = f.get("worker_id"), f.get("partition")
-        if not isinstance(p_ms, int):
-            return
-        if self.pending:  # (a method call only when lines wait)
-            self._drain(None)
-        best: Block | None = None
-        best_gap = None
-        for blk in self.closed_blocks:
-            if blk.confirmed:
-                continue
-            t = blk.fields.get("total_start_fn_ms")
-            if not isinstance(t, int) or t > p_ms + 1:
-                continue
-            gap = p_ms - t
-            if best_gap is None or gap < best_gap:
-                best, best_gap = blk, gap
-        if best is None:
-            return
-        call = None
-        for c in reversed(self.calls):
-            if c.worker == worker and (part is None or c.partition == part):
-                call = c
-                break
-        if call is None:
-            return
-        self._rebind(best, call)
-        call.fields["prove_start_ms"] = p_ms
-        if isinstance(f.get("spawn_to_enter_ms"), int):
-            call.fields["spawn_to_enter_ms"] = f["spawn_to_enter_ms"]
-        self._maybe_emit(call)
-
     def _t7(self, ev: Event, lo: float | None, hi: float | None) -> None:
         """T7 (Phases 4-11): the main thread's last line, after its block closed and b_g2 joined.
 
@@ -246,50 +301,6 @@ class Identity(State):
             # T3 precedes T7 on the same call (the prep thread is joined first).
             self._reclaim(call, "b_g2_msm", ("b_g2_msm_ms", "num_circuits"))
         self._put_cpu(call, ev, "epilogue")
-
-    def _confirm_by_t7(self, call: Call, gpu_ms: int) -> None:
-        """GPU_END follows T7 on the same thread: the T7 with gpu_ms >= pre_destructor_ms."""
-        if self.pending:  # (a method call only when lines wait)
-            self._drain(None)
-        best = None
-        best_gap = None
-        for c in self.calls:
-            pd = c.fields.get("pre_destructor_ms")
-            if not isinstance(pd, int) or c.block is None or c.fields.get("_t7_confirmed"):
-                continue
-            gap = gpu_ms - pd
-            if gap < -1:
-                continue
-            if best_gap is None or gap < best_gap:
-                best, best_gap = c, gap
-        if best is None or best_gap is None or best_gap > 1000:
-            return
-        best.fields["_t7_confirmed"] = 1
-        if best is call:
-            if call.block is not None:
-                call.block.confirmed = True
-            return
-        # Move the T7 fields and block of `best` (the C++ call) to `call` (the TIMELINE call).
-        blk = best.block
-        t7: dict[str, Value] = {
-            k: best.fields.pop(k) for k in ("epilogue_ms", "pre_destructor_ms", "_t7_confirmed")
-        }
-        best.kinds.discard("epilogue")
-        other_t7: dict[str, Value] = {}
-        if "epilogue" in call.kinds:
-            other_t7 = {
-                k: call.fields.pop(k)
-                for k in ("epilogue_ms", "pre_destructor_ms")
-                if k in call.fields
-            }
-            call.kinds.discard("epilogue")
-        call.fields.update(t7)
-        call.kinds.add("epilogue")
-        if other_t7:
-            best.fields.update(other_t7)
-            best.kinds.add("epilogue")
-        if blk is not None:
-            self._rebind(blk, call)
 
     # -- CPU-side lines ---------------------------------------------------------------------------
 

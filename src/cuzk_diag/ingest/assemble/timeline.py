@@ -13,6 +13,7 @@ from cuzk_diag.ingest.assemble.calls import (
     _ts_ms,
 )
 from cuzk_diag.ingest.assemble.emit import maybe_emit
+from cuzk_diag.ingest.assemble.identity import confirm_by_prove_start, confirm_by_t7
 from cuzk_diag.ingest.assemble.runinfo import note_run_info, timeline_key
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
@@ -101,7 +102,7 @@ def end_call(self: State, job: str, part: MaybeInt, f: dict[str, Value], ev: Eve
     call.lines.append(ev.line)
     # Phases 4-11: T7 of this call printed just before on the same thread; confirm its block.
     if isinstance(gpu_ms, int):
-        self._confirm_by_t7(call, gpu_ms)
+        confirm_by_t7(self, call, gpu_ms)
     maybe_emit(self, call)
     if call.block is None and self.timeline_calls:
         # Ended without a region of its own: a closed region no call took may be its now.
@@ -148,7 +149,7 @@ def tracing_line(self: State, ev: Event, kind: str, f: dict[str, Value]) -> None
         ts = f.get("ts")
         self.epoch_ms = _ts_ms(ts) if isinstance(ts, str) else None
     elif code == _PROVE_START:
-        self._confirm_by_prove_start(ev)
+        confirm_by_prove_start(self, ev)
     elif code == _PROVE_TIME:
         ms = f.get("gpu_prove_time_ms")
         part = f.get("partition")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 from cuzk_diag.records import Accounting, Event, Family, Value
 
@@ -96,7 +97,9 @@ NTT_H_KEYS = (
     "msm_dtor",
     "total",
 )
-_NTT_H_COLUMN = {k: f"{k}_ms" for k in NTT_H_KEYS} | {"total": "ntt_h_total_ms"}
+#: (Each name one interned text, as the names written in the source are: the assembly looks
+#: them up with its literals, a pointer comparison when the text is the same object.)
+_NTT_H_COLUMN = {k: sys.intern(f"{k}_ms") for k in NTT_H_KEYS} | {"total": "ntt_h_total_ms"}
 
 
 def parse_timing(ln: str, no: int, source: int, acc: Accounting) -> Event:

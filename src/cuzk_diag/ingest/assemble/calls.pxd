@@ -31,6 +31,12 @@ cdef class Call:
 @cython.locals(lo=long, hi=long, n=long)
 cpdef tuple _span(list lines)
 
+# The clock helpers placements call for each candidate call, as C functions (cpu.pxd, gpu.pxd,
+# lockfit.pxd and prep.pxd cimport them).
+cpdef object _t0(Call c)
+cpdef object _int0(object v)
+cpdef object _call_done(Call c)
+
 @cython.locals(us=long, i=long, d=long, n=long)
 cpdef object _ts_ms(str ts)
 cdef _note_minute(str minute)

@@ -2,7 +2,7 @@
 # and the C function ``_first_started`` of identity.pxd.
 from cuzk_diag.event cimport Event
 from cuzk_diag.ingest.assemble.blocks cimport Block, _copy_fields
-from cuzk_diag.ingest.assemble.calls cimport Call
+from cuzk_diag.ingest.assemble.calls cimport Call, _call_done, _int0, _t0
 from cuzk_diag.ingest.assemble.state cimport State
 from cuzk_diag.ingest.assemble.identity cimport _first_started
 from cuzk_diag.ingest.assemble.emit cimport maybe_emit

@@ -4,7 +4,7 @@
 # with the same operations).
 from cuzk_diag.event cimport Event
 cimport cython
-from cuzk_diag.ingest.assemble.calls cimport Call
+from cuzk_diag.ingest.assemble.calls cimport Call, _int0
 from cuzk_diag.ingest.assemble.state cimport State
 from cuzk_diag.ingest.assemble.cpu cimport cpu_line, prep_print_ms, put_cpu
 
@@ -24,8 +24,14 @@ cdef class PrepSearch:
     cpdef object predict(self, str kind, object value, Call c)
     @cython.locals(extra=double, nxt=double, c=Call)
     cpdef dfs(self, object i, double cost, double last)
+    @cython.locals(best=list, choice=list, key=tuple)
+    cdef _leaf(self, double cost)
+    @cython.locals(c=Call, cost=double, best=list)
+    cpdef settle_one(self, list cs)
 
 cdef dict _NO_TEMP
+# How far a predicted print time misses its bracket, as a C function (the search calls it).
+cdef object _miss(object p, object lo, object hi, object last)
 
 # The joint placement and the candidates of a line as C functions: ``drain`` (__init__.pxd) and
 # the search call them directly.

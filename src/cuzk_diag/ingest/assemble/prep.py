@@ -36,6 +36,7 @@ def solve_prep_lines(
     """
     lines = [ev for _, ev in indexed]
     n = len(lines)
+    only: list[Call] = []
     if n == 1:
         only = prep_candidates(self, lines[0], _NO_TEMP)
         if len(only) == 1:
@@ -57,7 +58,10 @@ def solve_prep_lines(
         los.append(line_lo)
         his.append(line_hi)
     search = PrepSearch(lines, los, his, self, self.CPU_MARGIN)
-    search.dfs(0, 0.0, -1e18)
+    if n == 1:
+        search.settle_one(only)  # (the usual case: no search over assignments)
+    else:
+        search.dfs(0, 0.0, -1e18)
     best, ends = search.best, search.ends
     if best[0] is None:
         for ev in lines:
@@ -144,18 +148,7 @@ class PrepSearch:
         if best[0] is not None and cost > best[0] + self.margin:
             return
         if i == self.n:
-            # (a list first: Cython compiles no generator inside a C method)
-            key = tuple([c.seq if c is not None else 1 << 60 for c in choice])
-            self.ends.append((cost, key))
-            if best[0] is not None and cost > best[0] + 1e-9:
-                return
-            if best[0] is None or cost < best[0] - 1e-9:
-                best[0], best[1], best[2] = cost, (key, list(choice)), 1
-            elif key < best[1][0]:
-                best[1] = (key, list(choice))
-                best[2] += 1
-            else:
-                best[2] += 1
+            self._leaf(cost)
             return
         ev = self.lines[i]
         cs = prep_candidates(self.state, ev, self.temp)
@@ -173,16 +166,66 @@ class PrepSearch:
             extra = 0.0
             nxt = last
             if p is not None:
-                lo_i, hi_i = self.los[i], self.his[i]
-                if lo_i is not None and p < lo_i - TOL_MS:
-                    extra += lo_i - TOL_MS - p
-                if hi_i is not None and p > hi_i + TOL_MS:
-                    extra += p - hi_i - TOL_MS
-                if p < last - TOL_MS:
-                    extra += last - TOL_MS - p
+                extra = _miss(p, self.los[i], self.his[i], last)
                 nxt = max(last, p)
             temp.setdefault(c.seq, {})[kind] = value
             choice.append(c)
             self.dfs(i + 1, cost + extra, nxt)
             choice.pop()
             del temp[c.seq][kind]
+
+    def _leaf(self, cost: float) -> None:
+        """A complete assignment (``choice``) of ``cost``: kept among the ends, and the best
+        (ties counted, the first-in-first-out one kept) when it is."""
+        best, choice = self.best, self.choice
+        # (a list first: Cython compiles no generator inside a C method)
+        key = tuple([c.seq if c is not None else 1 << 60 for c in choice])
+        self.ends.append((cost, key))
+        if best[0] is not None and cost > best[0] + 1e-9:
+            return
+        if best[0] is None or cost < best[0] - 1e-9:
+            best[0], best[1], best[2] = cost, (key, list(choice)), 1
+        elif key < best[1][0]:
+            best[1] = (key, list(choice))
+            best[2] += 1
+        else:
+            best[2] += 1
+
+    def settle_one(self, cs: list[Call]) -> None:
+        """``dfs(0, 0.0, -1e18)`` for a single line whose candidates are ``cs``: each
+        candidate's assignment is complete, so each is weighed in turn as the search's leaves
+        are (the same budget, pruning and ties), without the search's recursion and the lines
+        it assigns meanwhile."""
+        self.budget -= 1  # (the search's own first step)
+        if not cs:
+            self.choice.append(None)
+            self._leaf(0.0)
+            return
+        ev = self.lines[0]
+        kind = ev.kind
+        value = _int0(ev.fields.get("prep_msm_ms" if kind == "prep_msm" else "b_g2_msm_ms"))
+        best = self.best
+        for c in cs:
+            p = self.predict(kind, value, c)
+            cost = 0.0 if p is None else _miss(p, self.los[0], self.his[0], -1e18)
+            if self.budget <= 0:
+                return
+            self.budget -= 1
+            if best[0] is not None and cost > best[0] + self.margin:
+                continue
+            self.choice = [c]
+            self._leaf(cost)
+
+
+def _miss(p: float, lo: float | None, hi: float | None, last: float) -> float:
+    """How far a prep line's predicted print time ``p`` misses its clock bracket ``lo``-``hi``
+    and the print time of the line before it, ``last`` (lines print in time order), each
+    within ``TOL_MS``."""
+    extra = 0.0
+    if lo is not None and p < lo - TOL_MS:
+        extra += lo - TOL_MS - p
+    if hi is not None and p > hi + TOL_MS:
+        extra += p - hi - TOL_MS
+    if p < last - TOL_MS:
+        extra += last - TOL_MS - p
+    return extra

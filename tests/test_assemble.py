@@ -592,3 +592,74 @@ def test_emitted_calls_are_freed_without_the_collector(
     assert len(released) == calls
     assert alive_kept >= calls - 8  # every pair stays until the collector runs
     assert alive <= 64 + 16  # the recent blocks' calls and the calls still open
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    calls=st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.integers(0, 400)),  # TIMELINE start (None: not known)
+            st.integers(0, 40),  # setup_to_split_ms
+            st.one_of(st.none(), st.integers(0, 200)),  # its own T2 value (a T3 line's model)
+            st.booleans(),  # has its T1 (a T2 line's candidates)
+            st.booleans(),  # has its T2 (a T3 line's candidates)
+        ),
+        max_size=6,
+    ),
+    kind=st.sampled_from(["prep_msm", "b_g2_msm"]),
+    value=st.integers(0, 300),
+    lo=st.one_of(st.none(), st.floats(0, 900, allow_nan=False)),
+    width=st.floats(0, 300, allow_nan=False),
+    budget=st.integers(0, 8),
+)
+def test_a_single_prep_line_is_weighed_as_the_search_weighs_it(  # noqa: PLR0913
+    calls: list[tuple[int | None, int, int | None, bool, bool]],
+    kind: str,
+    value: int,
+    lo: float | None,
+    width: float,
+    budget: int,
+) -> None:
+    """``PrepSearch.settle_one`` (one T2/T3 line: its candidates in turn) gives the search's
+    result (``dfs``): the best assignment, its ties and every end kept, and the budget left,
+    also with the budget spent on the way."""
+    from cuzk_diag.event import Event
+    from cuzk_diag.ingest.assemble import Assembler
+    from cuzk_diag.ingest.assemble.calls import Call
+    from cuzk_diag.ingest.assemble.prep import PrepSearch, prep_candidates
+    from cuzk_diag.records import Family
+
+    asm = Assembler()
+    for seq, (start, setup, t2, t1_seen, t2_seen) in enumerate(calls, start=1):
+        c = Call(seq, f"job{seq}", seq, 0, None if start is None else float(start), 0, 0)
+        c.fields["setup_to_split_ms"] = setup
+        if t1_seen:
+            c.kinds.add("split_vectors")
+        if t2_seen:
+            c.kinds.add("prep_msm")
+            if t2 is not None:
+                c.fields["prep_msm_ms"] = t2
+        asm.calls.append(c)
+    key = "prep_msm_ms" if kind == "prep_msm" else "b_g2_msm_ms"
+    ev = Event(100, 0, Family.TIMING, kind, {key: value})
+    hi = None if lo is None else lo + width
+
+    def search() -> PrepSearch:
+        s = PrepSearch([ev], [lo], [hi], asm, asm.CPU_MARGIN)
+        s.budget = budget
+        return s
+
+    deep, one = search(), search()
+    deep.dfs(0, 0.0, -1e18)
+    one.settle_one(prep_candidates(asm, ev, {}))
+    assert one.ends == deep.ends
+    assert one.best[0] == deep.best[0] and one.best[2] == deep.best[2]
+    if deep.best[1] is None:
+        assert one.best[1] is None
+    else:
+        assert one.best[1][0] == deep.best[1][0]
+        assert [c.seq if c is not None else None for c in one.best[1][1]] == [
+            c.seq if c is not None else None for c in deep.best[1][1]
+        ]
+    assert one.budget == deep.budget
+    assert one.choice == deep.choice == []

@@ -26,7 +26,8 @@ cdef class PrepSearch:
     cpdef dfs(self, object i, double cost, double last)
     @cython.locals(best=list, choice=list, key=tuple)
     cdef _leaf(self, double cost)
-    @cython.locals(c=Call, cost=double, best=list)
+    cdef bint _enter(self, double cost) except -1
+    @cython.locals(c=Call, cost=double, choice=list)
     cpdef settle_one(self, list cs)
 
 cdef dict _NO_TEMP

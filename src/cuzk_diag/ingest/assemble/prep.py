@@ -141,12 +141,9 @@ class PrepSearch:
         return prep_print_ms(c, kind, value, t.get("prep_msm"))
 
     def dfs(self, i: int, cost: float, last: float) -> None:
-        if self.budget <= 0:
+        if not self._enter(cost):
             return
-        self.budget -= 1
-        best, choice = self.best, self.choice
-        if best[0] is not None and cost > best[0] + self.margin:
-            return
+        choice = self.choice
         if i == self.n:
             self._leaf(cost)
             return
@@ -191,30 +188,39 @@ class PrepSearch:
         else:
             best[2] += 1
 
+    def _enter(self, cost: float) -> bool:
+        """A step of the search into an assignment that costs ``cost`` so far: False once the
+        budget is spent, or when the assignment misses the best by more than the margin."""
+        if self.budget <= 0:
+            return False
+        self.budget -= 1
+        best = self.best[0]
+        return best is None or not cost > best + self.margin
+
     def settle_one(self, cs: list[Call]) -> None:
-        """``dfs(0, 0.0, -1e18)`` for a single line whose candidates are ``cs``: each
-        candidate's assignment is complete, so each is weighed in turn as the search's leaves
-        are (the same budget, pruning and ties), without the search's recursion and the lines
-        it assigns meanwhile."""
-        self.budget -= 1  # (the search's own first step)
+        """``dfs(0, 0.0, -1e18)`` for a single line whose candidates are ``cs`` (as
+        ``prep_candidates`` gives them): each candidate's assignment is complete, so each is
+        weighed in turn as the search weighs its leaves (the same steps, budget, pruning and
+        ties), without the search's recursion and the lines it assigns meanwhile."""
+        if not self._enter(0.0):
+            return
+        choice = self.choice
         if not cs:
-            self.choice.append(None)
-            self._leaf(0.0)
+            choice.append(None)
+            if self._enter(0.0):
+                self._leaf(0.0)
+            choice.pop()
             return
         ev = self.lines[0]
         kind = ev.kind
         value = _int0(ev.fields.get("prep_msm_ms" if kind == "prep_msm" else "b_g2_msm_ms"))
-        best = self.best
         for c in cs:
             p = self.predict(kind, value, c)
             cost = 0.0 if p is None else _miss(p, self.los[0], self.his[0], -1e18)
-            if self.budget <= 0:
-                return
-            self.budget -= 1
-            if best[0] is not None and cost > best[0] + self.margin:
-                continue
-            self.choice = [c]
-            self._leaf(cost)
+            if self._enter(cost):
+                choice.append(c)
+                self._leaf(cost)
+                choice.pop()
 
 
 def _miss(p: float, lo: float | None, hi: float | None, last: float) -> float:

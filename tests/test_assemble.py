@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cuzk_diag.ingest.assemble.calls import KIND_BIT
 from cuzk_diag.ingest.parse import iter_events
 from cuzk_diag.model.daemon import SimConfig, simulate
 from cuzk_diag.pipeline import load_run
@@ -209,7 +210,10 @@ def test_a_call_a_swap_gives_a_closed_region_is_emitted_when_its_lines_are_in(er
         due = [
             c.seq
             for c in asm.calls
-            if c.ended and c.block is not None and c.block.closed and "async_dealloc" in c.kinds
+            if c.ended
+            and c.block is not None
+            and c.block.closed
+            and c.kinds & KIND_BIT["async_dealloc"]
         ]
         assert due == [], (era, seed)
         out += asm.finish()
@@ -634,9 +638,9 @@ def test_a_single_prep_line_is_weighed_as_the_search_weighs_it(  # noqa: PLR0913
         c = Call(seq, f"job{seq}", seq, 0, None if start is None else float(start), 0, 0)
         c.fields["setup_to_split_ms"] = setup
         if t1_seen:
-            c.kinds.add("split_vectors")
+            c.kinds |= KIND_BIT["split_vectors"]
         if t2_seen:
-            c.kinds.add("prep_msm")
+            c.kinds |= KIND_BIT["prep_msm"]
             if t2 is not None:
                 c.fields["prep_msm_ms"] = t2
         asm.calls.append(c)

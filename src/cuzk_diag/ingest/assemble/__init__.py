@@ -37,6 +37,7 @@ from cuzk_diag.ingest.assemble.blocks import (
     Block,
 )
 from cuzk_diag.ingest.assemble.calls import (
+    KIND_BIT,
     Call,
     Clock,
     _ts_ms,
@@ -245,8 +246,9 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
             for b in self.blocks:
                 b.doubt = True
         elif kind in _CPU_KINDS or kind == "epilogue":
+            bit = KIND_BIT[kind]
             for c in self.calls:
-                if kind not in c.kinds:
+                if not c.kinds & bit:
                     c.cpu_weak = True
 
     def _take_out(self: State) -> list[dict[str, Any]]:

@@ -68,7 +68,6 @@ _NEED_MAIN = ("mutex_wait", "barrier_wait", "mutex_held")
 _THREAD_LINES = _TID_KINDS - {"ntt_h"}
 _JOINT_KINDS = frozenset({"prep_msm", "b_g2_msm"})
 _CPU_KINDS = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc", "host_register"})
-_CPU_EVERY = frozenset({"split_vectors", "prep_msm", "b_g2_msm", "async_dealloc"})  # T1-T3, T8
 
 #: Kinds of line that can be the first of a block.
 STARTS_BLOCK = frozenset(

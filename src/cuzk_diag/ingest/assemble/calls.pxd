@@ -12,7 +12,7 @@ cdef class Call:
     cdef public object start
     cdef public object seq
     cdef public dict fields
-    cdef public set kinds
+    cdef public long kinds
     cdef public object block
     cdef public object ended
     cdef public object closed_out

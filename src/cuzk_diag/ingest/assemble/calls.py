@@ -24,6 +24,19 @@ Clock: TypeAlias = float | None
 MaybeInt: TypeAlias = int | None
 
 
+#: The CPU-side kinds of line a call holds (``Call.kinds``), a bit each: one integer, tested and
+#: set by its bit, where a set of kinds hashed the kind for each test (a CPU-side line tests
+#: every open call).
+KIND_BIT = {
+    "split_vectors": 1,  # T1
+    "prep_msm": 2,  # T2
+    "b_g2_msm": 4,  # T3
+    "async_dealloc": 8,  # T8
+    "host_register": 16,  # T9
+    "epilogue": 32,  # T7
+}
+
+
 def _t0(c: Call) -> float:
     """A call's TIMELINE start (callers only predict for calls that have one)."""
     return c.start if c.start is not None else 0.0
@@ -178,7 +191,7 @@ class Call:
         self.start = start
         self.seq = seq
         self.fields: dict[str, Value] = {}
-        self.kinds: set[str] = set()
+        self.kinds = 0  # the CPU-side lines it holds, a bit per kind (``KIND_BIT``)
         self.block: Block | None = None
         self.ended = False  # nothing but late lines (T3, T8) can follow
         self.closed_out = False  # its thread printed its last main-path line (GPU_END, failure)

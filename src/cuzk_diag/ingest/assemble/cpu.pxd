@@ -15,3 +15,7 @@ cpdef cpu_line(State self, Event ev, str kind, object lo, object hi)
 # The T2/T3 print-time model, as a C function (prep.pxd cimports it).
 cpdef double prep_print_ms(Call c, str kind, double v, object prep)
 cdef bint _has_end(Call c)
+
+# The kinds' bits in ``Call.kinds`` (calls.py's ``KIND_BIT``) this module tests, as C integers.
+cdef dict KIND_BIT
+cdef long _SPLIT_VECTORS, _PREP_MSM, _B_G2_MSM, _ASYNC_DEALLOC, _EPILOGUE

@@ -15,6 +15,7 @@ from cuzk_diag.ingest.assemble.blocks import (
 from cuzk_diag.ingest.assemble.calls import (
     _INFERRED,
     _NONE,
+    KIND_BIT,
     Call,
     Clock,
     MaybeInt,
@@ -29,10 +30,17 @@ from cuzk_diag.records import (
     Value,
 )
 
+#: The bits in ``Call.kinds`` of the kinds tested here (compiled, C integers of this module).
+_SPLIT_VECTORS = KIND_BIT["split_vectors"]
+_PREP_MSM = KIND_BIT["prep_msm"]
+_B_G2_MSM = KIND_BIT["b_g2_msm"]
+_ASYNC_DEALLOC = KIND_BIT["async_dealloc"]
+_EPILOGUE = KIND_BIT["epilogue"]
+
 
 def put_cpu(self: State, call: Call, ev: Event, kind: str) -> None:
     """A CPU-side line of ``kind`` into ``call`` (``CpuSide._put_cpu``)."""
-    call.kinds.add(kind)
+    call.kinds |= KIND_BIT[kind]
     line = ev.line
     call.lines.append(line)
     call.klines[kind] = line
@@ -81,7 +89,7 @@ def cpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
         cands = [
             c
             for c in self.calls
-            if "split_vectors" not in c.kinds and c.job_id is not None and not c.ended
+            if not c.kinds & _SPLIT_VECTORS and c.job_id is not None and not c.ended
         ]
         v = f.get("setup_to_split_ms")
         if not cands:
@@ -97,7 +105,7 @@ def cpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
         cands = [
             c
             for c in self.calls
-            if "split_vectors" in c.kinds and kind not in c.kinds and not c.closed_out
+            if c.kinds & _SPLIT_VECTORS and not c.kinds & _PREP_MSM and not c.closed_out
         ]
         v = f.get("prep_msm_ms")
     elif kind == "b_g2_msm":
@@ -105,10 +113,10 @@ def cpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
         cands = [
             c
             for c in self.calls
-            if "prep_msm" in c.kinds
-            and kind not in c.kinds
+            if c.kinds & _PREP_MSM
+            and not c.kinds & _B_G2_MSM
             and not c.closed_out
-            and "epilogue" not in c.kinds
+            and not c.kinds & _EPILOGUE
         ]
         if not cands:
             cands = self._lost_t2_calls()  # a T2 line was lost or damaged
@@ -119,9 +127,9 @@ def cpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
         cands = [
             c
             for c in self.calls
-            if kind not in c.kinds
+            if not c.kinds & _ASYNC_DEALLOC
             and ((c.block is not None and c.block.closed) or _has_end(c))
-            and ("epilogue" in c.kinds or "pre_destructor_ms" not in c.fields)
+            and (c.kinds & _EPILOGUE or "pre_destructor_ms" not in c.fields)
         ]
         v = f.get("async_dealloc_ms")
         if isinstance(v, int) and hi is not None and v > TOL_MS + self.CPU_MARGIN:
@@ -130,7 +138,7 @@ def cpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
             # is still to come (at or after ``hi``) cannot own a T8 this long.
             cands = [c for c in cands if c.job_id is None or _has_end(c)]
         # In Phases 4-11 the dealloc thread is spawned after T7.
-        with_t7 = [c for c in cands if "epilogue" in c.kinds]
+        with_t7 = [c for c in cands if c.kinds & _EPILOGUE]
         if self.era.era in ("phase4-8", "phase9-11") and with_t7:
             cands = with_t7
     if not cands:
@@ -148,7 +156,7 @@ def cpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
                 break
         else:
             for c in self.calls:
-                if c.closed_out and kind not in c.kinds and c not in cands:
+                if c.closed_out and not c.kinds & _ASYNC_DEALLOC and c not in cands:
                     unsure = True
                     break
     if not strong and isinstance(v, int) and (lo is not None or hi is not None):
@@ -174,10 +182,8 @@ class CpuSide(State):
         entered (T1) without a T2 (its T2 was due first). Attributed as ambiguous."""
         for c in self.calls:
             if (
-                "split_vectors" in c.kinds
-                and "prep_msm" not in c.kinds
-                and "b_g2_msm" not in c.kinds
-                and "epilogue" not in c.kinds
+                c.kinds & _SPLIT_VECTORS
+                and not c.kinds & (_PREP_MSM | _B_G2_MSM | _EPILOGUE)
                 and not c.closed_out
             ):
                 c.cpu_weak = True
@@ -198,8 +204,9 @@ class CpuSide(State):
         value puts its print time before this call's end on the TIMELINE clock.
         """
         end = self.clock
+        bit = KIND_BIT[kind]
         for other in self.calls:
-            if other is call or other.closed_out or not other.cpu_weak or kind not in other.kinds:
+            if other is call or other.closed_out or not other.cpu_weak or not other.kinds & bit:
                 continue
             v = other.fields.get(keys[0])
             if not isinstance(v, int) or call.start is None:
@@ -210,14 +217,14 @@ class CpuSide(State):
             for k in keys:
                 if k in other.fields:
                     call.fields[k] = other.fields.pop(k)
-            other.kinds.discard(kind)
+            other.kinds &= ~bit
             line = other.klines.pop(kind, None)
             if line is not None:
                 if line in other.lines:
                     other.lines.remove(line)
                 call.lines.append(line)
                 call.klines[kind] = line
-            call.kinds.add(kind)
+            call.kinds |= bit
             call.cpu_weak = True
             return
 

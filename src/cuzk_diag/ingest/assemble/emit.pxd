@@ -15,3 +15,7 @@ cdef bint _owner_settled(State self, Call call)
 # timeline.pxd and the module itself call them directly.
 cpdef maybe_emit(State self, Call call)
 cpdef emit(State self, Call call)
+
+# The kinds' bits in ``Call.kinds`` (calls.py's ``KIND_BIT``) this module tests, as C integers.
+cdef dict KIND_BIT
+cdef long _ASYNC_DEALLOC, _CPU_EVERY

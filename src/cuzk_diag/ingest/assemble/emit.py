@@ -9,13 +9,13 @@ import json
 from typing import Any
 
 from cuzk_diag.ingest.assemble.blocks import (
-    _CPU_EVERY,
     _RECORD_COLUMNS,
     TOL_MS,
     Block,
 )
 from cuzk_diag.ingest.assemble.calls import (
     _NONE,
+    KIND_BIT,
     Call,
     _span,
 )
@@ -30,6 +30,11 @@ _EXACT_TEXT, _INFERRED_TEXT, _AMBIGUOUS_TEXT, _NONE_TEXT = (
     str(a)
     for a in (Attribution.EXACT, Attribution.INFERRED, Attribution.AMBIGUOUS, Attribution.NONE)
 )
+
+#: The bits in ``Call.kinds`` of the kinds tested here (compiled, C integers of this module).
+_ASYNC_DEALLOC = KIND_BIT["async_dealloc"]
+#: The CPU-side lines every version prints (T1-T3, T8), as bits of ``Call.kinds``.
+_CPU_EVERY = sum(KIND_BIT[k] for k in ("split_vectors", "prep_msm", "b_g2_msm", "async_dealloc"))
 
 #: The TIMELINE entry of a call without one (read, never written to).
 _NO_FIELDS: dict[str, Value] = {}
@@ -70,7 +75,7 @@ def maybe_emit(self: State, call: Call) -> None:
         # its record from live mode, and stops ``--jobs`` from cutting the log).
         emit(self, call)
         return
-    if "async_dealloc" not in call.kinds and call.status != "failed":
+    if not call.kinds & _ASYNC_DEALLOC and call.status != "failed":
         # T8 (and, from Phase 12 on, T3) come after GPU_END; wait for them unless the worker
         # has moved on twice since (then they are not coming for this call).
         later = 0  # (a loop: ``sum`` over a generator made a generator object per call)
@@ -160,7 +165,7 @@ def emit(self: State, call: Call) -> None:
     else:
         # A call that ended well without one of the CPU-side lines every version prints:
         # another call took it, so its placements around there are a guess.
-        short = call.status == "ok" and not _CPU_EVERY <= call.kinds
+        short = call.status == "ok" and call.kinds & _CPU_EVERY != _CPU_EVERY
         weak = call.cpu_weak or short
         rec["attr_cpu"] = _AMBIGUOUS_TEXT if weak else _INFERRED_TEXT
     lines = call.lines + (blk.lines if blk is not None else [])

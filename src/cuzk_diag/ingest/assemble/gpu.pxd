@@ -45,3 +45,7 @@ cpdef close_block(State self, Block blk)
 cpdef bint extend_beam(
     State self, Event ev, str kind, long st, object tid, object lo, object hi, bint ntt_era
 ) except -1
+
+# The kinds' bits in ``Call.kinds`` (calls.py's ``KIND_BIT``) this module tests, as C integers.
+cdef dict KIND_BIT
+cdef long _HOST_REGISTER

@@ -19,6 +19,7 @@ from cuzk_diag.ingest.assemble.blocks import (
     names_gpu,
 )
 from cuzk_diag.ingest.assemble.calls import (
+    KIND_BIT,
     Call,
     Clock,
     _int0,
@@ -41,6 +42,9 @@ _STAGE_NTT_H = _STAGE["ntt_h"]
 _BIT_D_A_CACHE = 1 << _STAGE["d_a_cache"]
 _BIT_NTT_H = 1 << _STAGE_NTT_H
 _BIT_NTT_MSM_H = 1 << _STAGE["ntt_msm_h"]
+
+#: The bits in ``Call.kinds`` of the kinds tested here (compiled, C integers of this module).
+_HOST_REGISTER = KIND_BIT["host_register"]
 
 #: A GPU thread number and a stage. (Aliases: compiled, an ``int`` annotation is a type the C
 #: functions ``extend_beam``, ``_put_line`` and ``_opens_block`` would check, where gpu.pxd
@@ -118,7 +122,7 @@ def close_block(self: State, blk: Block) -> None:
         self.pending_t9
         and not blk.has_t10
         and call is not None
-        and "host_register" not in call.kinds
+        and not call.kinds & _HOST_REGISTER
         and blk.seen & _BIT_NTT_MSM_H
     ):
         self._put_cpu(call, self.pending_t9.popleft(), "host_register")

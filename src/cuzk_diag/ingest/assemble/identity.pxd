@@ -17,3 +17,7 @@ cpdef bind_block(State self, Block blk, Event ev, str kind, object lo, object hi
 # The same-thread confirmations as C functions: timeline.pxd cimports them.
 cpdef confirm_by_prove_start(State self, Event ev)
 cpdef confirm_by_t7(State self, Call call, object gpu_ms)
+
+# The kinds' bits in ``Call.kinds`` (calls.py's ``KIND_BIT``) this module tests, as C integers.
+cdef dict KIND_BIT
+cdef long _SPLIT_VECTORS, _PREP_MSM, _B_G2_MSM, _EPILOGUE

@@ -15,6 +15,7 @@ from cuzk_diag.ingest.assemble.blocks import (
     Block,
 )
 from cuzk_diag.ingest.assemble.calls import (
+    KIND_BIT,
     Call,
     Clock,
 )
@@ -61,12 +62,17 @@ def bind_block(self: State, blk: Block, ev: Event, kind: str, lo: Clock, hi: Clo
                 blk.lock_lo = max(blk.lock_lo, t - TOL_MS)
                 blk.lock_hi = min(blk.lock_hi, t + TOL_MS)
     # FIFO: the call that entered the C++ function first (T1 seen first), then start order.
-    entered = [c for c in cands if "split_vectors" in c.kinds]
+    entered = [c for c in cands if c.kinds & _SPLIT_VECTORS]
     best = _first_started(entered or cands)
     blk.call = best
     best.block = blk
 
 
+#: The bits in ``Call.kinds`` of the kinds tested here (compiled, C integers of this module).
+_SPLIT_VECTORS = KIND_BIT["split_vectors"]
+_PREP_MSM = KIND_BIT["prep_msm"]
+_B_G2_MSM = KIND_BIT["b_g2_msm"]
+_EPILOGUE = KIND_BIT["epilogue"]
 #: A value of the log in ms. (An alias: compiled, an ``int`` annotation is a type the C function
 #: ``confirm_by_t7`` would check, where identity.pxd declares its own.)
 _Ms = int
@@ -137,18 +143,18 @@ def confirm_by_t7(self: State, call: Call, gpu_ms: _Ms) -> None:
     t7: dict[str, Value] = {
         k: best.fields.pop(k) for k in ("epilogue_ms", "pre_destructor_ms", "_t7_confirmed")
     }
-    best.kinds.discard("epilogue")
+    best.kinds &= ~_EPILOGUE
     other_t7: dict[str, Value] = {}
-    if "epilogue" in call.kinds:
+    if call.kinds & _EPILOGUE:
         other_t7 = {
             k: call.fields.pop(k) for k in ("epilogue_ms", "pre_destructor_ms") if k in call.fields
         }
-        call.kinds.discard("epilogue")
+        call.kinds &= ~_EPILOGUE
     call.fields.update(t7)
-    call.kinds.add("epilogue")
+    call.kinds |= _EPILOGUE
     if other_t7:
         best.fields.update(other_t7)
-        best.kinds.add("epilogue")
+        best.kinds |= _EPILOGUE
     if blk is not None:
         self._rebind(blk, call)
 
@@ -264,7 +270,7 @@ class Identity(State):
         ``pre_destructor_ms`` matches the clock when T7 printed. Together they bind block to call.
         """
         pd = ev.fields.get("pre_destructor_ms")
-        blocks = [b for b in self.awaiting_t7 if b.call is None or "epilogue" not in b.call.kinds]
+        blocks = [b for b in self.awaiting_t7 if b.call is None or not b.call.kinds & _EPILOGUE]
         if isinstance(pd, int):
             fit = [
                 b
@@ -275,9 +281,7 @@ class Identity(State):
             blocks = fit or blocks
         blk = blocks[0] if blocks else None
         calls = [
-            c
-            for c in self.calls
-            if "epilogue" not in c.kinds and (c.block is None or c.block.closed)
+            c for c in self.calls if not c.kinds & _EPILOGUE and (c.block is None or c.block.closed)
         ]
         call: Call | None = None
         if isinstance(pd, int) and lo is not None:
@@ -297,7 +301,7 @@ class Identity(State):
             self.awaiting_t7.remove(blk)
             if blk.call is not call:
                 self._rebind(blk, call)
-        if "b_g2_msm" not in call.kinds and "prep_msm" in call.kinds:
+        if not call.kinds & _B_G2_MSM and call.kinds & _PREP_MSM:
             # T3 precedes T7 on the same call (the prep thread is joined first).
             self._reclaim(call, "b_g2_msm", ("b_g2_msm_ms", "num_circuits"))
         self._put_cpu(call, ev, "epilogue")

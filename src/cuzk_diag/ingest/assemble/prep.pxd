@@ -38,5 +38,9 @@ cdef object _miss(object p, object lo, object hi, object last)
 # the search call them directly.
 @cython.locals(search=PrepSearch, best=list, n=Py_ssize_t)
 cpdef solve_prep_lines(State self, list indexed, list anchors, object lo, object hi)
-@cython.locals(c=Call, out=list, t=dict)
+@cython.locals(c=Call, out=list, t=dict, bit=long)
 cpdef list prep_candidates(State self, Event ev, dict temp)
+
+# The kinds' bits in ``Call.kinds`` (calls.py's ``KIND_BIT``) this module tests, as C integers.
+cdef dict KIND_BIT
+cdef long _SPLIT_VECTORS, _PREP_MSM, _EPILOGUE

@@ -10,10 +10,14 @@ from typing import Any
 
 from cuzk_diag.event import Event
 from cuzk_diag.ingest.assemble.blocks import TOL_MS
-from cuzk_diag.ingest.assemble.calls import Call, _int0
+from cuzk_diag.ingest.assemble.calls import KIND_BIT, Call, _int0
 from cuzk_diag.ingest.assemble.cpu import cpu_line, prep_print_ms, put_cpu
 from cuzk_diag.ingest.assemble.state import State
 
+#: The bits in ``Call.kinds`` of the kinds tested here (compiled, C integers of this module).
+_SPLIT_VECTORS = KIND_BIT["split_vectors"]
+_PREP_MSM = KIND_BIT["prep_msm"]
+_EPILOGUE = KIND_BIT["epilogue"]
 #: The lines assigned meanwhile when there are none, for ``prep_candidates`` (read, never
 #: written to: an empty dict made per call and per candidate cost more than the lookups).
 _NO_TEMP: dict[Any, Any] = {}
@@ -90,15 +94,16 @@ def prep_candidates(self: State, ev: Event, temp: dict[int, dict[str, int]]) -> 
     """Open calls that can take a T2/T3 line next (``temp``: lines assigned meanwhile)."""
     c: Call
     k = ev.kind
+    bit = KIND_BIT[k]
     out = []
     for c in self.calls:
         t = temp.get(c.seq, _NO_TEMP)
-        if c.closed_out or k in c.kinds or k in t:
+        if c.closed_out or c.kinds & bit or k in t:
             continue
         if k == "prep_msm":
-            if "split_vectors" not in c.kinds:
+            if not c.kinds & _SPLIT_VECTORS:
                 continue
-        elif "prep_msm" not in c.kinds and "prep_msm" not in t or "epilogue" in c.kinds:
+        elif not c.kinds & _PREP_MSM and "prep_msm" not in t or c.kinds & _EPILOGUE:
             continue
         out.append(c)
     if not out and k == "b_g2_msm":

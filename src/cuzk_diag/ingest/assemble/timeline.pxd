@@ -27,3 +27,7 @@ cdef dict _TL_KINDS
 cdef long _SYNTH_START, _SYNTH_END, _QUEUE, _PICKUP, _START, _END
 cdef dict _TRACING_KINDS
 cdef long _ENGINE_START, _PROVE_START, _PROVE_TIME, _FINALIZER, _FAILED
+
+# The kinds' bits in ``Call.kinds`` (calls.py's ``KIND_BIT``) this module tests, as C integers.
+cdef dict KIND_BIT
+cdef long _PREP_MSM, _B_G2_MSM

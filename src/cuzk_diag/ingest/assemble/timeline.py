@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from cuzk_diag.event import Event
 from cuzk_diag.ingest.assemble.calls import (
+    KIND_BIT,
     Call,
     Clock,
     MaybeInt,
@@ -20,6 +21,9 @@ from cuzk_diag.records import (
     Value,
 )
 
+#: The bits in ``Call.kinds`` of the kinds tested here (compiled, C integers of this module).
+_PREP_MSM = KIND_BIT["prep_msm"]
+_B_G2_MSM = KIND_BIT["b_g2_msm"]
 #: TIMELINE kinds that change a call's entry, as numbers (one lookup, where a chain of string
 #: comparisons cost ~100 instructions each).
 _SYNTH_START, _SYNTH_END, _QUEUE, _PICKUP, _START, _END = range(1, 7)
@@ -93,7 +97,7 @@ def end_call(self: State, job: str, part: MaybeInt, f: dict[str, Value], ev: Eve
             return
     if self.pending:  # (a method call only when lines wait)
         self._drain(None)
-    if "b_g2_msm" not in call.kinds and "prep_msm" in call.kinds:
+    if not call.kinds & _B_G2_MSM and call.kinds & _PREP_MSM:
         # Its T3 always precedes GPU_END: if a tie gave it to another open call, take it back.
         self._reclaim(call, "b_g2_msm", ("b_g2_msm_ms", "num_circuits"))
     call.ended = True

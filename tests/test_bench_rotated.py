@@ -1,4 +1,5 @@
-"""``bench/common.rotated``: the log the ``analyze rotated`` rows read as rotated files."""
+"""``bench/common.rotated``: the log the ``analyze rotated`` rows read as rotated files; and the
+rounds ``bench/run.py`` runs against a baseline."""
 
 from __future__ import annotations
 
@@ -45,3 +46,12 @@ def test_the_rotated_rows_name_their_file_count() -> None:
         "export rotated 5",
     ):
         assert rotated_parts(tool) is None, tool
+
+
+def test_a_run_against_a_baseline_has_an_even_number_of_rounds() -> None:
+    """Each build goes first in as many rounds: an odd ``--reps`` gets one more with a
+    baseline, none without."""
+    from run import rounds
+
+    assert [rounds(n, True) for n in (1, 2, 3, 5, 6)] == [2, 2, 4, 6, 6]
+    assert [rounds(n, False) for n in (1, 2, 3, 5)] == [1, 2, 3, 5]

@@ -14,6 +14,9 @@ cpdef Call _first_started(object cands)
 # ``bind_block`` as a C function: gpu.pxd cimports it.
 cpdef bind_block(State self, Block blk, Event ev, str kind, object lo, object hi)
 
+# How far a time misses a clock bracket, as a C function (prep.pxd cimports it).
+cpdef object _bracket_miss(object p, object lo, object hi)
+
 # The same-thread confirmations as C functions: timeline.pxd cimports them.
 cpdef confirm_by_prove_start(State self, Event ev)
 cpdef confirm_by_t7(State self, Call call, object gpu_ms)

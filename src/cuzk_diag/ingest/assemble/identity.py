@@ -73,9 +73,10 @@ _SPLIT_VECTORS = KIND_BIT["split_vectors"]
 _PREP_MSM = KIND_BIT["prep_msm"]
 _B_G2_MSM = KIND_BIT["b_g2_msm"]
 _EPILOGUE = KIND_BIT["epilogue"]
-#: A value of the log in ms. (An alias: compiled, an ``int`` annotation is a type the C function
-#: ``confirm_by_t7`` would check, where identity.pxd declares its own.)
-_Ms = int
+#: A value of the log in ms, or a time on the TIMELINE clock. (An alias: compiled, an ``int`` or
+#: ``float`` annotation is a type the C functions here would check or convert, where identity.pxd
+#: declares their own.)
+_Ms = float
 
 
 def confirm_by_prove_start(self: State, ev: Event) -> None:
@@ -309,6 +310,18 @@ class Identity(State):
     # -- CPU-side lines ---------------------------------------------------------------------------
 
 
+def _bracket_miss(p: _Ms, lo: Clock, hi: Clock) -> _Ms:
+    """How far a predicted print time ``p`` misses the clock bracket ``lo``-``hi`` (ms), each
+    side within ``TOL_MS``: the clock's cost of a placement (``_clock_costs``, ``_lock_fit``, and
+    the joint placement of prep lines, ``prep._miss``)."""
+    cost = 0.0
+    if lo is not None and p < lo - TOL_MS:
+        cost += lo - TOL_MS - p
+    if hi is not None and p > hi + TOL_MS:
+        cost += p - hi - TOL_MS
+    return cost
+
+
 def _clock_costs(
     cands: list[Call], predict: Callable[[Call], float], lo: float | None, hi: float | None
 ) -> list[tuple[float, float, Call]]:
@@ -320,12 +333,7 @@ def _clock_costs(
             scored.append((0.0, 0.0, c))
             continue
         p = predict(c)
-        cost = 0.0
-        if lo is not None and p < lo - TOL_MS:
-            cost += lo - TOL_MS - p
-        if hi is not None and p > hi + TOL_MS:
-            cost += p - hi - TOL_MS
-        scored.append((cost, p, c))
+        scored.append((_bracket_miss(p, lo, hi), p, c))
     return scored
 
 
@@ -348,13 +356,7 @@ def _lock_fit(cands: list[Call], pre: int, wait: int, lo: float | None, hi: floa
     misses: list[float] = []
     best = 0.0
     for c in cands:
-        cost = 0.0
-        if c.start is not None:
-            p = c.start + pre + wait
-            if lo is not None and p < lo - TOL_MS:
-                cost += lo - TOL_MS - p
-            if hi is not None and p > hi + TOL_MS:
-                cost += p - hi - TOL_MS
+        cost = 0.0 if c.start is None else _bracket_miss(c.start + pre + wait, lo, hi)
         if not misses or cost < best:  # (``min``: the first of equal values)
             best = cost
         misses.append(cost)

@@ -7,6 +7,7 @@ cimport cython
 from cuzk_diag.ingest.assemble.calls cimport Call, _int0
 from cuzk_diag.ingest.assemble.state cimport State
 from cuzk_diag.ingest.assemble.cpu cimport cpu_line, prep_print_ms, put_cpu
+from cuzk_diag.ingest.assemble.identity cimport _bracket_miss
 
 cdef class PrepSearch:
     cdef public list lines

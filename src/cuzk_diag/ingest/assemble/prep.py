@@ -12,6 +12,7 @@ from cuzk_diag.event import Event
 from cuzk_diag.ingest.assemble.blocks import TOL_MS
 from cuzk_diag.ingest.assemble.calls import KIND_BIT, Call, _int0
 from cuzk_diag.ingest.assemble.cpu import cpu_line, prep_print_ms, put_cpu
+from cuzk_diag.ingest.assemble.identity import _bracket_miss
 from cuzk_diag.ingest.assemble.state import State
 
 #: The bits in ``Call.kinds`` of the kinds tested here (compiled, C integers of this module).
@@ -230,13 +231,9 @@ class PrepSearch:
 
 def _miss(p: float, lo: float | None, hi: float | None, last: float) -> float:
     """How far a prep line's predicted print time ``p`` misses its clock bracket ``lo``-``hi``
-    and the print time of the line before it, ``last`` (lines print in time order), each
-    within ``TOL_MS``."""
-    extra = 0.0
-    if lo is not None and p < lo - TOL_MS:
-        extra += lo - TOL_MS - p
-    if hi is not None and p > hi + TOL_MS:
-        extra += p - hi - TOL_MS
+    (``identity._bracket_miss``) and the print time of the line before it, ``last`` (lines
+    print in time order), each within ``TOL_MS``."""
+    extra = _bracket_miss(p, lo, hi)
     if p < last - TOL_MS:
         extra += last - TOL_MS - p
     return extra

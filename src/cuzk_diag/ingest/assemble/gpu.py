@@ -10,6 +10,7 @@ from typing import Any
 
 from cuzk_diag.event import Event
 from cuzk_diag.ingest.assemble.blocks import (
+    _BIT,
     _STAGE,
     STARTS_BLOCK,
     TOL_MS,
@@ -38,10 +39,10 @@ from cuzk_diag.records import (
 _STAGE_MUTEX_WAIT = _STAGE["mutex_wait"]
 _STAGE_PRESTAGE_VRAM = _STAGE["prestage_vram"]
 _STAGE_NTT_H = _STAGE["ntt_h"]
-#: Some kinds' bits in ``Block.seen`` (as blocks.py's ``_BIT``), likewise.
-_BIT_D_A_CACHE = 1 << _STAGE["d_a_cache"]
-_BIT_NTT_H = 1 << _STAGE_NTT_H
-_BIT_NTT_MSM_H = 1 << _STAGE["ntt_msm_h"]
+#: Some kinds' bits in ``Block.seen``, likewise.
+_BIT_D_A_CACHE = _BIT["d_a_cache"]
+_BIT_NTT_H = _BIT["ntt_h"]
+_BIT_NTT_MSM_H = _BIT["ntt_msm_h"]
 
 #: The bits in ``Call.kinds`` of the kinds tested here (compiled, C integers of this module).
 _HOST_REGISTER = KIND_BIT["host_register"]

@@ -709,7 +709,7 @@ def _finish_adopted(ingest: Any, stats: Sequence[SourceStats]) -> None:
         input_read(ingest.acc, one)
     if ingest.guard is not None:
         ingest.guard.finish()
-    ingest.asm.era.apply(ingest.info)
+    # (The run facts' era: applied as the part was taken in, ``_adopt``.)
 
 
 def _adopt(

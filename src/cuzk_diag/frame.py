@@ -456,6 +456,7 @@ def frame_of_columns(
     more. Each column's Arrow memory is freed once it is converted, and the freed pages go back
     as it goes (``releasing``); a column without a value is the one all-null series of its
     type (``_NullSeries``)."""
+    pd = _pandas()
     nulls = _NullSeries(rows)
     out: dict[str, pd.Series] = {}
     for i in releasing(len(schema)):
@@ -465,8 +466,16 @@ def frame_of_columns(
             del col
             out[field.name] = nulls.of(field.type)
             continue
+        dtype = _types_mapper(field.type)
+        if dtype is not None:
+            # The call ``to_pandas`` makes for a column of a mapped type, without the frame
+            # of one column it builds around it (half the frame's time: 250 MB log, 0.07 s
+            # against 0.03).
+            out[field.name] = pd.Series(dtype.__from_arrow__(col), name=field.name, copy=False)
+            del col
+            continue
         one = pa.Table.from_arrays([col], schema=pa.schema([field]))
         del col
         out[field.name] = one.to_pandas(types_mapper=_types_mapper, self_destruct=True)[field.name]
         del one
-    return _pandas().DataFrame(out, copy=False)
+    return pd.DataFrame(out, copy=False)

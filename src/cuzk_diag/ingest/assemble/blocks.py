@@ -490,10 +490,13 @@ def _copy_fields(into: dict[str, Value], f: dict[str, Value], kind: str) -> None
 def _copy_renamed(into: dict[str, Value], f: dict[str, Value], ren: dict[str, str] | None) -> None:
     """``_copy_fields`` with the kind's renames (``ren``) looked up already (``_apply_line``
     reads them by stage)."""
+    k: str
     if ren is None:
-        into |= f  # (in the line's key order, as the loop below; compiled, no method call)
-        into.pop("gpu_tid", None)  # (the keys of _DROP)
-        into.pop("_words", None)
+        # (A loop: ``into |= f`` and then a ``pop`` of each key of ``_DROP`` cost more, the
+        # pops a lookup each whether the key is there or not.)
+        for k, v in f.items():
+            if k not in _DROP:
+                into[k] = v
     else:
         for k, v in f.items():
             if k not in _DROP:

@@ -82,21 +82,29 @@ class _Indented:
         self.clean = clean
         self.options = options
         self.scalar = encoder(**options)
-        self._depths: list[tuple[str, str, Callable[[object], str]]] = []
+        # (A text key as the encoder writes a text, without the encoder's call: the C function
+        # it calls for one.)
+        self.text = (
+            json.encoder.encode_basestring_ascii
+            if options.get("ensure_ascii")
+            else json.encoder.encode_basestring
+        )
+        self._depths: list[tuple[str, str, Callable[[object, int], list[str]]]] = []
 
-    def depth(self, depth: int) -> tuple[str, str, Callable[[object], str]]:
+    def depth(self, depth: int) -> tuple[str, str, Callable[[object, int], list[str]]]:
         """At ``depth``: the newline and indentation of an item, and of the closing bracket;
-        the encoder of a container of scalars."""
+        the C encoder of a container of scalars (``chunk_encoder``: the join of its pieces is
+        the text)."""
         while len(self._depths) <= depth:
             d = len(self._depths)
             inner = "\n" + " " * (self.indent * (d + 1))
-            enc = encoder(separators=("," + inner, ": "), **self.options)
+            enc = chunk_encoder(separators=("," + inner, ": "), **self.options)
             self._depths.append((inner, "\n" + " " * (self.indent * d), enc))
         return self._depths[depth]
 
     def key(self, k: object) -> str:
         if type(k) is str:
-            return self.scalar(k)
+            return self.text(k)  # type: ignore[no-any-return]
         # (A key of another type is written as the encoder writes it: 1 -> "1", None -> "null".)
         return self.scalar({k: 0})[1:-4]
 
@@ -123,7 +131,7 @@ class _Indented:
         if not _SCALARS.issuperset(map(type, values)):
             return None
         inner, end, enc = self.depth(depth)
-        text = enc(obj)
+        text = "".join(enc(obj, 0))
         return text[0] + inner + text[1:-1] + end + text[-1]
 
     def pieces(self, obj: Any, depth: int = 0) -> Iterator[str]:

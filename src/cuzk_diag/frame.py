@@ -456,7 +456,7 @@ def frame_of_columns(
     more. Each column's Arrow memory is freed once it is converted, and the freed pages go back
     as it goes (``releasing``); a column without a value is the one all-null series of its
     type (``_NullSeries``)."""
-    pd = _pandas()
+    pandas = _pandas()
     nulls = _NullSeries(rows)
     out: dict[str, pd.Series] = {}
     for i in releasing(len(schema)):
@@ -471,11 +471,11 @@ def frame_of_columns(
             # The call ``to_pandas`` makes for a column of a mapped type, without the frame
             # of one column it builds around it (half the frame's time: 250 MB log, 0.07 s
             # against 0.03).
-            out[field.name] = pd.Series(dtype.__from_arrow__(col), name=field.name, copy=False)
+            out[field.name] = pandas.Series(dtype.__from_arrow__(col), name=field.name, copy=False)
             del col
             continue
         one = pa.Table.from_arrays([col], schema=pa.schema([field]))
         del col
         out[field.name] = one.to_pandas(types_mapper=_types_mapper, self_destruct=True)[field.name]
         del one
-    return pd.DataFrame(out, copy=False)
+    return pandas.DataFrame(out, copy=False)

@@ -104,7 +104,7 @@ class _Indented:
 
     def key(self, k: object) -> str:
         if type(k) is str:
-            return self.text(k)  # type: ignore[no-any-return]
+            return self.text(k)
         # (A key of another type is written as the encoder writes it: 1 -> "1", None -> "null".)
         return self.scalar({k: 0})[1:-4]
 

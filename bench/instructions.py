@@ -8,10 +8,11 @@ Wall times on these shared machines move by 10-15 % from run to run, more than m
 changes to the hot path gain. Counting the instructions the process executes does not: each
 build runs under valgrind's callgrind (with address-space randomisation off, ``setarch -R``, and
 a fixed hash seed) three times: importing the modules only, reading and parsing the log, and
-reading, parsing and assembling it. The differences are the parse's and the assembly's
-instructions; repeated runs of one build agree to about 1 %. Instructions are not time (a cache
-miss costs more than an addition), so confirm a gain found here with ``run.py``; but a change
-that removes work shows here whatever the machine is doing.
+reading, parsing and assembling it, chunk by chunk as the pipeline reads it (each chunk's events
+freed once dealt with, the garbage collector paced per chunk). The differences are the parse's
+and the assembly's instructions; repeated runs of one build agree to about 0.3 %. Instructions
+are not time (a cache miss costs more than an addition), so confirm a gain found here with
+``run.py``; but a change that removes work shows here whatever the machine is doing.
 
 Each run takes about a minute per 10 MB (callgrind runs the program some 50 times slower).
 ``--tree DIR`` runs the package found in ``DIR`` (a ``pip install --target`` of a wheel, as
@@ -66,18 +67,24 @@ def child(stage: str, log: str) -> None:
         rows = sum(t.num_rows for t in iter_line_tables([log], Accounting(), jobs=1))
         print(f"lines {rows}")
         return
-    chunks = list(stream_events([log], Accounting(), full=False))
-    if stage == "parse":
-        print(f"events {sum(map(len, chunks))}")
-        return
+    # Both stages as the pipeline runs them (``stream.PacedCollector``): the collector off but
+    # for a collection of the young objects once each chunk is dealt with and its events freed.
+    # (Holding every event of the log with the collector on, as this once did, counted its
+    # collections over them too, which moved the parse's figure by about 1 % from run to run.)
     gc.collect()
     gc.freeze()
     gc.disable()
-    asm = Assembler(Accounting(), RunInfo())
-    records = 0
-    for events in chunks:
-        records += len(asm.feed_many(events))
+    asm = Assembler(Accounting(), RunInfo()) if stage == "assemble" else None
+    events = records = 0
+    for chunk in stream_events([log], Accounting(), full=False):
+        events += len(chunk)
+        if asm is not None:
+            records += len(asm.feed_many(chunk))
+        del chunk
         gc.collect(1)
+    if asm is None:
+        print(f"events {events}")
+        return
     records += len(asm.finish())
     print(f"records {records}")
 

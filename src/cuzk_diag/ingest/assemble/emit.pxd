@@ -11,8 +11,8 @@ cdef dict _NO_FIELDS
 cdef _into_record(dict src, dict rec, dict extra)
 cdef bint _owner_settled(State self, Call call)
 
-# ``maybe_emit`` and ``emit`` (``Emission._maybe_emit`` and ``_emit``) as C functions: cpu.pxd,
-# timeline.pxd and the module itself call them directly.
+# ``maybe_emit`` and ``emit`` (``emit`` also ``Emission._emit``) as C functions: cpu.pxd, gpu.pxd,
+# identity.pxd, timeline.pxd and the module itself call them directly.
 cpdef maybe_emit(State self, Call call)
 cpdef emit(State self, Call call)
 

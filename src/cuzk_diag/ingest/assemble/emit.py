@@ -208,8 +208,8 @@ class Emission(State):
     """Part of ``Assembler`` (see the package text)."""
 
     # (The module functions above: compiled, they are C functions that the parts cimporting
-    # them call directly, where a method is found by name.)
-    _maybe_emit = maybe_emit
+    # them call directly, where a method is found by name; ``_emit`` is for the end of the
+    # input, ``Assembler.flush``, and live mode.)
     _emit = emit
 
     def _blockless_call(self, blk: Block) -> Call | None:

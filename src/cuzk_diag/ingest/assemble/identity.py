@@ -161,12 +161,8 @@ def confirm_by_t7(self: State, call: Call, gpu_ms: _Ms) -> None:
 
 
 class Identity(State):
-    """Part of ``Assembler`` (see the package text)."""
-
-    # (The module functions above: compiled, C functions that timeline.py calls directly, where
-    # a method is found by name.)
-    _confirm_by_prove_start = confirm_by_prove_start
-    _confirm_by_t7 = confirm_by_t7
+    """Part of ``Assembler`` (see the package text). (The same-thread confirmations are the
+    module functions above: compiled, C functions that timeline.py calls directly.)"""
 
     def _bind_by_lock_time(self: State, blk: Block) -> None:
         """Code without identity lines: re-bind a closed block to the call whose start (or its

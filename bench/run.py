@@ -468,8 +468,9 @@ def main(argv: list[str] | None = None) -> int:
             }
             info["baseline"] = base
         log = ensure_log(args.mb, out, args.regen, env, args.era)
-        if rounds(reps, baseline_env is not None) != reps:
-            reps = rounds(reps, True)
+        even = rounds(reps, baseline_env is not None)
+        if even != reps:
+            reps = even
             print(
                 f"--baseline: {reps} rounds, so that each build goes first in as many",
                 file=sys.stderr,

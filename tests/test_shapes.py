@@ -7,11 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuzk_diag.ingest.parse import LineParser, shapes
+from cuzk_diag.ingest.parse import LineParser, scan, shapes
 from cuzk_diag.ingest.parse.classify import tracing_heads
 from cuzk_diag.ingest.parse.columnar import _shape_buffers, extract_fixed
 from cuzk_diag.ingest.parse.scan import buffers, tracing_shape_fill
@@ -190,6 +191,74 @@ def test_a_cut_finds_its_piece_among_the_words_of_any_line_of_the_shape() -> Non
         ['"é-q"', '""'],
         ["1", "77"],
     ]
+
+
+#: The classes of value as RE2 tests them (what the byte loop of ``scan.cut_fill`` checks): a
+#: whole number of 1-18 digits, one in ``Some(...)``, a quoted text and a plain text of
+#: ``[!#-z|~]``, which is not a number, ``None`` or ``Some(...)``.
+_CLASS_RE2 = {
+    scan.CUT_INT: r"^-?[0-9]{1,18}$",
+    scan.CUT_SOME: r"^Some\(-?[0-9]{1,18}\)$",
+    scan.CUT_QUOTED: r'^"[!#-z|~]*"$',
+    scan.CUT_TEXT: r"^[!#-z|~]*$",
+}
+_NOT_TEXT_RE2 = r"^(?:-?[0-9]+|None|Some\(.*\))$"
+_VALUE = st.text(alphabet=st.sampled_from(list('0123456789-"Someon()Nx{}é~|\x7f')), max_size=22)
+_VALUES = (
+    st.sampled_from(
+        [
+            "0",
+            "-0",
+            "-",
+            "",
+            "1" * 18,
+            "1" * 19,
+            "-" + "9" * 18,
+            "Some(1)",
+            "Some(-12)",
+            "Some()",
+            "Some(1",
+            'Some(1)"',
+            '""',
+            '"a"',
+            '"a',
+            '"é"',
+            "None",
+            "Nonex",
+            "x(1)",
+            "Some(x)",
+            "--1",
+        ]
+    )
+    | _VALUE
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_VALUES, min_size=1, max_size=6))
+def test_a_value_is_of_its_class_as_the_regex_finds_it(values: list[str]) -> None:
+    """``cut_fill`` takes a line's value when RE2 finds it of its class (each class in turn),
+    and reads a whole number's value as a cast to int64 does, a quoted text's inside."""
+    line = "ts " + " ".join(values)
+    words = line.count(" ") + 1
+    data, offs, rows = buffers(pa.array([line]), np.arange(1))
+    col = pa.array(values, pa.string())
+    for cls, regex in _CLASS_RE2.items():
+        good = pc.match_substring_regex(col, regex)
+        if cls == scan.CUT_TEXT:
+            good = pc.and_not(good, pc.match_substring_regex(col, _NOT_TEXT_RE2))
+        for f, value in enumerate(values):
+            cut = shapes.Cut(f + 1, f + 1, 0, 0)
+            ok, (piece,) = shapes.cut_pieces(data, offs, rows, words, [cut], [cls])
+            assert ok.tolist() == [good[f].as_py()], (cls, value)
+            if not ok[0]:
+                continue
+            if cls in (scan.CUT_INT, scan.CUT_SOME):
+                digits = value[5:-1] if cls == scan.CUT_SOME else value
+                assert piece.to_pylist() == [int(digits)]
+            else:
+                expect = value[1:-1] if cls == scan.CUT_QUOTED else value
+                assert piece.to_pylist() == [expect]
 
 
 #: The shape of a tracing line as RE2 would find it: the text after the first space with each

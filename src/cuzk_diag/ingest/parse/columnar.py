@@ -326,22 +326,6 @@ def _shapes(n: int, shape: np.ndarray, shape_at: np.ndarray) -> tuple[np.ndarray
     return numbers(enc.indices), enc.dictionary.to_pylist()
 
 
-def _int_texts(col: pa.StringArray, *, signed: bool = True) -> pa.BooleanArray:
-    """Which texts of ``col`` are whole numbers in the form the per-line parsers read (1 to 18
-    ASCII digits, after a minus when ``signed``: what a cast to int64 takes exactly as int()
-    does): ``^-?[0-9]{1,18}$`` in kernels that read a text's length and characters (a call of
-    the regex per text cost three times as much)."""
-    digits = col
-    if signed:
-        minus = pc.starts_with(col, "-")
-        if pc.any(minus).as_py():  # (mostly none: then neither the cut nor the choice)
-            digits = pc.if_else(minus, pc.utf8_slice_codeunits(col, 1), col)
-    good: pa.BooleanArray = pc.and_(
-        pc.ascii_is_decimal(digits), pc.less_equal(pc.binary_length(digits), scalar(18))
-    )
-    return good
-
-
 def _timeline(sel: pa.StringArray, nos: np.ndarray, rows: np.ndarray, groups: list[Group]) -> None:
     """Whole TIMELINE lines (``TIMELINE,<offset>,<event>,<job>,`` and a detail: an offset of
     1-18 ASCII digits, an event the engine prints, no other writer's text inside) whose detail

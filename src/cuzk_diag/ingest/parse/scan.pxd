@@ -36,10 +36,18 @@ cpdef tracing_shape_fill(const unsigned char[::1] data, const int[::1] offs,
 
 @cython.locals(words=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t,
                n=Py_ssize_t, j=Py_ssize_t, f=Py_ssize_t, s=Py_ssize_t, e=Py_ssize_t,
-               k=Py_ssize_t)
+               k=Py_ssize_t, cls=cython.uchar, neg=bint, v=cython.longlong, c=cython.uchar)
 cpdef cut_fill(const unsigned char[::1] data, const int[::1] offs, const long long[::1] rows,
                const long long[:, ::1] cuts, long long[::1] word_at, long long[:, :, ::1] spans,
-               unsigned char[::1] fit)
+               unsigned char[::1] fit, const unsigned char[::1] classes, long long[:, ::1] vals)
+
+@cython.locals(j=Py_ssize_t, c=cython.uchar)
+cdef bint _plain(const unsigned char[::1] data, Py_ssize_t s, Py_ssize_t e)
+
+cdef bint _some(const unsigned char[::1] data, Py_ssize_t s, Py_ssize_t e)
+
+@cython.locals(j=Py_ssize_t)
+cdef bint _not_text(const unsigned char[::1] data, Py_ssize_t s, Py_ssize_t e)
 
 @cython.locals(nw=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t,
                level=int, found=cython.uchar, e=Py_ssize_t, k=Py_ssize_t, s=Py_ssize_t,

@@ -474,6 +474,14 @@ def tracing_shape_fill(
         shape_at[i + 1] = o
 
 
+#: The classes of value a tracing shape's plan reads (``shapes``), as ``cut_fill`` checks them:
+#: none (a piece taken as it is: a timestamp, the spans), a whole number (``-?[0-9]{1,18}``:
+#: what a cast to int64 takes exactly as int() does), one in ``Some(...)``, a quoted text and a
+#: plain text (of ``[!#-z|~]``, printable ASCII but space, quote and braces, that the per-line
+#: parser keeps as it is: not a number, ``None`` or ``Some(...)``).
+CUT_PIECE, CUT_INT, CUT_SOME, CUT_QUOTED, CUT_TEXT = range(5)
+
+
 def cut_fill(
     data: memoryview,
     offs: np.ndarray,
@@ -482,11 +490,16 @@ def cut_fill(
     word_at: np.ndarray,
     spans: np.ndarray,
     fit: np.ndarray,
+    classes: np.ndarray,
+    vals: np.ndarray,
 ) -> None:
-    """For each line ``rows[i]``, split at each space into ``len(word_at) - 1`` words (else
-    ``fit[i]`` = 0): where the piece of each cut ``cuts[f]`` (``shapes.Cut``: from ``a``
-    characters into word ``first`` to ``b`` characters before the end of word ``last``)
-    starts and ends, into ``spans[i, f]`` (empty when those characters overlap)."""
+    """For each line ``rows[i]``, split at each space into ``len(word_at) - 1`` words: where
+    the piece of each cut ``cuts[f]`` (``shapes.Cut``: from ``a`` characters into word
+    ``first`` to ``b`` characters before the end of word ``last``) starts and ends, into
+    ``spans[i, f]`` (empty when those characters overlap), and ``fit[i]`` = 1; ``fit[i]`` = 0
+    when the line has another number of words, or a piece is not of its class
+    (``classes[f]``, one of ``CUT_*``). The value of a whole number (``CUT_INT``, ``CUT_SOME``)
+    goes into ``vals[i, f]``; the span of a quoted text is the text inside its quotes."""
     words = len(word_at) - 1
     for i in range(len(rows)):
         r = rows[i]
@@ -500,10 +513,9 @@ def cut_fill(
                 if n >= words:
                     break
                 word_at[n] = j + 1
+        fit[i] = 0
         if n != words - 1:
-            fit[i] = 0
             continue
-        fit[i] = 1
         word_at[words] = b + 1
         for f in range(cuts.shape[0]):
             s = word_at[cuts[f, 0]]
@@ -520,5 +532,87 @@ def cut_fill(
                 while e > s and (data[e] & 0xC0) == 0x80:
                     e -= 1
                 k += 1
+            cls = classes[f]  # (compared as numbers: compiled, the names are Python objects)
+            if cls == 1 or cls == 2:  # CUT_INT, CUT_SOME
+                if cls == 2:
+                    if not _some(data, s, e):
+                        break
+                    s += 5
+                    e -= 1
+                neg = s < e and data[s] == 45  # "-"
+                j = s + 1 if neg else s
+                if e - j < 1 or e - j > 18:
+                    break
+                v = 0
+                while j < e:
+                    c = data[j]
+                    if c < 48 or c > 57:
+                        break
+                    v = v * 10 + (c - 48)
+                    j += 1
+                if j < e:
+                    break
+                vals[i, f] = -v if neg else v
+            elif cls == 3:  # CUT_QUOTED
+                if (
+                    e - s < 2
+                    or data[s] != 34
+                    or data[e - 1] != 34
+                    or not _plain(data, s + 1, e - 1)
+                ):
+                    break
+                s += 1
+                e -= 1
+            elif cls == 4:  # CUT_TEXT
+                if not _plain(data, s, e) or _not_text(data, s, e):
+                    break
             spans[i, f, 0] = s
             spans[i, f, 1] = e
+        else:
+            fit[i] = 1
+
+
+def _plain(data: memoryview, s: int, e: int) -> bool:
+    """Are bytes ``s`` to ``e`` each one of ``[!#-z|~]`` (printable ASCII but space, quote and
+    braces)?"""
+    for j in range(s, e):
+        c = data[j]
+        if not (c == 33 or 35 <= c <= 122 or c == 124 or c == 126):
+            return False
+    return True
+
+
+def _some(data: memoryview, s: int, e: int) -> bool:
+    """Do bytes ``s`` to ``e`` read ``Some(`` and end in ``)``?"""
+    return (
+        e - s >= 6
+        and data[s] == 83  # S
+        and data[s + 1] == 111  # o
+        and data[s + 2] == 109  # m
+        and data[s + 3] == 101  # e
+        and data[s + 4] == 40  # (
+        and data[e - 1] == 41  # )
+    )
+
+
+def _not_text(data: memoryview, s: int, e: int) -> bool:
+    """Do bytes ``s`` to ``e`` read as what the per-line parser does not keep as a text: a
+    number (``-?[0-9]+``), ``None`` or ``Some(...)``?"""
+    if _some(data, s, e):
+        return True
+    if (
+        e - s == 4
+        and data[s] == 78  # N
+        and data[s + 1] == 111  # o
+        and data[s + 2] == 110  # n
+        and data[s + 3] == 101  # e
+    ):
+        return True
+    j = s + 1 if s < e and data[s] == 45 else s  # "-"
+    if j >= e:
+        return False
+    while j < e:
+        if data[j] < 48 or data[j] > 57:
+            return False
+        j += 1
+    return True

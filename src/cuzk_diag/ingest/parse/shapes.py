@@ -11,9 +11,10 @@ and its class, which the per-line parser reads in one way only (whole numbers, `
 quoted text, plain text with no space, brace, quote or non-ASCII character). The shapes and
 the pieces a plan cuts from each line are found by loops over the lines' bytes (``scan``:
 compiled, C loops; in the pure build the per-line parser reads every tracing line, see
-``ENABLED``); a line with as many words whose values are each of their class (an RE2 test on
-each value's column, without captures) becomes a row of the shape's column ``Group``; the
-others, and every line of a rare or unusual shape, stay with the per-line parser.
+``ENABLED``); a line with as many words whose values are each of their class (tested by the
+same loop as it cuts them, which also reads the whole numbers) becomes a row of the shape's
+column ``Group``; the others, and every line of a rare or unusual shape, stay with the
+per-line parser.
 
 Lines of one shape have the same literal text in the same order. A value of its class holds
 no space, so such a line has its words, and its values within them, at the plan's places:
@@ -30,20 +31,26 @@ from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from cuzk_diag.ingest.parse.classify import (
-    _bools,
-    bools_array,
-)
+from cuzk_diag.ingest.parse.classify import ints_array
 from cuzk_diag.ingest.parse.columnar import (
     _INT,
     Group,
-    _int_texts,
     _shape_buffers,
     _shapes,
 )
-from cuzk_diag.ingest.parse.scan import COMPILED, buffers, cut_fill, texts, tracing_shape_fill
+from cuzk_diag.ingest.parse.scan import (
+    COMPILED,
+    CUT_INT,
+    CUT_PIECE,
+    CUT_QUOTED,
+    CUT_SOME,
+    CUT_TEXT,
+    buffers,
+    cut_fill,
+    texts,
+    tracing_shape_fill,
+)
 from cuzk_diag.ingest.parse.tracing import _scalar, parse_tracing
 from cuzk_diag.records import Family, Value
 
@@ -61,22 +68,10 @@ MIN_LINES = 8
 MAX_LINE = 1024
 MAX_FIELDS = 40
 
-#: (What the shape of a line leaves out: its timestamp, the text before its first space, and
-#: each value after a ``key=``: ``scan.tracing_shape_fill``.)
 _INT_RE = re.compile(_INT)
-_TEXT = r"[!#-z|~]*"  # printable ASCII but space, quote and braces
-#: Plain text the per-line parser would not keep as it is (a number, None, Some(...)).
-_NOT_TEXT_RE2 = r"^(?:-?[0-9]+|None|Some\(.*\))$"
-
-#: How a value of each class reads: the RE2 its printed text matches whole, how many of its
-#: characters before and after the value itself (``Some(``, quotes), and whether its column is
-#: numeric.
-_CLASSES = {
-    "int": ("^" + _INT + "$", 0, 0, True),
-    "some": (r"^Some\(" + _INT + r"\)$", 5, 1, True),
-    "quoted": ('^"' + _TEXT + '"$', 1, 1, False),
-    "text": ("^" + _TEXT + "$", 0, 0, False),
-}
+#: Each class of value as ``scan.cut_fill`` checks it (the pieces of every other cut are taken
+#: as they are).
+_CLASSES = {"int": CUT_INT, "some": CUT_SOME, "quoted": CUT_QUOTED, "text": CUT_TEXT}
 
 
 def _value_class(raw: str, value: Value) -> str | None:
@@ -255,109 +250,75 @@ def tracing_groups(
         one = _Found.cut(data, offs, rows[pick], plan)
         if one is not None:
             found.append(one)
-    _check_classes(found)
-    groups = [one.group(nos) for one in found]
-    return [g for g in groups if g is not None]
+    return [one.group(nos) for one in found]
 
 
 def cut_pieces(
-    data: np.ndarray, offs: np.ndarray, rows: np.ndarray, words: int, cuts: list[Cut]
-) -> tuple[np.ndarray, list[pa.StringArray]]:
+    data: np.ndarray,
+    offs: np.ndarray,
+    rows: np.ndarray,
+    words: int,
+    cuts: list[Cut],
+    classes: list[int] | None = None,
+) -> tuple[np.ndarray, list[pa.Array]]:
     """Which lines ``rows`` (of a text's ``data`` and ``offs``, as ``scan.buffers``
-    gives them) have ``words`` words (split at each space), and the piece of each of ``cuts``
-    in those lines."""
+    gives them) have ``words`` words (split at each space) and each piece of its class
+    (``classes``: a ``scan.CUT_*`` per cut; None: every piece as it is), and the piece of each
+    of ``cuts`` in those lines: a text, or the int64 values of a whole number's class (a quoted
+    text without its quotes)."""
+    kinds = np.array(classes if classes is not None else [CUT_PIECE] * len(cuts), dtype=np.uint8)
     table = np.array([tuple(c) for c in cuts], dtype=np.int64).reshape(-1, 4)
     spans = np.empty((len(rows), len(cuts), 2), dtype=np.int64)
+    vals = np.empty((len(rows), len(cuts)), dtype=np.int64)
     fit = np.zeros(len(rows), dtype=np.uint8)
     word_at = np.empty(words + 1, dtype=np.int64)
-    cut_fill(data.data, offs, rows, table, word_at, spans, fit)
+    cut_fill(data.data, offs, rows, table, word_at, spans, fit, kinds, vals)
     ok = fit == 1
-    spans = spans[ok]
-    return ok, [texts(data, spans[:, f, 0], spans[:, f, 1]) for f in range(len(cuts))]
+    spans, vals = spans[ok], vals[ok]
+    return ok, [
+        ints_array(vals[:, f])
+        if kinds[f] in (CUT_INT, CUT_SOME)
+        else texts(data, spans[:, f, 0], spans[:, f, 1])
+        for f in range(len(cuts))
+    ]
 
 
 class _Found:
-    """The lines of one shape with as many words as its plan says, and each field's printed
-    text cut from them (``raw``: None for a constant); ``ok`` marks the lines whose values are
-    each of their class (``_check_classes``)."""
+    """The lines of one shape with as many words as its plan says and each value of its class,
+    and each field's column cut from them (``raw``: None for a constant)."""
 
     def __init__(self, rows: np.ndarray, plan: Plan, raw: list[pa.Array | None]) -> None:
         self.rows, self.plan, self.raw = rows, plan, raw
-        self.ok = np.ones(len(rows), dtype=bool)
 
     @classmethod
     def cut(cls, data: np.ndarray, offs: np.ndarray, rows: np.ndarray, plan: Plan) -> _Found | None:
-        """The lines ``rows`` of the shape of ``plan`` that have its number of words, and each
-        field's printed text cut from them."""
+        """The lines ``rows`` of the shape of ``plan`` that have its number of words and each
+        value of its class, and each field's column cut from them (``cut_pieces``)."""
         cuts: list[Cut] = []
+        classes: list[int] = []
         for way, what in plan.how:
             if way == "cut":
                 assert isinstance(what, Cut)
                 cuts.append(what)
+                classes.append(CUT_PIECE)
             elif way == "value":
                 assert isinstance(what, tuple)
                 cuts.append(what[0])
-        ok, pieces = cut_pieces(data, offs, rows, plan.words, cuts)
+                classes.append(_CLASSES[what[1]])
+        ok, pieces = cut_pieces(data, offs, rows, plan.words, cuts, classes)
         if not ok.any():
             return None
         taken = iter(pieces)
         raw = [None if way == "const" else next(taken) for way, _ in plan.how]
         return cls(rows[ok], plan, raw)
 
-    def values(self) -> list[tuple[str, pa.Array]]:
-        """(class, printed text) of each value field."""
-        return [
-            (what[1], col)  # type: ignore[index]
-            for (way, what), col in zip(self.plan.how, self.raw, strict=True)
-            if way == "value" and col is not None
-        ]
-
-    def group(self, nos: np.ndarray) -> Group | None:
-        ok, rows = self.ok, self.rows
-        every = bool(ok.all())
-        if not every:
-            if not ok.any():
-                return None
-            rows = rows[ok]
-        mask = bools_array(ok)
+    def group(self, nos: np.ndarray) -> Group:
         cols: list[pa.Array | Value] = []
-        for (way, what), col in zip(self.plan.how, self.raw, strict=True):
+        for (_, what), col in zip(self.plan.how, self.raw, strict=True):
             if col is None:
                 assert isinstance(what, str)
                 cols.append(what)
-                continue
-            if not every:
-                col = col.filter(mask)
-            if way == "value":
-                assert isinstance(what, tuple)
-                _, before, after, numeric = _CLASSES[what[1]]
-                if before or after:
-                    col = pc.utf8_slice_codeunits(col, before, -after)
-                if numeric:
-                    col = pc.cast(col, pa.int64())
-            cols.append(col)
-        plan = self.plan
+            else:
+                cols.append(col)
+        plan, rows = self.plan, self.rows
         return Group(rows, nos[rows], Family.TRACING, plan.kind, plan.names, cols)
-
-
-def _check_classes(found: list[_Found]) -> None:
-    """Mark the lines of each shape whose values are not of their class: one RE2 test per
-    class over the values of every shape at once (a test compiles its regex each time, which
-    cost more than the test itself on a shape's lines)."""
-    by_class: dict[str, list[tuple[pa.Array, _Found]]] = {}
-    for one in found:
-        for cls, col in one.values():
-            by_class.setdefault(cls, []).append((col, one))
-    for cls, items in by_class.items():
-        every = pa.concat_arrays([col for col, _ in items])
-        if cls == "int":
-            good = _int_texts(every)  # (the class's regex in cheaper kernels)
-        else:
-            good = pc.match_substring_regex(every, _CLASSES[cls][0])
-        if cls == "text":
-            good = pc.and_not(good, pc.match_substring_regex(every, _NOT_TEXT_RE2))
-        flags = _bools(good)
-        at = 0
-        for col, one in items:
-            one.ok &= flags[at : at + len(col)]
-            at += len(col)

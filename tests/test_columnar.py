@@ -281,3 +281,57 @@ def test_without_the_scan_the_per_line_parsers_give_the_same_events() -> None:
     assert [tuple(e) for e in scanned] == [tuple(e) for e in per_line]
     assert acc.by_family == acc_per_line.by_family
     assert sum(e.family in (Family.TIMING, Family.TIMELINE) for e in scanned) > 900
+
+
+_INT64 = st.integers(-(2**63), 2**63 - 1)
+_WORD = st.text(alphabet=st.sampled_from(list('ab "\\é{}=,0')), max_size=5)
+
+
+@st.composite
+def join_pieces(draw: st.DrawFn) -> tuple[list[object], int]:
+    """Texts, int64 columns and string columns of one number of rows."""
+    n = draw(st.integers(0, 5))
+    kinds = draw(st.lists(st.sampled_from(["text", "int", "str"]), min_size=1, max_size=6))
+    pieces: list[object] = []
+    for kind in kinds:
+        if kind == "text":
+            pieces.append(draw(_WORD))
+        elif kind == "int":
+            pieces.append(pa.array(draw(st.lists(_INT64, min_size=n, max_size=n)), pa.int64()))
+        else:
+            col = pa.array(draw(st.lists(_WORD, min_size=n + 1, max_size=n + 1)), pa.string())
+            pieces.append(col.slice(1))  # (a column that starts inside its buffers)
+    return pieces, n
+
+
+@settings(max_examples=300, deadline=None)
+@given(join_pieces())
+def test_the_joined_rows_are_the_kernels_join(case: tuple[list[object], int]) -> None:
+    """``scan.joined``'s loop writes each row as the kernels it replaces do: every integer
+    column cast to text, then ``binary_join_element_wise``."""
+    import pyarrow.compute as pc
+
+    from cuzk_diag.ingest.parse import scan
+
+    pieces, n = case
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scan, "COMPILED", True)  # (the loop runs as Python in the pure build)
+        got = scan.joined(pieces, n)
+    assert got is not None
+    cast = [
+        pc.cast(p, pa.string()) if isinstance(p, pa.Array) and pa.types.is_int64(p.type) else p
+        for p in pieces
+    ]
+    if any(isinstance(p, pa.Array) for p in pieces):
+        want = pc.binary_join_element_wise(*cast, "").to_pylist()
+    else:
+        want = ["".join(str(p) for p in pieces)] * n
+    assert got.to_pylist() == want
+
+
+def test_a_column_with_a_null_is_joined_by_the_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cuzk_diag.ingest.parse import scan
+
+    monkeypatch.setattr(scan, "COMPILED", True)
+    assert scan.joined(["{", pa.array([1, None], pa.int64()), "}"], 2) is None
+    assert scan.joined(["{", pa.array([1.5, 2.0]), "}"], 2) is None

@@ -29,6 +29,8 @@ import pyarrow as pa
 
 #: This module runs compiled (its file is an extension module, not this source).
 COMPILED = not __file__.endswith(".py")
+#: (The same, for ``joined``: the tests set ``COMPILED`` to run the loops as Python.)
+_LOOPS_COMPILED = COMPILED
 #: ``TIMELINE,`` (the prefix every line given to ``timeline_fill`` starts with).
 _PREFIX_LEN = 9
 #: At most this many words of a TIMELINE detail are read (more cannot be a known form: its
@@ -616,3 +618,126 @@ def _not_text(data: memoryview, s: int, e: int) -> bool:
             return False
         j += 1
     return True
+
+
+def joined(pieces: list[str | pa.Array], n: int) -> pa.StringArray | None:
+    """For each of ``n`` rows, its texts of ``pieces`` one after another: a ``str`` is the same
+    in every row, an integer column's value is written in decimal, a string column's value as it
+    is (``join_fill``, one loop over the rows: the kernels it replaces, a cast of each integer
+    column and ``binary_join_element_wise``, cost several times as much). None where the loop
+    does not run (the pure build, or a column with a null or of another type)."""
+    if not COMPILED:
+        return None
+    consts = bytearray()
+    const_at = [0]
+    kinds: list[int] = []
+    col_of: list[int] = []
+    ints: list[pa.Array] = []
+    strings: list[pa.Array] = []
+    for piece in pieces:
+        if isinstance(piece, str):
+            consts += piece.encode("utf-8")
+            kinds.append(0)
+            col_of.append(0)
+        elif piece.null_count or len(piece) != n:
+            return None
+        elif pa.types.is_int64(piece.type):
+            kinds.append(1)
+            col_of.append(len(ints))
+            ints.append(piece)
+        elif pa.types.is_string(piece.type):
+            kinds.append(2)
+            col_of.append(len(strings))
+            strings.append(piece)
+        else:
+            return None
+        const_at.append(len(consts))
+    values = np.empty((n, len(ints)), dtype=np.int64)
+    for k, col in enumerate(ints):
+        data = col.buffers()[1]
+        if n and data is not None:
+            values[:, k] = np.frombuffer(data, dtype=np.int64, count=n, offset=col.offset * 8)
+    text_at = np.empty((len(strings), n + 1), dtype=np.int64)
+    parts: list[np.ndarray] = []
+    base = 0
+    for k, col in enumerate(strings):
+        _, bounds, text = col.buffers()
+        at = np.frombuffer(bounds, dtype=np.int32, count=n + 1, offset=col.offset * 4)
+        first, last = int(at[0]), int(at[n])
+        if text is not None:
+            parts.append(np.frombuffer(text, dtype=np.uint8)[first:last])
+        text_at[k] = at - first + base
+        base += last - first
+    text_data = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
+    size = n * len(consts) + n * len(ints) * 20 + base  # (an int64 in decimal: 20 bytes at most)
+    out = np.empty(size, dtype=np.uint8)
+    out_at = np.zeros(n + 1, dtype=np.int32)
+    join_fill(
+        np.frombuffer(bytes(consts), dtype=np.uint8),
+        np.array(const_at, dtype=np.int64),
+        np.array(kinds, dtype=np.uint8),
+        np.array(col_of, dtype=np.int64),
+        # (Run as Python, the values as ints: a numpy int64's magnitude can overflow.)
+        values if _LOOPS_COMPILED else values.astype(object),
+        text_data,
+        text_at,
+        out,
+        out_at,
+    )
+    texts_: pa.StringArray = pa.StringArray.from_buffers(
+        n, pa.py_buffer(out_at), pa.py_buffer(out[: int(out_at[n])])
+    )
+    return texts_
+
+
+def join_fill(
+    consts: np.ndarray,
+    const_at: np.ndarray,
+    kinds: np.ndarray,
+    col_of: np.ndarray,
+    ints: np.ndarray,
+    text_data: np.ndarray,
+    text_at: np.ndarray,
+    out: np.ndarray,
+    out_at: np.ndarray,
+) -> None:
+    """Row ``i`` of ``joined`` into ``out`` (from ``out_at[i]`` to ``out_at[i + 1]``): for each
+    piece ``p``, the text ``consts[const_at[p]:const_at[p + 1]]`` (``kinds[p]`` 0), the value
+    ``ints[i, col_of[p]]`` in decimal (1), or the text ``text_data[text_at[c, i]:text_at[c, i +
+    1]]`` of ``c = col_of[p]`` (2)."""
+    o = 0
+    for i in range(out_at.shape[0] - 1):
+        for p in range(kinds.shape[0]):
+            kind = kinds[p]
+            if kind == 0:
+                for j in range(const_at[p], const_at[p + 1]):
+                    out[o] = consts[j]
+                    o += 1
+            elif kind == 1:
+                v = ints[i, col_of[p]]
+                if v < 0:
+                    out[o] = 45  # "-"
+                    o += 1
+                    u = -(v + 1)  # (the magnitude less one: no overflow at the least int64)
+                    u += 1
+                else:
+                    u = v
+                t = u
+                nd = 1
+                while t >= 10:
+                    t //= 10
+                    nd += 1
+                k = o + nd - 1
+                while True:
+                    out[k] = 48 + u % 10
+                    u //= 10
+                    if u == 0:
+                        break
+                    k -= 1
+                o += nd
+            else:
+                c = col_of[p]
+                for j in range(text_at[c, i], text_at[c, i + 1]):
+                    out[o] = text_data[j]
+                    o += 1
+        out_at[i + 1] = o

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from cuzk_diag.ingest.parse import ParsedChunk
 from cuzk_diag.ingest.parse.classify import utf8_bytes
 from cuzk_diag.ingest.parse.columnar import Group
-from cuzk_diag.ingest.parse.scan import joined
+from cuzk_diag.ingest.parse.scan import join_rows
 from cuzk_diag.jsontext import encoder
 from cuzk_diag.records import Accounting, Event, is_int64
 from cuzk_diag.sources import Source
@@ -119,7 +119,7 @@ def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
         if not isinstance(col, pa.Array):
             put(_dumps(col))
         elif pa.types.is_integer(col.type):
-            put(col)  # (written in decimal: ``_joined``)
+            put(col)  # (written in decimal: ``join_rows``)
         else:
             put('"')
             put(col)
@@ -131,7 +131,7 @@ def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
     if len(pieces) == 1:  # a form whose values are all words (``prestage_setup=skip_vram``)
         text = _repeat(pieces[0], n)
     else:
-        text = _joined(pieces, n)
+        text = join_rows(pieces, n)
     if escaped is not None and pc.any(escaped).as_py():
         rows = pc.indices_nonzero(escaped)
         values = [
@@ -164,21 +164,6 @@ def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
         },
         schema=LINE_SCHEMA,
     )
-
-
-def _joined(pieces: list[Any], n: int) -> pa.StringArray:
-    """Row by row, the texts of ``pieces`` (texts, and integer and string columns) one after
-    another: by ``scan.joined``'s loop where it runs, else by kernels (each integer column cast
-    to text, then ``binary_join_element_wise``)."""
-    text = joined(pieces, n)
-    if text is not None:
-        return text
-    cast = [
-        pc.cast(p, pa.string()) if isinstance(p, pa.Array) and pa.types.is_integer(p.type) else p
-        for p in pieces
-    ]
-    out: pa.StringArray = pc.binary_join_element_wise(*cast, "")
-    return out
 
 
 def _repeat(text: str, n: int) -> pa.StringArray:

@@ -620,6 +620,24 @@ def _not_text(data: memoryview, s: int, e: int) -> bool:
     return True
 
 
+def join_rows(pieces: list[str | pa.Array], n: int) -> pa.Array:
+    """For each of ``n`` rows, its texts of ``pieces`` one after another: a ``str`` is the same
+    in every row, an integer column's value is written in decimal, a string column's value as it
+    is; a row with a null is null. By ``joined``'s loop where it runs, else by kernels (each
+    integer column cast to text, then ``binary_join_element_wise``)."""
+    text = joined(pieces, n)
+    if text is not None:
+        return text
+    import pyarrow.compute as pc
+
+    cast = [
+        pc.cast(p, pa.string()) if isinstance(p, pa.Array) and pa.types.is_integer(p.type) else p
+        for p in pieces
+    ]
+    out: pa.Array = pc.binary_join_element_wise(*cast, "")
+    return out
+
+
 def joined(pieces: list[str | pa.Array], n: int) -> pa.StringArray | None:
     """For each of ``n`` rows, its texts of ``pieces`` one after another: a ``str`` is the same
     in every row, an integer column's value is written in decimal, a string column's value as it

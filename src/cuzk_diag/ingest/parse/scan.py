@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 #: This module runs compiled (its file is an extension module, not this source).
 COMPILED = not __file__.endswith(".py")
@@ -628,8 +629,6 @@ def join_rows(pieces: list[str | pa.Array], n: int) -> pa.Array:
     text = joined(pieces, n)
     if text is not None:
         return text
-    import pyarrow.compute as pc
-
     cast = [
         pc.cast(p, pa.string()) if isinstance(p, pa.Array) and pa.types.is_integer(p.type) else p
         for p in pieces
@@ -643,7 +642,7 @@ def joined(pieces: list[str | pa.Array], n: int) -> pa.StringArray | None:
     in every row, an integer column's value is written in decimal, a string column's value as it
     is (``join_fill``, one loop over the rows: the kernels it replaces, a cast of each integer
     column and ``binary_join_element_wise``, cost several times as much). None where the loop
-    does not run (the pure build, or a column with a null or of another type)."""
+    does not run (the pure build, a column with a null or of another type, or 2 GiB of text)."""
     if not COMPILED:
         return None
     consts = bytearray()
@@ -688,6 +687,8 @@ def joined(pieces: list[str | pa.Array], n: int) -> pa.StringArray | None:
         base += last - first
     text_data = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
     size = n * len(consts) + n * len(ints) * 20 + base  # (an int64 in decimal: 20 bytes at most)
+    if size >= 1 << 31:
+        return None  # (more than a string array's 32-bit offsets reach)
     out = np.empty(size, dtype=np.uint8)
     out_at = np.zeros(n + 1, dtype=np.int32)
     join_fill(

@@ -68,6 +68,7 @@ MIN_LINES = 8
 MAX_LINE = 1024
 MAX_FIELDS = 40
 
+#: A whole number as a plan's sample line prints it (``_value_class``).
 _INT_RE = re.compile(_INT)
 #: Each class of value as ``scan.cut_fill`` checks it (the pieces of every other cut are taken
 #: as they are).

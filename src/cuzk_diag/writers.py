@@ -173,7 +173,7 @@ def _value_texts(col: pa.Array) -> pa.Array:
             text = pc.replace_substring(text, "\\", "\\\\")
         if (data == 0x22).any():  # a quote
             text = pc.replace_substring(text, '"', '\\"')
-        text = pc.binary_join_element_wise('"', text, '"', "")
+        text = join_rows(['"', text, '"'], len(col))
         if (data < 0x20).any():
             control = pc.fill_null(pc.match_substring_regex(col, _JSON_CONTROL_RE2), False)
             values = pc.filter(col, control).to_pylist()

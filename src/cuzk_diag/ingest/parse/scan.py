@@ -669,20 +669,18 @@ def joined(pieces: list[str | pa.Array], n: int) -> pa.StringArray | None:
         else:
             return None
         const_at.append(len(consts))
+    from cuzk_diag.ingest.parse.classify import numbers  # (classify imports this module)
+
     values = np.empty((n, len(ints)), dtype=np.int64)
     for k, col in enumerate(ints):
-        data = col.buffers()[1]
-        if n and data is not None:
-            values[:, k] = np.frombuffer(data, dtype=np.int64, count=n, offset=col.offset * 8)
+        values[:, k] = numbers(col)
     text_at = np.empty((len(strings), n + 1), dtype=np.int64)
     parts: list[np.ndarray] = []
     base = 0
     for k, col in enumerate(strings):
-        _, bounds, text = col.buffers()
-        at = np.frombuffer(bounds, dtype=np.int32, count=n + 1, offset=col.offset * 4)
+        data, at, _ = buffers(col, np.zeros(0, dtype=np.int64))
         first, last = int(at[0]), int(at[n])
-        if text is not None:
-            parts.append(np.frombuffer(text, dtype=np.uint8)[first:last])
+        parts.append(data[first:last])
         text_at[k] = at - first + base
         base += last - first
     text_data = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)

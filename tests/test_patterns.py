@@ -343,8 +343,7 @@ def test_scan_loops_are_linear_on_1mib_adversarial_lines(index):
             classify._tracing(sel, np.ones(1, dtype=bool), search=True)
         elif which == "shape":
             data, offs, r = scan.buffers(sel, rows)
-            shape, shape_at = columnar._shape_buffers(offs, r)
-            scan.tracing_shape_fill(data.data, offs, r, shape, shape_at)
+            shapes.scan_shapes(data, offs, r)
         else:
             data, offs, r = scan.buffers(sel, rows)
             cut = shapes.Cut(2, line.count(" "), 0, 0)

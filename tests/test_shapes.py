@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from cuzk_diag.ingest.parse import LineParser, scan, shapes
 from cuzk_diag.ingest.parse.classify import tracing_heads
-from cuzk_diag.ingest.parse.columnar import _shape_buffers, extract_fixed
-from cuzk_diag.ingest.parse.scan import buffers, tracing_shape_fill
+from cuzk_diag.ingest.parse.columnar import extract_fixed
+from cuzk_diag.ingest.parse.scan import buffers
 from cuzk_diag.ingest.pool import map_parts
 from cuzk_diag.ingest.stream import parse_chunks
 from cuzk_diag.linetable import chunk_lines
@@ -193,6 +193,22 @@ def test_a_cut_finds_its_piece_among_the_words_of_any_line_of_the_shape() -> Non
     ]
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list('ab é€{}="')), min_size=1, max_size=30), st.data())
+def test_a_cut_of_any_characters_of_a_line_takes_them(line: str, data: st.DataObject) -> None:
+    """Any characters of a line, cut as ``Cut.of`` places them among its words, are what
+    ``cut_fill`` takes from the line's bytes (an ASCII or a longer character, in the words
+    before and after the piece)."""
+    start = data.draw(st.integers(0, len(line)))
+    end = data.draw(st.integers(start, len(line)))
+    buf, offs, rows = buffers(pa.array([line]), np.arange(1))
+    ok, (piece,) = shapes.cut_pieces(
+        buf, offs, rows, line.count(" ") + 1, [shapes.Cut.of(line, start, end)]
+    )
+    assert ok.tolist() == [True]
+    assert piece.to_pylist() == [line[start:end]]
+
+
 #: The classes of value as RE2 tests them (what the byte loop of ``scan.cut_fill`` checks): a
 #: whole number of 1-18 digits, one in ``Some(...)``, a quoted text and a plain text of
 #: ``[!#-z|~]``, which is not a number, ``None`` or ``Some(...)``.
@@ -270,15 +286,20 @@ _SHAPE_TEXT = st.text(alphabet=st.sampled_from(list(' ="{}ab1é_:')), max_size=4
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_SHAPE_TEXT, min_size=1, max_size=8))
 def test_the_scanned_shape_is_the_regex_replacement(bodies: list[str]) -> None:
-    lines = [f"2026-03-13T15:14:01Z {b}" for b in bodies] + ["2026-03-13T15:14:01Z"]
+    """The shape is the text with its values taken out, as the regex finds them; the spaces
+    the same pass notes are every space of the line, quoted or not (as bytes: é is two)."""
+    lines = [f"2026-03-13T15:14:01Z {b}" for b in bodies] + ["2026-03-13T15:14:01Z", " x", ""]
     sel = pa.array(lines, pa.string())
     data, offs, rows = buffers(sel, np.arange(len(lines)))
-    shape, shape_at = _shape_buffers(offs, rows)
-    tracing_shape_fill(data.data, offs, rows, shape, shape_at)
+    shape, shape_at, (spaces, space_at) = shapes.scan_shapes(data, offs, rows)
     got = pa.StringArray.from_buffers(len(lines), pa.py_buffer(shape_at), pa.py_buffer(shape))
     after = [ln.partition(" ")[2] for ln in lines]
     want = pa.compute.replace_substring_regex(pa.array(after), _SHAPE_VALUE_RE2, "=")
     assert got.to_pylist() == want.to_pylist()
+    for i, line in enumerate(lines):
+        raw = line.encode()
+        at = [int(p) - int(offs[rows[i]]) for p in spaces[space_at[i] : space_at[i + 1]]]
+        assert at == [k for k, c in enumerate(raw) if c == 32], line
 
 
 def test_lines_of_a_shape_with_their_words_shifted_stay_with_the_per_line_parser(

@@ -29,17 +29,22 @@ cdef bint _at(const unsigned char[::1] data, Py_ssize_t j, bytes word)
 cpdef _copy(const unsigned char[::1] data, const long long[::1] starts,
             const long long[::1] ends, unsigned char[::1] out)
 
-@cython.locals(o=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t,
-               j=Py_ssize_t, k=Py_ssize_t, c=cython.uchar)
+@cython.locals(o=Py_ssize_t, p=Py_ssize_t, q=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t,
+               a=Py_ssize_t, b=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, c=cython.uchar)
 cpdef tracing_shape_fill(const unsigned char[::1] data, const int[::1] offs,
-                         const long long[::1] rows, unsigned char[::1] shape, int[::1] shape_at)
+                         const long long[::1] rows, unsigned char[::1] shape, int[::1] shape_at,
+                         int[::1] spaces, int[::1] space_at)
 
-@cython.locals(words=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t,
-               n=Py_ssize_t, j=Py_ssize_t, f=Py_ssize_t, s=Py_ssize_t, e=Py_ssize_t,
-               k=Py_ssize_t, cls=cython.uchar, neg=bint, v=cython.longlong, c=cython.uchar)
+@cython.locals(i=Py_ssize_t, r=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t, w0=Py_ssize_t,
+               j=Py_ssize_t, f=Py_ssize_t, s=Py_ssize_t, e=Py_ssize_t, k=Py_ssize_t,
+               n=Py_ssize_t, cls=cython.uchar, neg=bint, v=cython.longlong, c=cython.uchar)
 cpdef cut_fill(const unsigned char[::1] data, const int[::1] offs, const long long[::1] rows,
-               const long long[:, ::1] cuts, long long[::1] word_at, long long[:, :, ::1] spans,
+               const int[::1] spaces, const int[::1] space_at, const long long[::1] at,
+               Py_ssize_t words, const long long[:, ::1] cuts, long long[:, :, ::1] spans,
                unsigned char[::1] fit, const unsigned char[::1] classes, long long[:, ::1] vals)
+
+@cython.locals(j=Py_ssize_t, seen=cython.uchar)
+cdef bint _ascii(const unsigned char[::1] data, Py_ssize_t s, Py_ssize_t e)
 
 @cython.locals(j=Py_ssize_t, c=cython.uchar)
 cdef bint _plain(const unsigned char[::1] data, Py_ssize_t s, Py_ssize_t e)

@@ -442,14 +442,23 @@ def _digits(data: memoryview, j: int, b: int, n: int) -> bool:
 
 
 def tracing_shape_fill(
-    data: memoryview, offs: np.ndarray, rows: np.ndarray, shape: np.ndarray, shape_at: np.ndarray
+    data: memoryview,
+    offs: np.ndarray,
+    rows: np.ndarray,
+    shape: np.ndarray,
+    shape_at: np.ndarray,
+    spaces: np.ndarray,
+    space_at: np.ndarray,
 ) -> None:
     """For each tracing line ``rows[i]``: its text after its first space with each value after
     a ``=`` taken out (the ``=`` stays) into ``shape`` (from ``shape_at[i]`` to
     ``shape_at[i + 1]``): its printed shape (``shapes``). A value is a quoted text up to its
     closing quote, or else the text up to a space or a brace (``=(?:"[^"]*"|[^ {}]*)``, each
-    match from where the one before ended)."""
+    match from where the one before ended). The same pass writes where each of the line's
+    spaces stands (quoted or not) into ``spaces`` (from ``space_at[i]`` to ``space_at[i + 1]``):
+    the ends of its words, which ``cut_fill`` reads (room: a place per byte of the lines)."""
     o = 0
+    p = 0
     for i in range(len(rows)):
         r = rows[i]
         a = offs[r]
@@ -457,24 +466,35 @@ def tracing_shape_fill(
         j = a
         while j < b and data[j] != 32:
             j += 1
+        if j < b:
+            spaces[p] = j
+            p += 1
         j += 1
         while j < b:
             c = data[j]
             shape[o] = c
             o += 1
+            spaces[p] = j  # (kept when it is a space: no branch per byte)
+            p += c == 32
             j += 1
             if c != 61:  # "="
                 continue
             if j < b and data[j] == 34:  # '"': to the closing quote, if there is one
+                q = p  # (the spaces inside: kept only if the quote closes)
                 k = j + 1
                 while k < b and data[k] != 34:
+                    if data[k] == 32:
+                        spaces[q] = k
+                        q += 1
                     k += 1
                 if k < b:
+                    p = q
                     j = k + 1
                     continue
             while j < b and data[j] != 32 and data[j] != 123 and data[j] != 125:
                 j += 1
         shape_at[i + 1] = o
+        space_at[i + 1] = p
 
 
 #: The classes of value a tracing shape's plan reads (``shapes``), as ``cut_fill`` checks them:
@@ -489,52 +509,59 @@ def cut_fill(
     data: memoryview,
     offs: np.ndarray,
     rows: np.ndarray,
+    spaces: np.ndarray,
+    space_at: np.ndarray,
+    at: np.ndarray,
+    words: int,
     cuts: np.ndarray,
-    word_at: np.ndarray,
     spans: np.ndarray,
     fit: np.ndarray,
     classes: np.ndarray,
     vals: np.ndarray,
 ) -> None:
-    """For each line ``rows[i]``, split at each space into ``len(word_at) - 1`` words: where
-    the piece of each cut ``cuts[f]`` (``shapes.Cut``: from ``a`` characters into word
-    ``first`` to ``b`` characters before the end of word ``last``) starts and ends, into
-    ``spans[i, f]`` (empty when those characters overlap), and ``fit[i]`` = 1; ``fit[i]`` = 0
-    when the line has another number of words, or a piece is not of its class
-    (``classes[f]``, one of ``CUT_*``). The value of a whole number (``CUT_INT``, ``CUT_SOME``)
-    goes into ``vals[i, f]``; the span of a quoted text is the text inside its quotes."""
-    words = len(word_at) - 1
+    """For each line ``rows[i]``, split at each space into words (its spaces as
+    ``tracing_shape_fill`` wrote them: ``spaces``, from ``space_at[at[i]]`` to
+    ``space_at[at[i] + 1]``): where the piece of each cut ``cuts[f]`` (``shapes.Cut``: from
+    ``a`` characters into word ``first`` to ``b`` characters before the end of word ``last``)
+    starts and ends, into ``spans[i, f]`` (empty when those characters overlap), and ``fit[i]``
+    = 1; ``fit[i]`` = 0 when the line has another number of words than ``words``, or a piece
+    is not of its class (``classes[f]``, one of ``CUT_*``). The value of a whole number
+    (``CUT_INT``, ``CUT_SOME``) goes into ``vals[i, f]``; the span of a quoted text is the text
+    inside its quotes."""
     for i in range(len(rows)):
         r = rows[i]
         a = offs[r]
         b = offs[r + 1]
-        n = 0
-        word_at[0] = a
-        for j in range(a, b):
-            if data[j] == 32:
-                n += 1
-                if n >= words:
-                    break
-                word_at[n] = j + 1
+        w0 = space_at[at[i]]  # (word n starts after space w0 + n - 1, ends at space w0 + n)
         fit[i] = 0
-        if n != words - 1:
+        if space_at[at[i] + 1] - w0 != words - 1:
             continue
-        word_at[words] = b + 1
         for f in range(cuts.shape[0]):
-            s = word_at[cuts[f, 0]]
-            e = word_at[cuts[f, 1] + 1] - 1
-            k = 0
-            while k < cuts[f, 2] and s < e:  # (a character: a byte and its continuation bytes)
-                s += 1
-                while s < e and (data[s] & 0xC0) == 0x80:
+            s = a if cuts[f, 0] == 0 else spaces[w0 + cuts[f, 0] - 1] + 1
+            e = b if cuts[f, 1] == words - 1 else spaces[w0 + cuts[f, 1]]
+            # ``a`` characters in, ``b`` before the end: as many bytes where those are ASCII
+            # (a key's text, mostly), else a character at a time (a byte and its continuation
+            # bytes).
+            n = cuts[f, 2]
+            if s + n <= e and _ascii(data, s, s + n):
+                s += n
+            else:
+                k = 0
+                while k < n and s < e:
                     s += 1
-                k += 1
-            k = 0
-            while k < cuts[f, 3] and e > s:
-                e -= 1
-                while e > s and (data[e] & 0xC0) == 0x80:
+                    while s < e and (data[s] & 0xC0) == 0x80:
+                        s += 1
+                    k += 1
+            n = cuts[f, 3]
+            if e - n >= s and _ascii(data, e - n, e):
+                e -= n
+            else:
+                k = 0
+                while k < n and e > s:
                     e -= 1
-                k += 1
+                    while e > s and (data[e] & 0xC0) == 0x80:
+                        e -= 1
+                    k += 1
             cls = classes[f]  # (compared as numbers: compiled, the names are Python objects)
             if cls == 1 or cls == 2:  # CUT_INT, CUT_SOME
                 if cls == 2:
@@ -573,6 +600,14 @@ def cut_fill(
             spans[i, f, 1] = e
         else:
             fit[i] = 1
+
+
+def _ascii(data: memoryview, s: int, e: int) -> bool:
+    """Are bytes ``s`` to ``e`` each ASCII? (Every byte read: no branch per byte.)"""
+    seen = 0
+    for j in range(s, e):
+        seen |= data[j]
+    return seen < 0x80
 
 
 def _plain(data: memoryview, s: int, e: int) -> bool:

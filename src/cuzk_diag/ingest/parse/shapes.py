@@ -236,8 +236,7 @@ def tracing_groups(
     if len(rows) < MIN_LINES:
         return []
     data, offs, rows = buffers(sel, rows)
-    shape, shape_at = _shape_buffers(offs, rows)
-    tracing_shape_fill(data.data, offs, rows, shape, shape_at)
+    shape, shape_at, spaced = scan_shapes(data, offs, rows)
     codes, shape_texts = _shapes(len(rows), shape, shape_at)
     counts = np.bincount(codes, minlength=len(shape_texts))
     found: list[_Found] = []
@@ -248,10 +247,32 @@ def tracing_groups(
         plan = shape_plan(sel[int(rows[pick[0]])].as_py())
         if plan is None or not full and plan.kind == "tracing" and plan.level not in _WHOLE:
             continue
-        one = _Found.cut(data, offs, rows[pick], plan)
+        one = _Found.cut(data, offs, rows[pick], plan, Spaces(*spaced, pick))
         if one is not None:
             found.append(one)
     return [one.group(nos) for one in found]
+
+
+class Spaces(NamedTuple):
+    """Where the spaces of lines stand, as ``scan.tracing_shape_fill`` wrote them: line ``i``'s
+    from ``spaces[space_at[at[i]]]`` to ``spaces[space_at[at[i] + 1] - 1]``."""
+
+    spaces: np.ndarray
+    space_at: np.ndarray
+    at: np.ndarray
+
+
+def scan_shapes(
+    data: np.ndarray, offs: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """The shapes of the lines ``rows`` (of a text's ``data`` and ``offs``, as ``scan.buffers``
+    gives them) and their offsets, and the lines' spaces and their offsets: one pass of
+    ``scan.tracing_shape_fill``."""
+    shape, shape_at = _shape_buffers(offs, rows)
+    spaces = np.empty(len(shape), dtype=np.int32)  # (a line has no more spaces than bytes)
+    space_at = np.zeros(len(rows) + 1, dtype=np.int32)
+    tracing_shape_fill(data.data, offs, rows, shape, shape_at, spaces, space_at)
+    return shape, shape_at, (spaces, space_at)
 
 
 def cut_pieces(
@@ -261,19 +282,23 @@ def cut_pieces(
     words: int,
     cuts: list[Cut],
     classes: list[int] | None = None,
+    spaces: Spaces | None = None,
 ) -> tuple[np.ndarray, list[pa.Array]]:
     """Which lines ``rows`` (of a text's ``data`` and ``offs``, as ``scan.buffers``
     gives them) have ``words`` words (split at each space) and each piece of its class
     (``classes``: a ``scan.CUT_*`` per cut; None: every piece as it is), and the piece of each
     of ``cuts`` in those lines: a text, or the int64 values of a whole number's class (a quoted
-    text without its quotes)."""
+    text without its quotes). ``spaces``: where the lines' spaces stand, found already
+    (``scan_shapes``); None: found here."""
+    if spaces is None:
+        _, _, found = scan_shapes(data, offs, rows)
+        spaces = Spaces(*found, np.arange(len(rows), dtype=np.int64))
     kinds = np.array(classes if classes is not None else [CUT_PIECE] * len(cuts), dtype=np.uint8)
     table = np.array([tuple(c) for c in cuts], dtype=np.int64).reshape(-1, 4)
     spans = np.empty((len(rows), len(cuts), 2), dtype=np.int64)
     vals = np.empty((len(rows), len(cuts)), dtype=np.int64)
     fit = np.zeros(len(rows), dtype=np.uint8)
-    word_at = np.empty(words + 1, dtype=np.int64)
-    cut_fill(data.data, offs, rows, table, word_at, spans, fit, kinds, vals)
+    cut_fill(data.data, offs, rows, *spaces, words, table, spans, fit, kinds, vals)
     ok = fit == 1
     spans, vals = spans[ok], vals[ok]
     return ok, [
@@ -292,9 +317,12 @@ class _Found:
         self.rows, self.plan, self.raw = rows, plan, raw
 
     @classmethod
-    def cut(cls, data: np.ndarray, offs: np.ndarray, rows: np.ndarray, plan: Plan) -> _Found | None:
+    def cut(
+        cls, data: np.ndarray, offs: np.ndarray, rows: np.ndarray, plan: Plan, spaces: Spaces
+    ) -> _Found | None:
         """The lines ``rows`` of the shape of ``plan`` that have its number of words and each
-        value of its class, and each field's column cut from them (``cut_pieces``)."""
+        value of its class, and each field's column cut from them (``cut_pieces``; ``spaces``:
+        where their spaces stand)."""
         cuts: list[Cut] = []
         classes: list[int] = []
         for way, what in plan.how:
@@ -306,7 +334,7 @@ class _Found:
                 assert isinstance(what, tuple)
                 cuts.append(what[0])
                 classes.append(_CLASSES[what[1]])
-        ok, pieces = cut_pieces(data, offs, rows, plan.words, cuts, classes)
+        ok, pieces = cut_pieces(data, offs, rows, plan.words, cuts, classes, spaces)
         if not ok.any():
             return None
         taken = iter(pieces)

@@ -335,3 +335,15 @@ def test_a_column_with_a_null_is_joined_by_the_kernels(monkeypatch: pytest.Monke
     monkeypatch.setattr(scan, "COMPILED", True)
     assert scan.joined(["{", pa.array([1, None], pa.int64()), "}"], 2) is None
     assert scan.joined(["{", pa.array([1.5, 2.0]), "}"], 2) is None
+
+
+def test_the_escape_loop_finds_the_bytes_json_escapes() -> None:
+    """``scan.json_escaped`` (the compiled build's test of a text column's bytes): true for a
+    quote, a backslash or a control character among any other bytes, for no other byte."""
+    from cuzk_diag.ingest.parse.scan import json_escaped
+
+    for byte in range(256):
+        data = np.array([65, 0xC3, byte, 0xA9, 66], dtype=np.uint8)
+        assert json_escaped(data) == (byte < 32 or byte in (34, 92)), byte
+        assert json_escaped(np.full(40, byte, dtype=np.uint8)) == (byte < 32 or byte in (34, 92))
+    assert not json_escaped(np.zeros(0, dtype=np.uint8))

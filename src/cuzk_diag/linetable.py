@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from cuzk_diag.ingest.parse import ParsedChunk
 from cuzk_diag.ingest.parse.classify import utf8_bytes
 from cuzk_diag.ingest.parse.columnar import Group
-from cuzk_diag.ingest.parse.scan import join_rows
+from cuzk_diag.ingest.parse.scan import COMPILED, join_rows, json_escaped
 from cuzk_diag.jsontext import encoder
 from cuzk_diag.records import Accounting, Event, is_int64
 from cuzk_diag.sources import Source
@@ -89,10 +89,13 @@ _QUOTE, _BACKSLASH, _CONTROL_BELOW = ord('"'), ord("\\"), 0x20
 
 
 def _json_escapes_in(col: pa.Array) -> bool:
-    """Does any text of the string column ``col`` hold a character JSON escapes? One pass of
-    numpy over the texts' bytes (a sixth of the time of the regex over each text, which then
-    finds the rows only where the answer is yes)."""
+    """Does any text of the string column ``col`` hold a character JSON escapes? One loop over
+    the texts' bytes (``scan.json_escaped``; in the pure build numpy's passes over them), far
+    cheaper than the regex over each text, which then finds the rows only where the answer is
+    yes."""
     b = np.frombuffer(utf8_bytes(col), dtype=np.uint8)
+    if COMPILED:
+        return json_escaped(b)
     return bool(((b < _CONTROL_BELOW) | (b == _QUOTE) | (b == _BACKSLASH)).any())
 
 

@@ -76,3 +76,6 @@ cpdef join_fill(const unsigned char[::1] consts, const long long[::1] const_at,
                 const unsigned char[::1] kinds, const long long[::1] col_of,
                 const long long[:, ::1] ints, const unsigned char[::1] text_data,
                 const long long[:, ::1] text_at, unsigned char[::1] out, int[::1] out_at)
+
+@cython.locals(j=Py_ssize_t, c=cython.uchar, seen=cython.uchar)
+cpdef bint json_escaped(const unsigned char[::1] data)

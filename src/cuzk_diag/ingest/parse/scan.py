@@ -656,6 +656,17 @@ def _not_text(data: memoryview, s: int, e: int) -> bool:
     return True
 
 
+def json_escaped(data: memoryview) -> bool:
+    """Is a byte of ``data`` one that JSON escapes in a string (a quote, a backslash, a
+    control character)? Every byte read, no branch per byte (in the pure build the caller
+    asks numpy: a loop run as Python would be far slower)."""
+    seen = 0
+    for j in range(len(data)):
+        c = data[j]
+        seen |= (c < 32) | (c == 34) | (c == 92)
+    return seen != 0
+
+
 def join_rows(pieces: list[str | pa.Array], n: int) -> pa.Array:
     """For each of ``n`` rows, its texts of ``pieces`` one after another: a ``str`` is the same
     in every row, an integer column's value is written in decimal, a string column's value as it

@@ -344,6 +344,8 @@ def test_the_escape_loop_finds_the_bytes_json_escapes() -> None:
 
     for byte in range(256):
         data = np.array([65, 0xC3, byte, 0xA9, 66], dtype=np.uint8)
-        assert json_escaped(data) == (byte < 32 or byte in (34, 92)), byte
-        assert json_escaped(np.full(40, byte, dtype=np.uint8)) == (byte < 32 or byte in (34, 92))
-    assert not json_escaped(np.zeros(0, dtype=np.uint8))
+        assert json_escaped(data.data) == (byte < 32 or byte in (34, 92)), byte
+        assert json_escaped(np.full(40, byte, dtype=np.uint8).data) == (
+            byte < 32 or byte in (34, 92)
+        )
+    assert not json_escaped(np.zeros(0, dtype=np.uint8).data)

@@ -62,24 +62,62 @@ def iter_line_tables(
 
 def chunk_lines(part: ParsedChunk) -> pa.Table:
     """The rows of one parsed chunk, in line order: the lines of a fixed form straight from
-    their columns (``_group_rows``), the others from their events (``_batch``)."""
-    tables: list[pa.Table] = []
-    order: list[np.ndarray] = []
+    their columns (``_group_rows``), the others from their events (``_batch``). Each column
+    is put together once from the pieces of every group and the events, and put in line order
+    (numpy for the numbers, one ``take`` of the concatenated texts)."""
     cleared = np.array(part.cleared, dtype=np.int64)
+    pieces: list[dict[str, Any]] = []
+    order: list[np.ndarray] = []
     for g in part.groups:
         keep = ~np.isin(g.rows, cleared) if len(cleared) else None
-        tables.append(_group_rows(g, part.source, keep))
+        pieces.append(_group_rows(g, keep))
         order.append(g.rows if keep is None else g.rows[keep])
     events, rows = part.others()
     if events:
-        tables.append(pa.Table.from_batches([_batch(events)]))
+        batch = _batch(events)
+        pieces.append({name: batch.column(name) for name in LINE_SCHEMA.names})
         order.append(np.array(rows, dtype=np.int64))
-    if not tables:
+    if not pieces:
         return LINE_SCHEMA.empty_table()
-    table = pa.concat_tables(tables)
-    if len(tables) == 1 and not events:
-        return table
-    return table.take(np.argsort(np.concatenate(order), kind="stable"))
+    at = np.argsort(np.concatenate(order), kind="stable") if len(pieces) > 1 else None
+    sizes = [len(p["line"]) for p in pieces]
+    columns: dict[str, pa.Array] = {}
+    for name in LINE_SCHEMA.names:
+        typ = LINE_SCHEMA.field(name).type
+        if name in ("source", "line", "malformed"):
+            values = np.concatenate(
+                [
+                    _numbers(p.get(name, part.source), typ, size)
+                    for p, size in zip(pieces, sizes, strict=True)
+                ]
+            )
+            columns[name] = pa.array(values if at is None else values[at], typ)
+        else:
+            col = pa.concat_arrays(
+                [_piece(p[name], size, typ) for p, size in zip(pieces, sizes, strict=True)]
+            )
+            columns[name] = col if at is None else col.take(at)
+    return pa.table(columns, schema=LINE_SCHEMA)
+
+
+def _numbers(piece: Any, typ: pa.DataType, n: int) -> np.ndarray:
+    """A piece of the ``source``, ``line`` or ``malformed`` column (none has a null) as ``n``
+    numpy values: an array's, or a value every row has."""
+    dtype = typ.to_pandas_dtype()
+    if isinstance(piece, int):
+        return np.full(n, piece, dtype=dtype)
+    if isinstance(piece, np.ndarray):
+        return piece
+    return np.asarray(piece.to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+def _piece(piece: Any, n: int, typ: pa.DataType) -> pa.Array:
+    """A piece of a column as an array of ``n`` rows: a text every row has, or none (nulls)."""
+    if piece is None:
+        return pa.nulls(n, typ)
+    if isinstance(piece, str):
+        return _repeat(piece, n)
+    return piece
 
 
 #: A character JSON escapes in a string (``json.encoder.encode_basestring``).
@@ -95,14 +133,16 @@ def _json_escapes_in(col: pa.Array) -> bool:
     yes."""
     b = np.frombuffer(utf8_bytes(col), dtype=np.uint8)
     if COMPILED:
-        return json_escaped(b)
+        return json_escaped(b.data)
     return bool(((b < _CONTROL_BELOW) | (b == _QUOTE) | (b == _BACKSLASH)).any())
 
 
-def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
-    """The rows of a column group (``keep``: which of its rows); the ``fields`` JSON text is
-    put together by kernels, as ``_dumps`` would write it, except for rows with a text value
-    that JSON escapes (a quote, a backslash, a control character), which ``_dumps`` writes."""
+def _group_rows(g: Group, keep: np.ndarray | None) -> dict[str, Any]:
+    """The rows of a column group (``keep``: which of its rows), a piece of each column of
+    ``LINE_SCHEMA`` but ``source`` (``chunk_lines``: an array, or a text every row has, or
+    None for nulls); the ``fields`` JSON text is put together by ``join_rows``, as ``_dumps``
+    would write it, except for rows with a text value that JSON escapes (a quote, a
+    backslash, a control character), which ``_dumps`` writes."""
     mask = pa.array(keep) if keep is not None else None
     cols = [c.filter(mask) if mask is not None and isinstance(c, pa.Array) else c for c in g.cols]
     lines = g.lines if keep is None else g.lines[keep]
@@ -131,8 +171,9 @@ def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
                 hit = pc.match_substring_regex(col, _JSON_ESCAPED_RE2)
                 escaped = hit if escaped is None else pc.or_(escaped, hit)
     put("}")
+    text: pa.Array | str
     if len(pieces) == 1:  # a form whose values are all words (``prestage_setup=skip_vram``)
-        text = _repeat(pieces[0], n)
+        text = pieces[0]
     else:
         text = join_rows(pieces, n)
     if escaped is not None and pc.any(escaped).as_py():
@@ -143,30 +184,26 @@ def _group_rows(g: Group, source: int, keep: np.ndarray | None) -> pa.Table:
         exact = [_dumps(dict(zip(g.names, row, strict=True))) for row in zip(*values, strict=True)]
         text = pc.replace_with_mask(text, escaped, pa.array(exact, pa.string()))
 
-    def column(name: str, typ: pa.DataType) -> pa.Array:
+    def column(name: str, typ: pa.DataType) -> pa.Array | str | None:
         if name in g.names:
             col = cols[g.names.index(name)]
             if isinstance(col, pa.Array) and col.type == typ:
                 return col
             if isinstance(col, str) and typ == pa.string():
-                return _repeat(col, n)
-        return pa.nulls(n, typ)
+                return col
+        return None
 
-    return pa.table(
-        {
-            "source": pa.array(np.full(n, source, dtype=np.int32)),
-            "line": pa.array(lines, pa.int64()),
-            "family": _repeat(g.family.value, n),
-            "event": _repeat(kind, n) if isinstance(kind, str) else kind,
-            "malformed": pa.array(np.zeros(n, dtype=bool)),
-            "offset_ms": column("offset_ms", pa.int64()),
-            "job_id": column("job_id", pa.string()),
-            "ts": column("ts", pa.string()),
-            "level": column("level", pa.string()),
-            "fields": text,
-        },
-        schema=LINE_SCHEMA,
-    )
+    return {
+        "line": np.asarray(lines, dtype=np.int64),
+        "family": g.family.value,
+        "event": kind,
+        "malformed": False,
+        "offset_ms": column("offset_ms", pa.int64()),
+        "job_id": column("job_id", pa.string()),
+        "ts": column("ts", pa.string()),
+        "level": column("level", pa.string()),
+        "fields": text,
+    }
 
 
 def _repeat(text: str, n: int) -> pa.StringArray:

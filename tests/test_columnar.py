@@ -349,3 +349,18 @@ def test_the_escape_loop_finds_the_bytes_json_escapes() -> None:
             byte < 32 or byte in (34, 92)
         )
     assert not json_escaped(np.zeros(0, dtype=np.uint8).data)
+
+
+def test_texts_are_cut_from_starts_and_ends_read_in_place() -> None:
+    """``scan.texts`` takes each text between its start and end, read where they lie (a
+    column of a larger array, strided), empty texts and longer characters among them."""
+    from cuzk_diag.ingest.parse.scan import texts
+
+    line = "ab é€ cd  x".encode()
+    pieces = [(0, 2), (3, 5), (2, 2), (5, 8), (len(line) - 1, len(line)), (0, len(line))]
+    spans = np.zeros((len(pieces), 3, 2), dtype=np.int64)
+    spans[:, 1] = pieces
+    data = np.frombuffer(line, dtype=np.uint8)
+    got = texts(data, spans[:, 1, 0], spans[:, 1, 1])
+    assert got.to_pylist() == [line[a:b].decode() for a, b in pieces]
+    assert texts(data, spans[:0, 1, 0], spans[:0, 1, 1]).to_pylist() == []

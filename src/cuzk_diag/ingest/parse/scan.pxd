@@ -26,8 +26,8 @@ cpdef timeline_fill(const unsigned char[::1] data, const int[::1] offs,
 cdef bint _at(const unsigned char[::1] data, Py_ssize_t j, bytes word)
 
 @cython.locals(o=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t)
-cpdef _copy(const unsigned char[::1] data, const long long[::1] starts,
-            const long long[::1] ends, unsigned char[::1] out)
+cpdef _copy(const unsigned char[::1] data, const long long[:] starts,
+            const long long[:] ends, unsigned char[::1] out, int[::1] at)
 
 @cython.locals(o=Py_ssize_t, p=Py_ssize_t, q=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t,
                a=Py_ssize_t, b=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, c=cython.uchar)

@@ -263,26 +263,28 @@ def buffers(texts_: pa.StringArray, rows: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def texts(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.StringArray:
     """The texts ``data[starts[i]:ends[i]]`` as a string array (whole UTF-8: each starts and
-    ends at a character's first byte of a UTF-8 text, or at its end)."""
-    starts = np.ascontiguousarray(starts, dtype=np.int64)
-    ends = np.ascontiguousarray(ends, dtype=np.int64)
-    at = np.zeros(len(starts) + 1, dtype=np.int64)
-    np.cumsum(ends - starts, out=at[1:])
-    out = np.empty(int(at[len(starts)]), dtype=np.uint8)
-    _copy(data.data, starts, ends, out)
-    texts_: pa.StringArray = pa.StringArray.from_buffers(
-        len(starts), pa.py_buffer(at.astype(np.int32)), pa.py_buffer(out)
-    )
+    ends at a character's first byte of a UTF-8 text, or at its end). ``starts`` and ``ends``
+    are int64, as they lie (a column of a larger array: read in place, not copied)."""
+    n = len(starts)
+    out = np.empty(int(ends.sum()) - int(starts.sum()), dtype=np.uint8)
+    at = np.empty(n + 1, dtype=np.int32)
+    _copy(data.data, starts, ends, out, at)
+    texts_: pa.StringArray = pa.StringArray.from_buffers(n, pa.py_buffer(at), pa.py_buffer(out))
     return texts_
 
 
-def _copy(data: memoryview, starts: np.ndarray, ends: np.ndarray, out: np.ndarray) -> None:
-    """``data[starts[i]:ends[i]]`` one after another into ``out``."""
+def _copy(
+    data: memoryview, starts: np.ndarray, ends: np.ndarray, out: np.ndarray, at: np.ndarray
+) -> None:
+    """``data[starts[i]:ends[i]]`` one after another into ``out``, text ``i`` from ``at[i]``
+    to ``at[i + 1]``."""
     o = 0
+    at[0] = 0
     for i in range(len(starts)):
         for j in range(starts[i], ends[i]):
             out[o] = data[j]
             o += 1
+        at[i + 1] = o
 
 
 class Words:

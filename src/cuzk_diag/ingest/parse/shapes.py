@@ -300,7 +300,8 @@ def cut_pieces(
     fit = np.zeros(len(rows), dtype=np.uint8)
     cut_fill(data.data, offs, rows, *spaces, words, table, spans, fit, kinds, vals)
     ok = fit == 1
-    spans, vals = spans[ok], vals[ok]
+    if not ok.all():  # (mostly every line fits: no copies then)
+        spans, vals = spans[ok], vals[ok]
     return ok, [
         ints_array(vals[:, f])
         if kinds[f] in (CUT_INT, CUT_SOME)

@@ -323,3 +323,39 @@ def test_lines_of_a_shape_with_their_words_shifted_stay_with_the_per_line_parser
     heads = tracing_heads(sel)
     (group,) = extract_fixed(sel, np.arange(len(sel)), 1, None, heads, full=True)
     assert group.rows.tolist() == list(range(10))
+
+
+def test_a_shape_plan_made_in_one_chunk_serves_the_next_and_is_made_again_where_it_does_not_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A chunk's lines of a shape are read by the plan an earlier chunk made (no new plan),
+    and by a plan of their own where most of them do not fit it (the first chunk's values
+    were whole numbers, the third's are texts); every chunk's events are the per-line
+    parser's."""
+    monkeypatch.setattr(shapes, "_PLANS", {})
+    made: list[str] = []
+    real = shapes.shape_plan
+
+    def counted(line: str) -> shapes.Plan | None:
+        made.append(line)
+        return real(line)
+
+    monkeypatch.setattr(shapes, "shape_plan", counted)
+    line = "{ts}  INFO cuzk_core::engine: slot ready job_id={job} free={free}"
+    chunks = [
+        [line.format(ts=TS.format(1, i), job=100 + i, free=i) for i in range(12)],
+        [line.format(ts=TS.format(2, i), job=200 + i, free=i) for i in range(12)],
+        [line.format(ts=TS.format(3, i), job=f"j-{i}", free=i) for i in range(12)],
+    ]
+    texts = ["".join(ln + "\n" for ln in chunk) for chunk in chunks]
+    columns, per_line = [], []
+    for on, out in ((True, columns), (False, per_line)):
+        monkeypatch.setattr(shapes, "ENABLED", on)
+        parser = LineParser(full=True)
+        for text in texts:
+            out.append(parser.feed_parts(text))
+        if on:
+            assert len(made) == 2  # (the first chunk's plan, and the third's)
+    for a, b in zip(columns, per_line, strict=True):
+        assert len(a.groups) == 1 and len(a.groups[0].rows) == 12  # (read by columns)
+        assert a.events() == b.events()

@@ -244,13 +244,40 @@ def tracing_groups(
         if counts[code] < MIN_LINES:
             break
         pick = np.flatnonzero(codes == code)
-        plan = shape_plan(sel[int(rows[pick[0]])].as_py())
-        if plan is None or not full and plan.kind == "tracing" and plan.level not in _WHOLE:
+        text = shape_texts[code]
+        plan = _PLANS.get(text)
+        if plan is not None and not _wanted(plan, full):
             continue
-        one = _Found.cut(data, offs, rows[pick], plan, Spaces(*spaced, pick))
+        spaces = Spaces(*spaced, pick)
+        one = None if plan is None else _Found.cut(data, offs, rows[pick], plan, spaces)
+        if one is None or 2 * len(one.rows) < len(pick):
+            # No plan yet, or one that most of these lines do not fit (made from a line whose
+            # values were of other classes): the plan of this chunk's first line of the shape.
+            fresh = shape_plan(sel[int(rows[pick[0]])].as_py())
+            if fresh is not None and fresh != plan and _wanted(fresh, full):
+                if len(_PLANS) >= PLANS_KEPT:
+                    _PLANS.clear()
+                _PLANS[text] = fresh
+                one = _Found.cut(data, offs, rows[pick], fresh, spaces)
         if one is not None:
             found.append(one)
     return [one.group(nos) for one in found]
+
+
+#: The plans made so far, by shape text. A plan reads every line of its shape that fits it
+#: (has its number of words and each value of its class) as the per-line parser does,
+#: whichever line of the shape it was made from: made once, it serves the chunks after (its
+#: making, a per-line parse of a sample line, cost about a twentieth of the tracing lines'
+#: parse); a chunk whose lines of the shape mostly do not fit it makes its own. At most
+#: ``PLANS_KEPT`` are kept.
+_PLANS: dict[str, Plan] = {}
+PLANS_KEPT = 4096
+
+
+def _wanted(plan: Plan, full: bool) -> bool:
+    """Are the lines of ``plan``'s shape read by columns? Every plan's with ``full``, else
+    only those of a known message or of a warning or error (see ``tracing_groups``)."""
+    return full or plan.kind != "tracing" or plan.level in _WHOLE
 
 
 class Spaces(NamedTuple):

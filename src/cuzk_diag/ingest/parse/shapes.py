@@ -5,10 +5,11 @@ text with other values: ``<ts>  INFO gpu_worker{worker_id=2 gpu=1 ...}: cuzk_cor
 partition GPU prove complete job_id=... partition=7 gpu_ms=3021``. Lines are grouped by their
 shape (the text with the timestamp and every field value taken out); for each frequent shape
 one line is read by the per-line parser (``tracing.parse_tracing``) and cut into literal text
-and values, which gives the shape's plan: where each value stands, counted in the line's
-space-separated words (which word, how many characters in, how many before the word ends),
-and its class, which the per-line parser reads in one way only (whole numbers, ``Some(n)``,
-quoted text, plain text with no space, brace, quote or non-ASCII character). The shapes and
+and values, which gives the shape's plan (made once, and kept for the chunks after:
+``_PLANS``): where each value stands, counted in the line's space-separated words (which
+word, how many characters in, how many before the word ends), and its class, which the
+per-line parser reads in one way only (whole numbers, ``Some(n)``, quoted text, plain text
+with no space, brace, quote or non-ASCII character). The shapes and
 the pieces a plan cuts from each line are found by loops over the lines' bytes (``scan``:
 compiled, C loops; in the pure build the per-line parser reads every tracing line, see
 ``ENABLED``); a line with as many words whose values are each of their class (tested by the
@@ -266,10 +267,10 @@ def tracing_groups(
 
 #: The plans made so far, by shape text. A plan reads every line of its shape that fits it
 #: (has its number of words and each value of its class) as the per-line parser does,
-#: whichever line of the shape it was made from: made once, it serves the chunks after (its
-#: making, a per-line parse of a sample line, cost about a twentieth of the tracing lines'
-#: parse); a chunk whose lines of the shape mostly do not fit it makes its own. At most
-#: ``PLANS_KEPT`` are kept.
+#: whichever line of the shape it was made from: made once, it serves the chunks after (made
+#: in every chunk, by a per-line parse of a sample line, the plans cost about a tenth of the
+#: tracing shapes' parse); a chunk whose lines of the shape mostly do not fit it makes its
+#: own. At most ``PLANS_KEPT`` are kept.
 _PLANS: dict[str, Plan] = {}
 PLANS_KEPT = 4096
 

@@ -10,7 +10,7 @@ build runs under valgrind's callgrind (with address-space randomisation off, ``s
 a fixed hash seed) three times: importing the modules only, reading and parsing the log, and
 reading, parsing and assembling it, chunk by chunk as the pipeline reads it (each chunk's events
 freed once dealt with, the garbage collector paced per chunk). The differences are the parse's
-and the assembly's instructions; repeated runs of one build agree to 0.3-1.5 %. Instructions
+and the assembly's instructions; repeated runs of one build agree to 0.3-4 %. Instructions
 are not time (a cache miss costs more than an addition), so confirm a gain found here with
 ``run.py``; but a change that removes work shows here whatever the machine is doing.
 

@@ -377,3 +377,21 @@ def test_json_text_with_anything_to_neutralise_is_not_clean() -> None:
         assert _written(doc) == json.dumps(neutralise_value(doc), indent=2, ensure_ascii=False)
     clean = {"info": {"jobs": {"j-1": {"gpu_ms": 1, "note": "é: ok # [1]"}}}}
     assert json_text_is_clean(json.dumps(clean, indent=2, ensure_ascii=False))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(_ANY_TEXT, _ANY_TEXT | st.integers(), min_size=1, max_size=3), max_size=5
+    )
+    | st.dictionaries(
+        _ANY_TEXT,
+        st.dictionaries(_ANY_TEXT, _ANY_TEXT | st.none(), min_size=1, max_size=3),
+        max_size=5,
+    )
+)
+def test_runs_of_records_are_neutralised_as_every_other_value(run: object) -> None:
+    """Jobs and proofs, written a run at a time: a run whose text shows anything to neutralise
+    (in a key of a job, of its fields, or in a value) is written neutralised."""
+    doc = {"info": {"jobs": run}}
+    assert _written(doc) == json.dumps(neutralise_value(doc), indent=2, ensure_ascii=False)

@@ -142,6 +142,11 @@ def timeline_fill(
         seen = 0
         while j + 1 < b:
             c = data[j]
+            if (c - 67) & 255 > 23:
+                # Not "C" to "Z" (one test, where each of the three letters was one: the
+                # bytes of a TIMELINE line are mostly digits, lowercase letters and commas).
+                j += 1
+                continue
             if c == 90 and data[j + 1] == 32:  # "Z "
                 seen = 1
                 break

@@ -391,7 +391,7 @@ def test_json_text_with_anything_to_neutralise_is_not_clean() -> None:
     )
 )
 def test_runs_of_records_are_neutralised_as_every_other_value(run: object) -> None:
-    """Jobs and proofs, written a run at a time: a run whose text shows anything to neutralise
-    (in a key of a job, of its fields, or in a value) is written neutralised."""
+    """Jobs and proofs: a run of them whose text shows anything to neutralise (in a key of a
+    job, of its fields, or in a value) is written neutralised."""
     doc = {"info": {"jobs": run}}
     assert _written(doc) == json.dumps(neutralise_value(doc), indent=2, ensure_ascii=False)

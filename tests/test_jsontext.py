@@ -126,9 +126,9 @@ def test_indented_documents_refuse_and_convert_as_json_dumps_does() -> None:
     assert indented(report, allow_nan=False) == json.dumps(report, indent=2, allow_nan=False)
 
 
-# A run of records: a list, tuple or dict of flat dicts, written by one call of the C encoder
-# (``_Indented.records``). Texts with the characters its separators and braces could be
-# confused with: braces, commas, colons, quotes, backslashes, newlines.
+# A run of records: a list, tuple or dict of flat dicts (a report's proofs and jobs), with texts
+# of the characters a writer's separators and braces are made of: braces, commas, colons,
+# quotes, backslashes, newlines.
 _record_text = st.text(alphabet=st.sampled_from(list('{}[],: "\\\n\tab1é')), max_size=6)
 _record_scalar = (
     st.none()
@@ -150,26 +150,11 @@ _records = (
 def test_runs_of_records_are_what_json_dumps_writes(
     run: object, indent: int, ascii_only: bool, depth: int
 ) -> None:
-    """Lists, tuples and dicts of flat dicts (empty ones among them: those runs are written an
-    item at a time), alone and nested as deep as a report nests its jobs."""
+    """Lists, tuples and dicts of flat dicts (empty ones among them), alone and nested as deep
+    as a report nests its jobs."""
     doc: object = run
     for level in range(depth):
         doc = {f"level{level}": doc, "n": level}
     assert indented(doc, indent=indent, ensure_ascii=ascii_only) == json.dumps(
         doc, indent=indent, ensure_ascii=ascii_only
     )
-
-
-def test_a_run_of_records_is_one_call_of_the_encoder() -> None:
-    """The jobs of a report (a dict of flat dicts) and its proofs (a list of them) are one
-    piece of text each, not a piece per job."""
-    from cuzk_diag.jsontext import _Indented
-
-    jobs = {f"job-{i}": {"gpu_ms": i, "ok": True, "note": "a},\n{b"} for i in range(100)}
-    proofs = [{"index": i, "wall_s": i / 3} for i in range(100)]
-    doc = {"info": {"jobs": jobs, "bench": {"proofs": proofs}}}
-    pieces = list(_Indented(2).pieces(doc))
-    assert len(pieces) < 10
-    assert "".join(pieces) == json.dumps(doc, indent=2)
-    with pytest.raises(ValueError):
-        indented({"p": [{"a": 1}, {"b": math.nan}]}, allow_nan=False)

@@ -134,62 +134,8 @@ class _Indented:
         text = "".join(enc(obj, 0))
         return text[0] + inner + text[1:-1] + end + text[-1]
 
-    def records(self, obj: Any, depth: int) -> str | None:
-        """The text of a list, tuple or dict (of these types exactly) of two or more items
-        that are all non-empty dicts of scalars (a long log's jobs and proofs), written by one
-        call of the C encoder for all of them; else None (also when ``clean`` rejects the
-        text: the items are then written one by one, each cleaned as it needs).
-
-        The encoder's item separator, a comma and the newline and indentation of the items'
-        items, is written between the items too; a newline is never inside a JSON string, so
-        each separator in the text is one the encoder wrote, and one between two items is the
-        one followed by an opening brace (an item's own items each start with a key's quote).
-        Those are given the items' own indentation, and each item its opening and closing
-        lines."""
-        typ = type(obj)
-        if typ is dict:
-            items: Any = obj.values()
-        elif typ is list or typ is tuple:
-            items = obj
-        else:
-            return None
-        if len(obj) < 2:
-            return None
-        scalars = _SCALARS.issuperset
-        for v in items:
-            if type(v) is not dict or not v or not scalars(map(type, v.values())):
-                return None
-        inner, end, _ = self.depth(depth)
-        inner1, end1, enc1 = self.depth(depth + 1)
-        text = "".join(enc1(list(items), 0))  # "[{" ... "}" sep "{" ... "}]"
-        between = "}" + "," + inner1 + "{"
-        if typ is dict:
-            keys = [self.key(k) for k in obj]
-            bodies = text[2:-2].split(between)
-            if len(bodies) != len(keys):  # (cannot be: the encoder wrote what is described)
-                return None
-            opening = ": {" + inner1
-            closing = end1 + "}"
-            text = (
-                "{"
-                + inner
-                + ("," + inner).join(
-                    [k + opening + b + closing for k, b in zip(keys, bodies, strict=True)]
-                )
-                + end
-                + "}"
-            )
-        else:
-            body = text[2:-2].replace(between, end1 + "}," + inner + "{" + inner1)
-            text = "[" + inner + "{" + inner1 + body + end1 + "}" + end + "]"
-        if self.clean is not None and not self.clean[0](text):
-            return None
-        return text
-
     def pieces(self, obj: Any, depth: int = 0) -> Iterator[str]:
         text = self.flat(obj, depth)
-        if text is None:
-            text = self.records(obj, depth)
         if text is not None:
             yield text
             return

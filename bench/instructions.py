@@ -22,6 +22,12 @@ Each run takes about a minute per 10 MB (callgrind runs the program some 50 time
 ``--command`` adds two more: the whole ``cuzk-diag analyze LOG --jobs 1 --format json`` as the
 command runs it (the records' tables, the paced collections, the frame, the analysis and the
 report too), less a run that imports the command only.
+
+``--steps`` shows where the parse's and the assembly's instructions go instead: one run of
+each build reading, parsing and assembling the log, its instructions counted per function
+(callgrind's inclusive counts, ``callgrind_annotate``) and summed into the steps of ``STEPS``
+(a step's count holds the steps indented under it). It names the compiled build's C functions:
+run on a pure build, it finds none of them (its steps are the interpreter's).
 """
 
 from __future__ import annotations
@@ -32,11 +38,48 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from common import DEFAULT_OUT, BenchError, ensure_log
 
 STAGES = ("import", "parse", "assemble")
+#: ``--steps``: each step's depth under the one before, its name, and the compiled functions
+#: whose inclusive instructions it counts (patterns of their C names, a function's wrapper and
+#: body alike: the largest count of each pattern is taken, and the patterns' counts summed).
+STEPS: list[tuple[int, str, tuple[str, ...]]] = [
+    (0, "parse of each chunk's lines (`LineParser.feed_parts`)", (r"LineParser_\d+feed_parts",)),
+    (
+        1,
+        "line classification (`classify.split_lines`, `classify`)",
+        (r"_8classify_\d+split_lines", r"_8classify_\d+classify"),
+    ),
+    (1, "C++ lines as columns (`columnar._cpp`)", (r"_8columnar_\d+_cpp",)),
+    (1, "TIMELINE lines as columns (`columnar._timeline`)", (r"_8columnar_\d+_timeline",)),
+    (1, "tracing lines as columns (`shapes.tracing_groups`)", (r"_6shapes_\d+tracing_groups",)),
+    (0, "events made from the columns (`ParsedChunk.events`)", (r"_11ParsedChunk_\d+events",)),
+    (1, "their fields dicts and `Event`s (`columnar._made_events`)", (r"_8columnar__made_events",)),
+    (0, "assembly (`Assembler.feed_many`)", (r"_9Assembler_\d+feed_many",)),
+    (1, "C++ lines placed at each clock reading (`drain`)", (r"_8assemble_drain",)),
+    (2, "GPU-region lines (`gpu.gpu_line`)", (r"_3gpu_gpu_line",)),
+    (3, "of them placed in a beam (`gpu.extend_beam`)", (r"_3gpu_extend_beam",)),
+    (2, "CPU-side lines (`cpu.cpu_line`)", (r"_3cpu_cpu_line",)),
+    (2, "T2/T3 lines placed jointly (`prep.solve_prep_lines`)", (r"_4prep_solve_prep_lines",)),
+    (1, "TIMELINE lines (`timeline.timeline_line`)", (r"_8timeline_timeline_line",)),
+    (
+        1,
+        "their era markers (`EraDetector.observe_timeline`)",
+        (r"EraDetector_\d*observe_timeline",),
+    ),
+    (
+        1,
+        "tracing lines (`timeline.tracing_line`, `calls._ts_ms`)",
+        (r"_8timeline_tracing_line", r"_5calls__ts_ms"),
+    ),
+    (1, "records made, within the lines that complete them (`emit.emit`)", (r"_4emit_emit",)),
+]
+#: A line of ``callgrind_annotate --inclusive=yes``: the count and the function's C name.
+_ANNOTATED = re.compile(r"^\s*([\d,]+) \([^)]*\)\s+\*?\s*\S*?:(__pyx_\w+)")
 LINES = "lines"  # (``--lines``)
 COMMAND = ("import-cli", "command")  # (``--command``)
 
@@ -86,11 +129,14 @@ def child(stage: str, log: str) -> None:
         print(f"events {events}")
         return
     records += len(asm.finish())
-    print(f"records {records}")
+    print(f"records {records} events {events}")
 
 
-def count(tree: str | None, stage: str, log: Path) -> tuple[int, str]:
-    """Instructions of a child running ``stage`` with ``tree`` first on the path, and its output."""
+def count(
+    tree: str | None, stage: str, log: Path, *, out_file: str = os.devnull
+) -> tuple[int, str]:
+    """Instructions of a child running ``stage`` with ``tree`` first on the path, and its output
+    (callgrind's per-function counts written to ``out_file``)."""
     env = dict(os.environ, PYTHONHASHSEED="0")
     if tree is not None:
         env["PYTHONPATH"] = tree
@@ -100,7 +146,7 @@ def count(tree: str | None, stage: str, log: Path) -> tuple[int, str]:
         "-R",
         "valgrind",
         "--tool=callgrind",
-        "--callgrind-out-file=/dev/null",
+        f"--callgrind-out-file={out_file}",
         sys.executable,
         __file__,
         "--child",
@@ -112,6 +158,40 @@ def count(tree: str | None, stage: str, log: Path) -> tuple[int, str]:
     if proc.returncode != 0 or m is None:
         raise BenchError(f"{' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")
     return int(m.group(1).replace(",", "")), proc.stdout
+
+
+def step_counts(annotated: str) -> list[tuple[int, str, int]]:
+    """Each step of ``STEPS`` with its instructions, from the text of ``callgrind_annotate
+    --inclusive=yes`` (a function's C name may end in a compiler's suffix, ``.constprop.0``)."""
+    counts: list[tuple[int, str]] = []
+    for line in annotated.splitlines():
+        m = _ANNOTATED.match(line)
+        if m is not None:
+            counts.append((int(m.group(1).replace(",", "")), m.group(2)))
+    out = []
+    for depth, name, patterns in STEPS:
+        total = 0
+        for pattern in patterns:
+            rx = re.compile(pattern + "$")
+            total += max((n for n, fn in counts if rx.search(fn)), default=0)
+        out.append((depth, name, total))
+    return out
+
+
+def steps(tree: str | None, log: Path) -> tuple[list[tuple[int, str, int]], int]:
+    """The steps' instructions (``step_counts``) of a child reading, parsing and assembling
+    ``log`` with ``tree`` first on the path, and its events."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        _, stdout = count(tree, "assemble", log, out_file=out)
+        proc = subprocess.run(
+            ["callgrind_annotate", "--inclusive=yes", "--threshold=100", out],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            raise BenchError(f"callgrind_annotate failed:\n{proc.stderr[-2000:]}")
+    return step_counts(proc.stdout), int(stdout.split()[3])
 
 
 def measure(
@@ -143,18 +223,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--command", action="store_true", help="also count the whole analyze command (--jobs 1)"
     )
+    ap.add_argument(
+        "--steps",
+        action="store_true",
+        help="where the parse's and the assembly's instructions go, by step (compiled builds)",
+    )
     ap.add_argument("--child", nargs=2, metavar=("STAGE", "LOG"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         child(*args.child)
         return 0
-    for tool in ("valgrind", "setarch"):
+    tools = ("valgrind", "setarch", *(["callgrind_annotate"] if args.steps else []))
+    for tool in tools:
         if shutil.which(tool) is None:
             print(f"error: {tool} is not installed", file=sys.stderr)
             return 2
     try:
         log = Path(args.log) if args.log else ensure_log(args.mb, args.out)
         trees = args.tree or [None]
+        if args.steps:
+            return print_steps(trees, log)
         print(f"# Instructions per event: {log.name} ({log.stat().st_size / 1e6:.1f} MB)\n")
         head = "| Build | Events | Records | Parse (M) | per event | Assembly (M) | per event |"
         rule = "|---|---|---|---|---|---|---|"
@@ -182,6 +270,28 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    return 0
+
+
+def print_steps(trees: list[str | None], log: Path) -> int:
+    """``--steps``: a table of the steps, a column of millions of instructions per build."""
+    print(f"# Instructions by step: {log.name} ({log.stat().st_size / 1e6:.1f} MB)\n")
+    columns = []
+    for tree in trees:
+        rows, events = steps(tree, log)
+        columns.append((tree or "installed", rows, events))
+    head = "| Step | " + " | ".join(f"{name} (M) | share" for name, _, _ in columns) + " |"
+    print(head)
+    print("|---|" + "---|---|" * len(columns))
+    for i, (depth, name, _) in enumerate(STEPS):
+        cells = []
+        for _, rows, _ in columns:
+            whole = sum(n for d, _, n in rows if d == 0)
+            n = rows[i][2]
+            cells.append(f"{n / 1e6:,.1f} | {100 * n / whole:.1f} %" if whole else "- | -")
+        print(f"| {'&nbsp;' * 4 * depth}{name} | " + " | ".join(cells) + " |")
+    events = ", ".join(f"{name}: {n:,} events" for name, _, n in columns)
+    print(f"\n(share: of the three unindented steps' sum; {events})")
     return 0
 
 

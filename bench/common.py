@@ -6,6 +6,7 @@ sibling (``python bench/run.py`` puts ``bench/`` first on ``sys.path``).
 
 from __future__ import annotations
 
+import compileall
 import hashlib
 import os
 import platform
@@ -136,10 +137,23 @@ def snapshot_env(work: Path) -> tuple[dict[str, str], str]:
     """
     pkg = package_dir()
     dest_root = work / "snapshot"
+    compiled_copy(pkg, dest_root)
+    return env_importing(dest_root, "the snapshot"), fingerprint(dest_root / pkg.name)
+
+
+def compiled_copy(pkg: Path, dest_root: Path) -> None:
+    """``pkg`` (a package's directory) copied into ``dest_root`` (emptied first) with the
+    bytecode of every module written, as an installed package has it (pip compiles what it
+    installs). Without it, where bytecode is not written at import (``PYTHONDONTWRITEBYTECODE``
+    set, or a read-only tree), every command would compile each module it imports from its
+    source: 0.3-0.5 s and 2.6 MiB more for ``analyze`` of a 10 MB log, which a build measured
+    against one installed with its bytecode (``run.py --baseline``) would pay alone."""
     if dest_root.exists():
         shutil.rmtree(dest_root)
-    shutil.copytree(pkg, dest_root / pkg.name, ignore=shutil.ignore_patterns("__pycache__"))
-    return env_importing(dest_root, "the snapshot"), fingerprint(dest_root / pkg.name)
+    dest = dest_root / pkg.name
+    shutil.copytree(pkg, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    if not compileall.compile_dir(str(dest), quiet=1):
+        raise BenchError(f"{dest}: a module does not compile")
 
 
 def env_importing(root: Path, what: str) -> dict[str, str]:

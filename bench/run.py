@@ -37,6 +37,7 @@ from common import (
     BenchError,
     Measure,
     build_kind,
+    compiled_copy,
     cuzk_diag_cmd,
     ensure_log,
     env_importing,
@@ -355,11 +356,14 @@ def targets(
     return out
 
 
-def baseline_environment(path: Path) -> dict[str, str]:
-    """An environment that runs the build in ``path`` (a directory holding ``cuzk_diag``)."""
+def baseline_environment(path: Path, work: Path) -> dict[str, str]:
+    """An environment that runs the build in ``path`` (a directory holding ``cuzk_diag``), from
+    a copy in ``work`` with its bytecode written, as this build's snapshot is
+    (``common.compiled_copy``)."""
     if not (path / "cuzk_diag" / "__init__.py").is_file():
         raise BenchError(f"--baseline {path}: no cuzk_diag package in it")
-    return env_importing(path, "--baseline")
+    compiled_copy(path / "cuzk_diag", work / "baseline")
+    return env_importing(work / "baseline", "--baseline")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -460,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         info["build"] = build_kind(env)
         if args.baseline is not None:
             root = args.baseline.resolve()
-            baseline_env = baseline_environment(root)
+            baseline_env = baseline_environment(root, work)
             base = {
                 "path": str(root),
                 "fingerprint": fingerprint(root / "cuzk_diag"),

@@ -1,15 +1,18 @@
-"""``bench/common.rotated``: the log the ``analyze rotated`` rows read as rotated files; and the
-rounds ``bench/run.py`` runs against a baseline."""
+"""``bench/common.rotated``: the log the ``analyze rotated`` rows read as rotated files; the
+rounds ``bench/run.py`` runs against a baseline, and the copies of the two builds it runs."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import rotated  # noqa: E402
+from common import BenchError, rotated  # noqa: E402
 
 
 def test_the_rotated_files_are_the_log_cut_at_line_starts_and_made_once(tmp_path: Path) -> None:
@@ -55,3 +58,35 @@ def test_a_run_against_a_baseline_has_an_even_number_of_rounds() -> None:
 
     assert [rounds(n, True) for n in (1, 2, 3, 5, 6)] == [2, 2, 4, 6, 6]
     assert [rounds(n, False) for n in (1, 2, 3, 5)] == [1, 2, 3, 5]
+
+
+def test_both_builds_run_from_their_bytecode_where_imports_write_none(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The snapshot of this build and the copy of the ``--baseline`` build hold the bytecode of
+    every module, written when they are made, whether or not imports write any
+    (``PYTHONDONTWRITEBYTECODE``): neither build's commands compile their modules."""
+    import importlib.util
+
+    from common import compiled_copy
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    pkg = tmp_path / "src" / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("X = 1\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "mod.py").write_text("def f():\n    return 2\n")
+    (pkg / "__pycache__").mkdir()
+    (pkg / "__pycache__" / "stale.cpython-311.pyc").write_bytes(b"stale")
+    dest = tmp_path / "copy"
+    (dest / "old").mkdir(parents=True)  # (emptied first)
+    compiled_copy(pkg, dest)
+    assert not (dest / "old").exists()
+    for module in ("__init__.py", "sub/__init__.py", "sub/mod.py"):
+        source = dest / "pkg" / module
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        assert cached.is_file(), module
+    assert not (dest / "pkg" / "__pycache__" / "stale.cpython-311.pyc").exists()
+    (pkg / "sub" / "bad.py").write_text("def (:\n")
+    with pytest.raises(BenchError):
+        compiled_copy(pkg, tmp_path / "copy2")

@@ -128,3 +128,27 @@ def test_the_compiled_loops_over_line_bytes_are_linear_on_adversarial_lines(
         "-k",
         "scan_loops_are_linear or parser_is_linear",
     )
+
+
+def test_every_step_of_the_instruction_breakdown_names_a_compiled_function(
+    compiled_tree: Path,
+) -> None:
+    """``bench/instructions.py --steps`` reads callgrind's counts by the compiled functions' C
+    names (``STEPS``): each of its patterns names a function the build defines, so that a
+    renamed function fails here rather than counting as none there."""
+    import re
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from instructions import STEPS
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    names: set[str] = set()
+    for source in (compiled_tree / "_build").rglob("*.c"):
+        text = source.read_text(encoding="utf-8", errors="replace")
+        names.update(re.findall(r"^static [^;(]*?\b(__pyx_\w+)\(", text, re.MULTILINE))
+    assert len(names) > 1000  # (the C sources were found)
+    for _, step, patterns in STEPS:
+        for pattern in patterns:
+            rx = re.compile(pattern + "$")
+            assert any(rx.search(name) for name in names), (step, pattern)

@@ -117,13 +117,16 @@ def stage_split(path: str) -> list[tuple[str, float, str]]:
                 collector.chunk()
         return chunks
 
-    plain = parse_pkg.extract_fixed, parse_pkg.fixed_events
+    # (The events of a chunk's column groups are made into their places in line order, with
+    # the other lines' events: ``ParsedChunk.events``.)
+    plain = parse_pkg.extract_fixed, parse_pkg.ParsedChunk.events
     parse_pkg.extract_fixed = timing("extract", plain[0])
-    parse_pkg.fixed_events = timing("events", plain[1])
+    parse_pkg.ParsedChunk.events = timing("events", plain[1])  # type: ignore[method-assign]
     try:
         t_parse_all, chunks = _timed(parse_all)
     finally:
-        parse_pkg.extract_fixed, parse_pkg.fixed_events = plain
+        parse_pkg.extract_fixed = plain[0]
+        parse_pkg.ParsedChunk.events = plain[1]  # type: ignore[method-assign]
 
     # The assembler on its own, fed with the events parsed above (as the pipeline feeds it).
     def assemble(chunks: list[list[Any]]) -> list[dict[str, Any]]:
@@ -172,7 +175,7 @@ def stage_split(path: str) -> list[tuple[str, float, str]]:
             spent["extract"],
             "",
         ),
-        ("- of it: making their events from the columns (Python)", spent["events"], ""),
+        ("- of it: making their events from the columns, in line order", spent["events"], ""),
         (
             "- of it: the other lines, one by one (Python)",
             t_lines - spent["extract"] - spent["events"],

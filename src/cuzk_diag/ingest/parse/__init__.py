@@ -18,7 +18,7 @@ import numpy as np
 
 from cuzk_diag.ingest.parse.bench import MiscParser
 from cuzk_diag.ingest.parse.classify import classify, family_counted, ints_array, split_lines
-from cuzk_diag.ingest.parse.columnar import Group, extract_fixed, fixed_events
+from cuzk_diag.ingest.parse.columnar import Group, extract_fixed
 from cuzk_diag.ingest.parse.era import ERA_LABELS, ERAS, EraDetector
 from cuzk_diag.ingest.parse.timeline import TIMELINE_PREFIX, intruder_at, parse_timeline
 from cuzk_diag.ingest.parse.timing import NTT_H_PREFIX, TIMING_PREFIX, parse_ntt_h, parse_timing
@@ -77,34 +77,43 @@ class ParsedChunk:
         groups, rest, cleared, head = self.groups, self.rest, self.cleared, self.head
         self.groups, self.rest, self.cleared, self.head, size = [], {}, [], [], self.size
         self.size = 0
-        # Each row's event found by its index among all of them (the groups' events, made
-        # in C, then the others'), in row order by numpy: a store and a test per row of a
-        # list as long as the chunk cost more.
-        fixed, at = fixed_events(groups, size, self.source)
-        evs: list[Any] = fixed  # (and then the others: events, or lists of them)
-        if cleared:
-            at[cleared] = -1
-        several = False
+        # Each row's place among the chunk's events (after the head's), in row order: a row
+        # holds one event of its group, or the per-line parsers' (one, or a repaired torn
+        # line's several: those replace a group's), or none (a row a repair consumed); each
+        # group's events are made straight into their places (``Group.place_events``), where
+        # a list of them all was put in row order afterwards, an index per event.
         rows: list[int] = []
-        base = len(evs)
+        others: list[Any] = []
+        counts: list[int] = []
         for r, ev in rest.items():
             if ev is None:
                 continue  # (a line the per-line parsers gave no event)
-            several = several or type(ev) is list
             rows.append(r)
-            evs.append(ev)
+            others.append(ev)
+            counts.append(len(ev) if type(ev) is list else 1)
+        count = np.zeros(size, dtype=np.int64)
+        for g in groups:
+            count[g.rows] = 1
+        if cleared:
+            count[cleared] = 0
         if rows:
-            at[rows] = np.arange(base, len(evs))
-        order = at[at >= 0].tolist()
-        if not several:
-            return head + [evs[i] for i in order]
-        out = list(head)
-        for i in order:
-            ev = evs[i]
+            count[rows] = counts
+        first = np.cumsum(count)
+        total = int(first[-1]) if size else 0
+        first -= count
+        first += len(head)
+        out: list[Any] = [*head, *([None] * total)]
+        for g in groups:
+            places = first[g.rows]
+            places[count[g.rows] == 0] = -1
+            g.place_events(self.source, out, places)
+        # (After the groups': an event of the per-line parsers takes its row's place from a
+        # group's.)
+        for at, ev in zip(first[rows].tolist(), others, strict=True):
             if type(ev) is list:
-                out.extend(ev)
+                out[at : at + len(ev)] = ev
             else:
-                out.append(ev)
+                out[at] = ev
         return out
 
 

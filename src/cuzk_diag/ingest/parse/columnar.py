@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -122,14 +122,18 @@ class Group:
     names: list[str]
     cols: list[pa.Array | Value]
 
-    def events(self, source: int) -> list[Event]:
+    def place_events(self, source: int, into: list[Any], places: np.ndarray) -> None:
+        """The group's events of input ``source``, each put in ``into`` at its row's place:
+        ``places[i]`` (int64) for row ``rows[i]``, none made for a row whose place is -1."""
         cols = [
             _values(c, shared=k == "job_id") if isinstance(c, pa.Array) else c
             for k, c in zip(self.names, self.cols, strict=True)
         ]
         # (A kinds column is the engine's event names: texts, none null.)
         kinds = self.kind if isinstance(self.kind, str) else cast("list[str]", _interned(self.kind))
-        return _made_events(self.lines.tolist(), source, self.family, kinds, self.names, cols)
+        _made_events(
+            self.lines.tolist(), source, self.family, kinds, self.names, cols, into, places
+        )
 
 
 def extract_fixed(
@@ -174,25 +178,16 @@ def extract_fixed(
     return groups
 
 
-def fixed_events(groups: list[Group], size: int, source: int) -> tuple[list[Event], np.ndarray]:
-    """The events of ``groups`` (group after group), and for each of ``size`` selected lines
-    the index of its event among them (-1 for a line no group holds)."""
-    evs: list[Event] = []
-    at = np.full(size, -1, dtype=np.int64)
-    for g in groups:
-        at[g.rows] = np.arange(len(evs), len(evs) + len(g.rows))
-        evs.extend(g.events(source))
-    return evs, at
-
-
 def parse_fixed(
     sel: pa.StringArray, index: np.ndarray, lineno: int, source: int, clock: np.ndarray | None
 ) -> list[Event | None]:
     """Events of the selected lines ``sel`` that have a fixed form, None for the others."""
     tracing = tracing_heads(sel)
     groups = extract_fixed(sel, index, lineno, clock, tracing)
-    evs, at = fixed_events(groups, len(sel), source)
-    return [evs[i] if i >= 0 else None for i in at.tolist()]
+    out: list[Event | None] = [None] * len(sel)
+    for g in groups:
+        g.place_events(source, out, np.ascontiguousarray(g.rows, dtype=np.int64))
+    return out
 
 
 def _interned(col: pa.Array) -> list[Value]:
@@ -234,12 +229,16 @@ def _made_events(
     kinds: list[str] | str,
     names: list[str],
     cols: list[list[Value] | Value],
-) -> list[Event]:
-    """The events of the rows of a group, one per line number of ``lines``: its kind
-    ``kinds[i]`` (or ``kinds``, a text, for every row), and its fields, a key per name of
-    ``names`` whose value is ``cols[j][i]`` (or ``cols[j]`` itself where that is no list: a
-    value every row has). (Compiled, one C loop: each event made by its type's ``__new__``
-    and its members set in place, where a call of the type parses its arguments first.)"""
+    into: list[Any],
+    places: np.ndarray,
+) -> None:
+    """The events of the rows of a group, one per line number of ``lines``, each put in
+    ``into`` at ``places[i]`` (none made where that is -1): its kind ``kinds[i]`` (or
+    ``kinds``, a text, for every row), and its fields, a key per name of ``names`` whose value
+    is ``cols[j][i]`` (or ``cols[j]`` itself where that is no list: a value every row has).
+    (Compiled, one C loop: each event made by its type's ``__new__`` and its members set in
+    place, where a call of the type parses its arguments first; and stored at its place, so
+    that a chunk's events are in line order as they are made.)"""
     n = len(lines)
     # Each row's dict a copy of one with every key, in order, and the values every row has (a
     # copy of a dict's table, where a dict filled key by key grows it), whose other values are
@@ -252,8 +251,10 @@ def _made_events(
     width = len(keys)
     one_kind = kinds if isinstance(kinds, str) else None
     per_row_kinds: list[str] = [] if isinstance(kinds, str) else kinds
-    out = []
     for i in range(n):
+        at = places[i]
+        if at < 0:
+            continue
         f = template.copy()
         for j in range(width):
             col = values[j]
@@ -265,8 +266,7 @@ def _made_events(
         ev.kind = one_kind if one_kind is not None else per_row_kinds[i]
         ev.fields = f
         ev.malformed = False
-        out.append(ev)
-    return out
+        into[at] = ev
 
 
 def _cpp(

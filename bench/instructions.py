@@ -276,21 +276,21 @@ def main(argv: list[str] | None = None) -> int:
 def print_steps(trees: list[str | None], log: Path) -> int:
     """``--steps``: a table of the steps, a column of millions of instructions per build."""
     print(f"# Instructions by step: {log.name} ({log.stat().st_size / 1e6:.1f} MB)\n")
-    columns = []
+    columns = []  # (build, each step's count, the unindented steps' sum, events)
     for tree in trees:
         rows, events = steps(tree, log)
-        columns.append((tree or "installed", rows, events))
-    head = "| Step | " + " | ".join(f"{name} (M) | share" for name, _, _ in columns) + " |"
+        whole = sum(n for d, _, n in rows if d == 0)
+        columns.append((tree or "installed", [n for _, _, n in rows], whole, events))
+    head = "| Step | " + " | ".join(f"{name} (M) | share" for name, *_ in columns) + " |"
     print(head)
     print("|---|" + "---|---|" * len(columns))
     for i, (depth, name, _) in enumerate(STEPS):
-        cells = []
-        for _, rows, _ in columns:
-            whole = sum(n for d, _, n in rows if d == 0)
-            n = rows[i][2]
-            cells.append(f"{n / 1e6:,.1f} | {100 * n / whole:.1f} %" if whole else "- | -")
+        cells = [
+            f"{counts[i] / 1e6:,.1f} | {100 * counts[i] / whole:.1f} %" if whole else "- | -"
+            for _, counts, whole, _ in columns
+        ]
         print(f"| {'&nbsp;' * 4 * depth}{name} | " + " | ".join(cells) + " |")
-    events = ", ".join(f"{name}: {n:,} events" for name, _, n in columns)
+    events = ", ".join(f"{name}: {n:,} events" for name, _, _, n in columns)
     print(f"\n(share: of the three unindented steps' sum; {events})")
     return 0
 

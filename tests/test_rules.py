@@ -564,7 +564,7 @@ def test_analyze_run_accepts_a_run_like_object() -> None:
 
 
 def _clean_value_step_by_step(v: object) -> object:
-    """``clean_value`` as it was before dicts and lists of plain values were copied whole."""
+    """``clean_value`` as it was before dicts and lists of plain values were given back whole."""
     if isinstance(v, dict):
         return {str(k): _clean_value_step_by_step(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
@@ -605,8 +605,8 @@ _CLEANABLE = st.recursive(
 @settings(max_examples=600, deadline=None)
 @given(_CLEANABLE)
 def test_clean_value_equals_its_step_by_step_form(value: object) -> None:
-    """Dicts and lists of plain values are copied whole; everything else as before: the same
-    values, types and key order (numpy scalars, NA, NaN and inf, enums, str subclasses)."""
+    """Dicts and lists of plain values are given back whole; everything else as before: the
+    same values, types and key order (numpy scalars, NA, NaN and inf, enums, str subclasses)."""
     got, want = clean_value(value), _clean_value_step_by_step(value)
     assert repr(got) == repr(want)
     assert [type(x) for x in _flat(got)] == [type(x) for x in _flat(want)]
@@ -701,3 +701,23 @@ def test_a_findings_example_lines_are_the_first_of_its_calls() -> None:
             assert lines_of(df, mask) == want[:MAX_LINES]
             assert all(type(x) is int for x in lines_of(df, mask))
     assert lines_of(pd.DataFrame({"other": [1]})) == [] == calls_of(pd.DataFrame())
+
+
+def test_clean_value_gives_plain_values_back_themselves() -> None:
+    """A dict or list already plain (finite floats of three decimals at most among them) is
+    given back itself, and a list of such dicts too; one with a value to clean is a new one,
+    and the value it was made from is left as it was."""
+    job = {"num_partitions": 10, "status": "completed", "total_ms": 59015, "ok": True}
+    proof = {"index": 1, "wall_s": 59.1, "prove_ms": 29760, "queue_ms": None}
+    proofs = [proof, {"index": 2, "wall_s": 103.0}]
+    assert clean_value(job) is job and clean_value(proof) is proof
+    assert clean_value(proofs) is proofs
+    for bad in (1.23456, float("nan"), float("inf"), np.int64(3)):
+        raw = {"index": 1, "wall_s": bad}
+        got = clean_value(raw)
+        assert got is not raw and raw["wall_s"] is bad
+        listed = [proof, raw]
+        cleaned = clean_value(listed)
+        assert cleaned is not listed and cleaned[0] is proof and cleaned[1] == got
+    assert clean_value({1: 2}) == {"1": 2}  # (a key that is not a text: a new dict)
+    assert clean_value((1, 2)) == [1, 2]  # (a tuple: a list)

@@ -18,6 +18,7 @@ import pandas as pd
 from cuzk_diag import __version__
 from cuzk_diag.config import Config, load_config
 from cuzk_diag.facts import LockWait, RunFacts, compute_facts, estimate_lock_wait, stage_table
+from cuzk_diag.heap import hand_back
 from cuzk_diag.records import Accounting, Finding, RunInfo, Severity
 from cuzk_diag.rules import RuleContext, run_rules
 from cuzk_diag.rules.base import clean_value
@@ -124,8 +125,10 @@ def analyze_run(
     df = run.partitions
     # (The lock-wait estimate made once, for the facts and the rules: ``RuleContext.lock_wait``.)
     lock = estimate_lock_wait(df)
+    hand_back()  # (between the steps, each step's freed pages: ``heap.hand_back``)
     facts = compute_facts(df, run.info, lock)
     stages = stage_table(df)
+    hand_back()
     ctx = RuleContext(df, facts, run.info, run.accounting, stages, lock=lock)
     findings = run_rules(ctx, cfg)
     sources = list(inputs) or list(run.accounting.sources)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from cuzk_diag.heap import hand_back
 from cuzk_diag.records import PARTITION_COLUMNS, RunInfo
 
 #: TIMELINE columns that are offsets since engine start, not durations.
@@ -702,20 +703,37 @@ class GpuUsage:
 
 def gpu_of_rows(df: pd.DataFrame, info: RunInfo, gw: int | None) -> pd.Series:
     """GPU ordinal per row: the ``gpu`` column, else ``gpus[worker // gw]`` (section 3.1), or 0."""
-    gpu = num(df, "gpu")
-    worker = num(df, "worker")  # (float64: whole numbers or NaN)
+    # (Only the rows without a ``gpu`` are worked out, with arrays of their size: on a 1 GB
+    # log whose every call names its GPU, the Series steps of every row took 25 MiB.)
+    gpu = num_array(df, "gpu")
+    missing = np.flatnonzero(np.isnan(gpu))
+    if len(missing):  # (then ``gpu`` is a new array, not the frame's column: it has NaN)
+        gpu[missing] = _gpu_of_workers(num_array(df, "worker")[missing], info, gw)
+    out = np.where(np.isnan(gpu), 0.0, gpu).astype(np.int64)
+    return pd.Series(out, index=df.index, name="gpu" if "gpu" in df.columns else None)
+
+
+def _gpu_of_workers(worker: np.ndarray, info: RunInfo, gw: int | None) -> np.ndarray:
+    """The GPU of each worker number (float, NaN for none): its ``worker_gpu`` entry, else
+    ``gpus[worker // gw]`` (the ordinal ``worker // gw`` where ``gpus`` has none), else NaN."""
+    gpu = np.full(len(worker), np.nan)
     by_worker = {float(w): g for w, g in info.worker_gpu.items() if isinstance(w, int)}
     if by_worker:
-        gpu = gpu.fillna(pd.to_numeric(worker.map(by_worker), errors="coerce"))
+        keys = np.fromiter(by_worker, dtype=np.float64, count=len(by_worker))
+        values = pd.to_numeric(pd.Series(list(by_worker.values())), errors="coerce")
+        order = np.argsort(keys)
+        keys, values = keys[order], values.to_numpy("float64")[order]
+        at = np.minimum(np.searchsorted(keys, worker), len(keys) - 1)
+        gpu = np.where(keys[at] == worker, values[at], gpu)  # (NaN equals no key)
     if gw:
-        idx = (worker // gw).to_numpy()
+        idx = np.floor_divide(worker, gw)
         if info.gpus:
             ordinals = pd.to_numeric(pd.Series(info.gpus), errors="coerce").to_numpy("float64")
             listed = ~np.isnan(idx) & (idx >= 0) & (idx < len(ordinals))
             at = ordinals[np.where(listed, idx, 0).astype(np.int64)]
             idx = np.where(listed, at, idx)
-        gpu = gpu.fillna(pd.Series(idx, index=gpu.index))
-    return gpu.fillna(0).astype("int64")
+        gpu = np.where(np.isnan(gpu), idx, gpu)
+    return gpu
 
 
 #: ``job_codes`` of a frame: worked out once per analysis and handed to the steps that use it.
@@ -783,26 +801,30 @@ def gpu_usage(
     if not ok.any():
         return []
     gpus = gpu.to_numpy()
-    sums: dict[int, tuple[int, int, float, float, float]] = {}
-    held = lock_held_time(df)[0].to_numpy()
-    kernel = kernel_time(df)[0].to_numpy()
+    # (Each GPU's rows, then one array of a value per call at a time for the sums over them.)
+    rows = {int(g): np.flatnonzero(ok & (gpus == g)) for g in np.unique(gpus[ok])}
+
+    def per_gpu(values: np.ndarray | None, total: Callable[[np.ndarray], float]) -> list[float]:
+        return [total(values[r]) if values is not None else 0.0 for r in rows.values()]
+
+    def nansum(values: np.ndarray) -> float:
+        return float(np.nansum(values))
+
+    def distinct(values: np.ndarray) -> float:
+        return float(len(np.unique(values[~np.isnan(values)])))
+
+    n_workers = per_gpu(num_array(df, "worker"), distinct)
+    held_sums = per_gpu(lock_held_time(df)[0].to_numpy(), nansum)
+    kernel_sums = per_gpu(kernel_time(df)[0].to_numpy(), nansum)
     wait = barrier.to_numpy(dtype="float64", na_value=np.nan) if barrier is not None else None
-    worker = num_array(df, "worker")
-    for g in np.unique(gpus[ok]):
-        sel = ok & (gpus == g)
-        workers = worker[sel]
-        sums[int(g)] = (
-            int(sel.sum()),
-            len(np.unique(workers[~np.isnan(workers)])),
-            float(np.nansum(held[sel])),
-            float(np.nansum(kernel[sel])),
-            float(np.nansum(wait[sel])) if wait is not None else 0.0,
-        )
-    del held, kernel, wait, worker, workers, sel
+    barrier_sums = per_gpu(wait, nansum)
+    del wait
     codes, names = jobs or job_codes(df)
     out = []
-    for g, (calls, workers_n, held_ms, kernel_ms, barrier_ms) in sums.items():
-        sel = ok & (gpus == g)
+    for (g, sel), workers_n, held_ms, kernel_ms, barrier_ms in zip(
+        rows.items(), n_workers, held_sums, kernel_sums, barrier_sums, strict=True
+    ):
+        calls = len(sel)
         starts = start[sel]
         order = np.argsort(starts, kind="stable")
         starts = starts[order]
@@ -818,7 +840,7 @@ def gpu_usage(
             GpuUsage(
                 gpu=g,
                 calls=calls,
-                workers=workers_n,
+                workers=int(workers_n),
                 span_ms=float(ends.max() - starts[0]),
                 busy_ms=busy,
                 held_ms=held_ms,
@@ -1184,7 +1206,9 @@ def compute_facts(
     f.gpus = sorted(info.gpus) if info.gpus else sorted(int(g) for g in set(gpu)) if len(df) else []
 
     jobs = job_codes(df)
+    hand_back()  # (the Arrow hash of the ids; between the steps below too: ``heap.hand_back``)
     status = _job_status(df, info, jobs)
+    hand_back()
     bench = info.bench or {}
     f.bench_count = _int(_bench_value(bench, "count"))
     f.bench_concurrency = _int(_bench_value(bench, "concurrency"))
@@ -1214,6 +1238,7 @@ def compute_facts(
     )
     barrier, _, barrier_method = barrier_estimate(df, lock)
     f.per_gpu = gpu_usage(df, gpu, barrier, jobs)
+    hand_back()
     if f.per_gpu:
         span = sum(u.span_ms for u in f.per_gpu)
         f.span_ms = span
@@ -1234,6 +1259,7 @@ def compute_facts(
         views = f.idle_gaps.split([len(u.gaps) for u in f.per_gpu])
         f.per_gpu = [replace(u, gaps=g) for u, g in zip(f.per_gpu, views, strict=True)]
     f.waterfall = waterfall(df, lock)
+    hand_back()
     f.wall_clock_start, f.wall_clock_end, f.wall_clock_calls = _wall_clock(df)
     return f
 

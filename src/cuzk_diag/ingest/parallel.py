@@ -144,9 +144,11 @@ def start_child(
     this process; the child imports this very package, wherever it was imported from."""
     import cuzk_diag
     from cuzk_diag.blas import one_thread
+    from cuzk_diag.heap import system_arrow_pool
 
     env = dict(os.environ)
     one_thread(env)
+    system_arrow_pool(env)
     root = os.path.dirname(os.path.dirname(os.path.abspath(cuzk_diag.__file__)))
     env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
     return subprocess.Popen(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import operator
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pandas as pd
 
 from cuzk_diag.facts import LockWait, estimate_lock_wait
+from cuzk_diag.heap import hand_back
 from cuzk_diag.records import Accounting, Finding, RunInfo, Severity
 from cuzk_diag.sanitize import neutralise, neutralise_value
 
@@ -257,6 +259,7 @@ def run_rules(base: Any, config: Config, scope: str = "run") -> list[Finding]:
         override = config.severity_override(rule_cls.code)
         for f in rule_cls().check(ctx):
             findings.append(replace(f, severity=override) if override is not None else f)
+        hand_back()  # (a rule's freed pages, before the next one's: ``heap.hand_back``)
     findings.sort(key=lambda f: (-int(f.severity), f.code))
     return findings
 
@@ -339,26 +342,35 @@ def _isnan(x: object) -> bool:
     return isinstance(x, float) and math.isnan(x)
 
 
-#: Values ``clean_value`` gives back as they are; a dict or list of them alone is copied as a
-#: whole (the run facts of every job in a long log's report), without a step per value.
+#: Values ``clean_value`` gives back as they are; a dict or list of them alone is given back
+#: itself (the run facts of every job in a long log's report), without a step per value.
 _PLAIN = frozenset({str, int, bool, type(None)})
 _STR = frozenset({str})
 
 
 def clean_value(v: Any) -> Any:
-    """Evidence values as plain JSON types: numpy scalars unwrapped, NaN -> None, floats rounded."""
+    """Evidence values as plain JSON types: numpy scalars unwrapped, NaN -> None, floats rounded.
+
+    A dict with text keys and a list whose values are plain already (texts, whole numbers,
+    booleans, None, and floats that are finite and have three decimals at most) are given back
+    themselves, not copied: the copies of a long log's run facts (a dict per job and per proof)
+    took 26 MiB of the 1 GB log's JSON report. Copy such a value before changing it."""
     if type(v) is float:
         # (The one value most often changed, first: a long log's report holds one per proof
         # and per job, each found here after four tests otherwise.)
         return round(v, 3) if math.isfinite(v) else None
     if isinstance(v, dict):
-        if _PLAIN.issuperset(map(type, v.values())) and _STR.issuperset(map(type, v)):
-            return dict(v)
+        if _STR.issuperset(map(type, v)) and _all_plain(v.values()):
+            return v
         return {str(k): x if type(x) in _PLAIN else clean_value(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
+        if type(v) is list and _all_plain(v):
+            return v
         if _PLAIN.issuperset(map(type, v)):
             return list(v)
-        return [x if type(x) in _PLAIN else clean_value(x) for x in v]
+        out = [x if type(x) in _PLAIN else clean_value(x) for x in v]
+        # (A list of plain dicts, each given back itself: the list itself, if it is one.)
+        return v if type(v) is list and all(map(operator.is_, out, v)) else out
     if v is None or v is pd.NA:
         return None
     if hasattr(v, "item") and not isinstance(v, str):
@@ -368,6 +380,17 @@ def clean_value(v: Any) -> Any:
             return None
         return round(v, 3)
     return v
+
+
+def _all_plain(values: Iterable[Any]) -> bool:
+    """Whether ``clean_value`` gives every one of ``values`` back as it is (no dicts or lists:
+    those are looked at by ``clean_value`` itself)."""
+    types = set(map(type, values))
+    if types <= _PLAIN:
+        return True
+    if not types - _PLAIN <= {float}:
+        return False
+    return all(type(x) is not float or (math.isfinite(x) and round(x, 3) == x) for x in values)
 
 
 def ms(x: float | None) -> str:

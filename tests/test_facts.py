@@ -868,3 +868,13 @@ def test_max_in_flight_counts_as_a_walk_of_the_events(rows: list[tuple[int, int,
         .agg(first=("first", "min"), last=("last", "max"))
     )
     assert got == _in_flight_step_by_step(spans)
+
+
+def test_gpu_of_rows_leaves_a_read_only_column_as_it_is() -> None:
+    """A frame's column may be handed over read-only (the one all-null series its columns
+    without a value share): the rows without a GPU are worked out in a copy."""
+    values = np.full(4, np.nan)
+    values.flags.writeable = False
+    df = pd.DataFrame({"gpu": values, "worker": [0.0, 1.0, 2.0, 3.0]})
+    assert list(gpu_of_rows(df, RunInfo(gpus=[4, 6]), 2)) == [4, 4, 6, 6]
+    assert np.isnan(df["gpu"]).all()

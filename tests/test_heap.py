@@ -324,3 +324,28 @@ def test_the_analysis_hands_back_between_its_steps() -> None:
     )
     calls, rules = (int(x) for x in out.stdout.strip().strip("[]").split(","))
     assert calls == 1 + 4 + 1 + rules
+
+
+_ZEROED = (
+    _RSS
+    + """
+import numpy
+from cuzk_diag.heap import zeroed
+start = rss()
+a = zeroed(200_000_000)
+made = rss()
+none = not a.any()  # (read: the kernel's zero page)
+read = rss()
+a[::4096] = True  # (one write a page)
+print(start, made, read, rss(), int(none), int(a.sum()), len(zeroed(0)))
+"""
+)
+
+
+@pytest.mark.skipif(platform.system() != "Linux", reason="/proc is Linux's")
+def test_zeroed_takes_memory_as_it_is_written() -> None:
+    """``heap.zeroed``: all False, writable, its pages resident once written, not before."""
+    start, made, read, written, none, count, empty = _numbers(_ZEROED)
+    assert none == 1 and count == -(-200_000_000 // 4096) and empty == 0
+    assert made - start < 10 and read - start < 10
+    assert written - start > 150

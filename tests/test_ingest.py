@@ -8,6 +8,7 @@ import io
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -440,3 +441,62 @@ def test_the_ingest_leaves_no_growing_cyclic_garbage(era: str, tmp_path: Path) -
     held = Assembler().recent_blocks.maxlen
     assert records > 1500
     assert kinds["Call"] <= held and kinds["Block"] <= held, kinds
+
+
+def _lean_table(n: int) -> pa.Table:
+    """A table of every kind of column ``frame._lean`` tells apart, ``n`` rows."""
+    rng = np.random.default_rng(n)
+    ints = rng.integers(-(2**40), 2**40, n)
+    return pa.table(
+        {
+            "ints": pa.array(ints, pa.int64()),
+            "small_ints": pa.array(ints % 100, pa.int32()),
+            "ints_with_nulls": pa.array([None if v % 7 == 0 else int(v) for v in ints]),
+            "floats": pa.array(rng.random(n) * 1e6),
+            "floats_with_nan": pa.array(np.where(ints % 5 == 0, np.nan, 1.5)),
+            "one_text": pa.array(["main"] * n),
+            "one_large_text": pa.array(["ok"] * n, pa.large_string()),
+            "one_text_and_nulls": pa.array([None if i % 3 == 0 else "ok" for i in range(n)]),
+            "texts": pa.array([f"job-{v % 11}" for v in ints]),
+            "one_empty_text": pa.array([""] * n),
+        }
+    )
+
+
+@pytest.mark.parametrize("n", [1, 4095, 4096, 4097, 10_000])
+def test_the_frames_lean_columns_are_the_columns_pandas_makes(n: int) -> None:
+    """``frame_of_columns`` gives the frame ``to_pandas`` makes of the same table: the same
+    values, missing values and dtypes, where a number column without a missing value has a
+    mask of untouched pages and a text column of one value is one piece repeated (a NaN is a
+    missing value, as pandas reads it)."""
+    from cuzk_diag.frame import _PIECE_ROWS, _types_mapper, frame_of_columns
+
+    table = _lean_table(n)
+    expected = table.to_pandas(types_mapper=_types_mapper)
+    got = frame_of_columns(table.schema, n, lambda i: table.column(i))
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert list(got.dtypes) == list(expected.dtypes)
+    assert got["floats_with_nan"].isna().sum() == np.isnan(table["floats_with_nan"]).sum()
+    for name in ("ints", "small_ints", "floats"):
+        mask = got[name].array._mask
+        while isinstance(mask.base, np.ndarray):
+            mask = mask.base
+        assert isinstance(mask.base, memoryview), name  # (the mapping of ``heap.zeroed``)
+    for name in ("one_text", "one_large_text", "one_empty_text"):
+        chunks = got[name].array._pa_array.chunks
+        assert len(chunks) == -(-n // _PIECE_ROWS)
+        assert len({ch.buffers()[2].address for ch in chunks}) == 1
+    assert got["texts"].array._pa_array.num_chunks == 1
+
+
+def test_a_write_to_a_lean_column_changes_that_column_alone() -> None:
+    """The lean columns are writable like any other, each on its own (copy-on-write)."""
+    from cuzk_diag.frame import frame_of_columns
+
+    table = _lean_table(5000)
+    got = frame_of_columns(table.schema, 5000, lambda i: table.column(i))
+    got.loc[3, "ints"] = pd.NA
+    got.loc[4, "one_text"] = "phase12"
+    assert got["ints"].isna().sum() == 1 and got["small_ints"].isna().sum() == 0
+    assert got["one_text"].value_counts().to_dict() == {"main": 4999, "phase12": 1}
+    assert (got["one_large_text"] == "ok").all()

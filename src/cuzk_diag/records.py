@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,8 +79,9 @@ class Finding:
     lines: tuple[int, ...] = ()
     advice: str = ""
     #: First log line of every call the finding applies to (not in the report; the trace
-    #: marks these calls).
-    calls: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    #: marks these calls): 64-bit integers in file order (``array("q")``, 8 bytes a call;
+    #: ``Rule.finding`` makes it of any iterable of ints).
+    calls: Sequence[int] = field(default=(), compare=False, repr=False)
     #: What the configuration the advice points to would give, predicted by the daemon model
     #: (``cuzk_diag.model.savings``); None when not estimated.
     estimate: dict[str, Any] | None = field(default=None, compare=False)

@@ -12,10 +12,12 @@ import inspect
 import math
 import operator
 import re
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
 from cuzk_diag.facts import LockWait, estimate_lock_wait
@@ -145,7 +147,7 @@ class Rule:
             evidence={k: neutralise_value(clean_value(v)) for k, v in evidence.items()},
             lines=tuple(uniq[:MAX_LINES]),
             advice=neutralise(advice),
-            calls=tuple(calls),
+            calls=calls if type(calls) is array and calls.typecode == "q" else array("q", calls),
         )
 
     # -- documentation ---------------------------------------------------------------------
@@ -406,17 +408,24 @@ def pct(x: float | None) -> str:
     return f"{100 * x:.0f}%"
 
 
-def calls_of(df: pd.DataFrame, mask: pd.Series | None = None) -> list[int]:
-    """``first_line`` of every selected row: the calls a finding applies to, in file order."""
-    if "first_line" not in df.columns or df.empty:
-        return []
-    # (The column is selected before the rows: ``df[mask]`` would copy every column.)
-    col = df["first_line"]
-    rows = col if mask is None else col[mask.fillna(False).astype(bool)]
-    # (int64 as ``int()`` takes them, then Python ints: no step per call in Python.)
-    return sorted(pd.to_numeric(rows, errors="coerce").dropna().to_numpy(dtype="int64").tolist())
+def calls_of(df: pd.DataFrame, mask: pd.Series | None = None) -> array[int]:
+    """``first_line`` of every selected row: the calls a finding applies to, in file order, as
+    64-bit integers (``array("q")``: 8 bytes a call, where Python ints in a tuple took 40; a
+    finding of every call of the 1 GB log held 13 MiB)."""
+    return array("q", _first_lines(df, mask).tobytes())
 
 
 def lines_of(df: pd.DataFrame, mask: pd.Series | None = None) -> list[int]:
     """Example line numbers: ``first_line`` of the selected rows, in file order."""
-    return calls_of(df, mask)[:MAX_LINES]
+    lines: list[int] = _first_lines(df, mask)[:MAX_LINES].tolist()
+    return lines
+
+
+def _first_lines(df: pd.DataFrame, mask: pd.Series | None) -> np.ndarray:
+    """The selected rows' ``first_line`` values, sorted (int64, no missing value)."""
+    if "first_line" not in df.columns or df.empty:
+        return np.empty(0, dtype=np.int64)
+    # (The column is selected before the rows: ``df[mask]`` would copy every column.)
+    col = df["first_line"]
+    rows = col if mask is None else col[mask.fillna(False).astype(bool)]
+    return np.sort(pd.to_numeric(rows, errors="coerce").dropna().to_numpy(dtype="int64"))

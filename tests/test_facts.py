@@ -878,3 +878,50 @@ def test_gpu_of_rows_leaves_a_read_only_column_as_it_is() -> None:
     df = pd.DataFrame({"gpu": values, "worker": [0.0, 1.0, 2.0, 3.0]})
     assert list(gpu_of_rows(df, RunInfo(gpus=[4, 6]), 2)) == [4, 4, 6, 6]
     assert np.isnan(df["gpu"]).all()
+
+
+def _barrier_by_series(df: pd.DataFrame, lock: Any) -> tuple[pd.Series, pd.Series, str]:
+    """``barrier_estimate`` as pandas' Series steps state it (the estimated and upper-bound
+    forms)."""
+    from cuzk_diag.facts import num
+
+    ntt = num(df, "ntt_msm_h_ms")
+    rest = num(df, "gpu_total_ms") - ntt - num(df, "batch_add_ms") - num(df, "tail_msm_ms")
+    rest = rest.clip(lower=0)
+    if lock.known_any:
+        bound = (num(df, "prep_msm_ms") - lock.wait.fillna(0) - ntt).clip(lower=0)
+        barrier = np.minimum(rest, bound.fillna(rest)).where(rest.notna())
+        return barrier, rest - barrier, "estimated"
+    return rest, pd.Series(0.0, index=df.index).where(rest.notna()), "upper_bound"
+
+
+def test_barrier_estimate_is_the_series_steps_on_random_frames() -> None:
+    """The same barrier and remainder, bit for bit (NaN where a stage is missing, -0.0 kept),
+    whether the lock wait is known or not."""
+    from cuzk_diag.facts import LockWait
+
+    rng = np.random.default_rng(11)
+    cols = ("ntt_msm_h_ms", "gpu_total_ms", "batch_add_ms", "tail_msm_ms", "prep_msm_ms")
+    for trial in range(60):
+        n = int(rng.integers(1, 60))
+        df = pd.DataFrame(
+            {
+                c: pd.array(
+                    np.where(rng.random(n) < 0.15, np.nan, rng.integers(-50, 900, n) * 1.0),
+                    dtype="Float64" if trial % 2 else "float64",
+                )
+                for c in cols
+            }
+        )
+        df.loc[0, list(cols)] = [0.0, -0.0, 0.0, 0.0, 5.0]  # (a remainder of -0.0)
+        for wait in (
+            pd.Series(np.nan, index=df.index),
+            pd.Series(np.where(rng.random(n) < 0.3, np.nan, rng.random(n) * 500)),
+        ):
+            method = "clock" if wait.notna().any() else "none"
+            lock = LockWait(method, wait, wait, wait, wait, None, wait, wait)
+            got, want = barrier_estimate(df, lock), _barrier_by_series(df, lock)
+            assert got[2] == want[2]
+            for a, b in zip(got[:2], want[:2], strict=True):
+                np.testing.assert_array_equal(a.to_numpy(), b.to_numpy())
+                assert np.array_equal(np.signbit(a.to_numpy()), np.signbit(b.to_numpy()))

@@ -925,3 +925,23 @@ def test_barrier_estimate_is_the_series_steps_on_random_frames() -> None:
             for a, b in zip(got[:2], want[:2], strict=True):
                 np.testing.assert_array_equal(a.to_numpy(), b.to_numpy())
                 assert np.array_equal(np.signbit(a.to_numpy()), np.signbit(b.to_numpy()))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), max_size=40), st.data())
+def test_sum_in_order_is_pythons_sum_of_the_list(values: list[float], data: st.DataObject) -> None:
+    """The same float as ``sum`` of the whole list, chunk boundaries anywhere."""
+    import cuzk_diag.facts as facts
+    from cuzk_diag.facts import sum_in_order
+
+    arr = np.array(values, dtype=np.float64)
+    chunk = data.draw(st.integers(1, 7))
+    old = facts._SUM_CHUNK
+    try:
+        facts._SUM_CHUNK = chunk
+        got = sum_in_order(arr)
+    finally:
+        facts._SUM_CHUNK = old
+    want = sum(arr.tolist())
+    assert got == want and type(got) is type(want)
+    assert sum_in_order(np.array([0.1] * 100_000)) == sum([0.1] * 100_000)

@@ -225,54 +225,6 @@ def test_the_analysis_takes_its_arrays_from_the_heap_as_the_ingest(
     assert pads.count(heap.CHUNK_PAD) > 1 and pads[-1] == 128 << 10
 
 
-_POOL = "import {}\nimport pyarrow as pa\nprint(pa.default_memory_pool().backend_name)\n"
-
-
-def _pool(modules: str, env: dict[str, str]) -> str:
-    run = subprocess.run(
-        [sys.executable, "-c", _POOL.format(modules)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-    )
-    return run.stdout.strip()
-
-
-def test_the_command_takes_arrows_buffers_from_the_c_heap() -> None:
-    """Importing the command before pyarrow sets Arrow's pool to the C library's allocator,
-    unless the environment names one; a notebook that imports the library keeps Arrow's."""
-    import os
-
-    from cuzk_diag.heap import ARROW_POOL
-
-    env = {k: v for k, v in os.environ.items() if k != ARROW_POOL}
-    assert _pool("cuzk_diag.cli", env) == "system"
-    assert _pool("cuzk_diag.analysis", env) != "system"  # (the library alone: Arrow's own)
-    assert _pool("cuzk_diag.cli", {**env, ARROW_POOL: "mimalloc"}) == "mimalloc"
-
-
-def test_a_pool_of_the_users_own_is_kept_and_a_child_gets_the_c_heap(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from cuzk_diag.heap import ARROW_POOL, system_arrow_pool
-    from cuzk_diag.ingest import parallel
-
-    env = {ARROW_POOL: "jemalloc"}
-    system_arrow_pool(env)
-    assert env == {ARROW_POOL: "jemalloc"}
-    seen: dict[str, str] = {}
-
-    class _Popen:
-        def __init__(self, args: list[str], **kw: object) -> None:
-            seen.update(kw["env"])  # type: ignore[arg-type]
-
-    monkeypatch.delenv(ARROW_POOL, raising=False)
-    monkeypatch.setattr(parallel.subprocess, "Popen", _Popen)
-    parallel.start_child("cuzk_diag.ingest.parallel", [])
-    assert seen[ARROW_POOL] == "system"
-
-
 def test_hand_back_returns_the_pages_arrows_pool_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
     """``hand_back`` asks Arrow's pool to hand back the pages of the buffers it freed, once
     pyarrow is loaded (and does not load it)."""
@@ -314,7 +266,8 @@ print(json.dumps([len(calls), len(select_rules(Config().select, Config().ignore,
 
 def test_the_analysis_hands_back_between_its_steps() -> None:
     """The analysis hands its freed pages back after the lock-wait estimate, within the facts
-    (four times), after the stage table, and after each rule."""
+    (around the job ids' steps, the GPU usage and the waterfall: six times), after the stage
+    table, and after each rule."""
     log = Path(__file__).resolve().parents[1] / "fixtures" / "example.log"
     out = subprocess.run(
         [sys.executable, "-c", _STEPS_HAND_BACK, str(log)],
@@ -323,7 +276,7 @@ def test_the_analysis_hands_back_between_its_steps() -> None:
         check=True,
     )
     calls, rules = (int(x) for x in out.stdout.strip().strip("[]").split(","))
-    assert calls == 1 + 4 + 1 + rules
+    assert calls == 1 + 6 + 1 + rules
 
 
 _ZEROED = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from functools import cache
 from pathlib import Path
 
@@ -720,6 +721,8 @@ def test_clean_value_gives_plain_values_back_themselves() -> None:
         cleaned = clean_value(listed)
         assert cleaned is not listed and cleaned[0] is proof and cleaned[1] == got
     assert clean_value({1: 2}) == {"1": 2}  # (a key that is not a text: a new dict)
+    counts = Counter({"a": 2})
+    assert type(clean_value(counts)) is dict and clean_value(counts) == {"a": 2}
     assert clean_value((1, 2)) == [1, 2]  # (a tuple: a list)
 
 

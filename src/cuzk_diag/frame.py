@@ -395,7 +395,8 @@ def _lean(dtype: Any, col: pa.ChunkedArray | pa.Array) -> Any:
     (``heap.zeroed``), and a text column of one value, which a healthy run's era, status and
     attribution labels are, is one piece of ``_PIECE_ROWS`` rows repeated (Arrow's chunks can
     share their buffers; pandas reads the column chunk by chunk). The same values, dtypes and
-    missing values as ``__from_arrow__`` makes; on the 1 GB log 25 MiB less for the frame."""
+    missing values as ``__from_arrow__`` makes; on the 1 GB log the frame's step held 15 MiB
+    less (39 masks, 3 text columns)."""
     n = len(col)
     if col.null_count or not n:
         return dtype.__from_arrow__(col)

@@ -46,8 +46,8 @@ def system_arrow_pool(env: MutableMapping[str, str]) -> None:
     the heap's): an ingest frees a chunk's Arrow columns as the next chunk's numpy arrays are
     made, the frame frees the record tables' columns as it makes its numpy ones. On the 1 GB
     log with ``--jobs 2`` the ingest's step peaked at 346 MiB instead of 384-398, the frame's
-    at 388 instead of 430 (``bench/memory_steps.py``), in the same time (the 250 MB log's
-    ``analyze``, three rounds alternating: within the machine's spread)."""
+    at 388 instead of 430 (``bench/memory_steps.py``); on the 250 MB log ``export`` took 13 %
+    less time, ``analyze`` and ``export --lines`` as much (``bench/run.py``, four rounds)."""
     env.setdefault(ARROW_POOL, "system")
 
 

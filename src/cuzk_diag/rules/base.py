@@ -363,7 +363,7 @@ def clean_value(v: Any) -> Any:
         return round(v, 3) if math.isfinite(v) else None
     if isinstance(v, dict):
         if _STR.issuperset(map(type, v)) and _all_plain(v.values()):
-            return v
+            return v if type(v) is dict else dict(v)  # (a subclass, a Counter: a plain dict)
         return {str(k): x if type(x) in _PLAIN else clean_value(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
         if type(v) is list and _all_plain(v):

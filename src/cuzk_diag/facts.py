@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -842,21 +842,18 @@ def gpu_usage(
     # (Each GPU's rows, then one array of a value per call at a time for the sums over them.)
     rows = {int(g): np.flatnonzero(ok & (gpus == g)) for g in np.unique(gpus[ok])}
 
-    def per_gpu(values: np.ndarray | None, total: Callable[[np.ndarray], float]) -> list[float]:
-        return [total(values[r]) if values is not None else 0.0 for r in rows.values()]
+    def sums(values: np.ndarray | None) -> list[float]:
+        """Each GPU's ``nansum`` of ``values`` over its rows (0.0 without values)."""
+        return [float(np.nansum(values[r])) if values is not None else 0.0 for r in rows.values()]
 
-    def nansum(values: np.ndarray) -> float:
-        return float(np.nansum(values))
-
-    def distinct(values: np.ndarray) -> float:
-        return float(len(np.unique(values[~np.isnan(values)])))
-
-    n_workers = per_gpu(num_array(df, "worker"), distinct)
-    held_sums = per_gpu(lock_held_time(df)[0].to_numpy(), nansum)
-    kernel_sums = per_gpu(kernel_time(df)[0].to_numpy(), nansum)
-    wait = barrier.to_numpy(dtype="float64", na_value=np.nan) if barrier is not None else None
-    barrier_sums = per_gpu(wait, nansum)
-    del wait
+    worker = num_array(df, "worker")
+    n_workers = [len(np.unique(w[~np.isnan(w)])) for w in (worker[r] for r in rows.values())]
+    del worker
+    held_sums = sums(lock_held_time(df)[0].to_numpy())
+    kernel_sums = sums(kernel_time(df)[0].to_numpy())
+    barrier_sums = sums(
+        barrier.to_numpy(dtype="float64", na_value=np.nan) if barrier is not None else None
+    )
     codes, names = jobs or job_codes(df)
     out = []
     for g, workers_n, held_ms, kernel_ms, barrier_ms in zip(
@@ -879,7 +876,7 @@ def gpu_usage(
             GpuUsage(
                 gpu=g,
                 calls=calls,
-                workers=int(workers_n),
+                workers=workers_n,
                 span_ms=float(ends.max() - starts[0]),
                 busy_ms=busy,
                 held_ms=held_ms,
@@ -970,7 +967,8 @@ def waterfall(
     region_start = t
     t = add("NTT+H", "gpu", t, med("ntt_msm_h_ms"), "ntt_msm_h_ms", True)
     if barrier is None:
-        barrier = barrier_estimate(df, lock)[::2]
+        wait, _, method = barrier_estimate(df, lock)
+        barrier = wait, method
     t = add(
         "barrier wait",
         "gpu",

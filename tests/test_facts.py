@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -768,10 +770,19 @@ def test_each_gpu_s_idle_gaps_are_views_of_the_run_s() -> None:
         )
         for g, n in ((0, 4), (1, 0), (2, 3))
     ]
-    whole = IdleGaps.concat(parts)
-    back = whole.split([len(p) for p in parts])
-    assert [list(p) for p in back] == [list(p) for p in parts]
+    expected = [list(p) for p in parts]
+    sizes = [len(p) for p in parts]
+    kept = weakref.ref(parts[0].start_ms)
+    given = list(parts)
+    del parts
+    whole = IdleGaps.concat(given)
+    assert given == []  # (taken out of the list: its arrays let go as they were joined)
+    gc.collect()
+    assert kept() is None
+    back = whole.split(sizes)
+    assert [list(p) for p in back] == expected
     assert all(np.shares_memory(b.start_ms, whole.start_ms) for b in back if len(b))
+    assert IdleGaps.concat([]).start_ms.size == 0
     several = 0
     for make in ALL_RUNS.values():
         run = make()

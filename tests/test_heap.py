@@ -260,14 +260,16 @@ for m in (cuzk_diag.analysis, cuzk_diag.facts, cuzk_diag.rules.base):
 from cuzk_diag.rules.base import select_rules
 from cuzk_diag.config import Config
 a = analyze_run(run)
-print(json.dumps([len(calls), len(select_rules(Config().select, Config().ignore, scope="run"))]))
+rules = len(select_rules(Config().select, Config().ignore, scope="run"))
+print(json.dumps([len(calls), rules, len(a.facts.per_gpu)]))
 """
 
 
 def test_the_analysis_hands_back_between_its_steps() -> None:
     """The analysis hands its freed pages back after the lock-wait estimate, within the facts
-    (around the job ids' steps, the GPU usage and the waterfall: six times), after the stage
-    table, and after each rule."""
+    (around the job ids' steps, the GPU usage, the idle gaps' join and the waterfall: seven
+    times; within the GPU usage before its walk and after each GPU's), after the stage table,
+    and after each rule."""
     log = Path(__file__).resolve().parents[1] / "fixtures" / "example.log"
     out = subprocess.run(
         [sys.executable, "-c", _STEPS_HAND_BACK, str(log)],
@@ -275,8 +277,9 @@ def test_the_analysis_hands_back_between_its_steps() -> None:
         text=True,
         check=True,
     )
-    calls, rules = (int(x) for x in out.stdout.strip().strip("[]").split(","))
-    assert calls == 1 + 6 + 1 + rules
+    calls, rules, gpus = (int(x) for x in out.stdout.strip().strip("[]").split(","))
+    assert gpus == 2
+    assert calls == 1 + 7 + (1 + gpus) + 1 + rules
 
 
 _ZEROED = (

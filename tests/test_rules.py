@@ -742,3 +742,20 @@ def test_a_findings_calls_are_8_bytes_each() -> None:
     made = rule().finding(Severity.WARNING, "m", ev, calls=[5, 7]).calls
     assert type(made) is array and made.typecode == "q" and list(made) == [5, 7]
     assert made.itemsize * len(made) == 16
+
+
+@pytest.mark.parametrize("name", sorted(ALL_RUNS))
+def test_the_analysis_leaves_the_frame_as_it_was(name: str) -> None:
+    """Facts and rules read the frame's columns as arrays, some of them the frame's own
+    buffers (``facts.num_array``), and write only into arrays of their own."""
+    run = ALL_RUNS[name]()
+    before = run.partitions.copy(deep=True)
+    analyze_run(run)
+    pd.testing.assert_frame_equal(run.partitions, before, check_exact=True)
+    # (A frame of plain float64 columns, as a notebook may make: ``num_array`` hands over the
+    # columns' own buffers.)
+    numbers = [c for c in before.columns if pd.api.types.is_numeric_dtype(before[c].dtype)]
+    plain = before.astype({c: "float64" for c in numbers})
+    run.partitions = plain.copy(deep=True)
+    analyze_run(run)
+    pd.testing.assert_frame_equal(run.partitions, plain, check_exact=True)

@@ -88,8 +88,9 @@ class Analysis:
             )
         return f"{none} (no CUZK_TIMING or TIMELINE GPU lines in {acc.lines_total:,} lines)"
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON report (layout in docs/report-schema.md)."""
+    def to_dict(self, *, compact: bool = False) -> dict[str, Any]:
+        """The JSON report (layout in docs/report-schema.md); with ``compact``, the run facts
+        of the jobs and the proofs as their rows (``RunInfo.to_dict``), for ``jsontext``."""
         return {
             "schema_version": SCHEMA_VERSION,
             "tool": {"name": "cuzk-diag", "version": __version__},
@@ -99,7 +100,7 @@ class Analysis:
             "summary": self.counts(),
             "findings": [jsonable(f.to_dict()) for f in self.findings],
             "accounting": jsonable(self.accounting.to_dict()),
-            "info": jsonable(self.info.to_dict()),
+            "info": jsonable(self.info.to_dict(compact=compact)),
             "config": jsonable(self.config.to_dict()),
         }
 

@@ -4,9 +4,11 @@ large indented documents (``indented_parts``)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from itertools import repeat
 from typing import Any
+
+from cuzk_diag.factrows import FactRows
 
 
 def encoder(
@@ -122,8 +124,9 @@ class _Indented:
             values: Any = obj.values()
         elif typ is list or typ is tuple:
             values = obj
-        elif isinstance(obj, dict | list | tuple):
-            return None  # (a subclass of a container: written item by item)
+        elif isinstance(obj, dict | list | tuple | Mapping | FactRows):
+            # (A subclass of a container, another mapping, rows of facts: item by item.)
+            return None
         else:
             return self.scalar(obj)
         if not obj:
@@ -139,8 +142,9 @@ class _Indented:
         if text is not None:
             yield text
             return
-        # (A list or dict that holds a list or dict, or a subclass of either.)
-        if isinstance(obj, dict):
+        # (A list or dict that holds a list or dict, a subclass of either, another mapping,
+        # or rows of facts, each made a dict as it is written: ``factrows``.)
+        if isinstance(obj, Mapping):
             keys = [self.key(k) for k in obj]
             if self.clean is not None and not all(map(self.clean[0], keys)):
                 obj = self.clean[1](obj)

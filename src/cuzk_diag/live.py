@@ -40,6 +40,7 @@ import pyarrow as pa
 from cuzk_diag.analysis import Analysis, analyze_run, jsonable
 from cuzk_diag.config import Config
 from cuzk_diag.errors import InputError
+from cuzk_diag.factrows import KeyedFactRows
 from cuzk_diag.facts import OFFSET_COLUMNS
 from cuzk_diag.follow import FollowFile
 from cuzk_diag.frame import records_to_table, table_to_frame
@@ -809,7 +810,7 @@ class LiveAnalyzer:
         wjobs = {r.get("job_id") for r in recs}
         info = dataclasses.replace(
             self.info,
-            jobs={j: m for j, m in self.info.jobs.items() if j in wjobs},
+            jobs=KeyedFactRows((j, m) for j, m in self.info.jobs.items() if j in wjobs),
             bench={},  # cuzk-bench totals describe the whole run, not the window
         )
         run = Run(table_to_frame(table), info, self.acc, list(self.inputs), table)

@@ -8,13 +8,14 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 from cuzk_diag.event import Event as Event  # (where it is defined: a C type compiled)
+from cuzk_diag.factrows import FactRows, KeyedFactRows, plain_rows
 
 Value = int | float | str | None
 
@@ -306,6 +307,10 @@ PARTITION_SCHEMA = pa.schema([pa.field(name, typ) for name, typ in PARTITION_COL
 TIMING_FIELD_NAMES = [name for name, _ in TIMING_COLUMNS]
 
 
+def _itself(value: Any) -> Any:
+    return value
+
+
 @dataclass(slots=True)
 class RunInfo:
     """What the log says about the run as a whole (startup lines, bench output, failures)."""
@@ -324,13 +329,29 @@ class RunInfo:
     engine_start_ts: str | None = None  # wall clock of TIMELINE offset 0
     #: every engine start in input order: {"source", "line", "ts"} (TIMELINE offset 0 from there)
     clocks: list[dict[str, Any]] = field(default_factory=list)
-    bench: dict[str, Any] = field(default_factory=dict)  # cuzk-bench batch output, parsed
-    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)  # job_id -> facts
+    #: cuzk-bench batch output, parsed; its ``proofs``, a row per proof, are ``FactRows``
+    bench: dict[str, Any] = field(default_factory=dict)
+    #: job_id -> facts (``KeyedFactRows``: a dict of dicts held as columns; one given as a
+    #: dict is made one)
+    jobs: KeyedFactRows = field(default_factory=KeyedFactRows)
     failures: list[dict[str, Any]] = field(default_factory=list)  # line, kind, level, message, ...
     warnings: Counter[str] = field(default_factory=Counter)  # e.g. pinned_fallback -> count
     warning_lines: dict[str, list[int]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def __post_init__(self) -> None:
+        if not isinstance(self.jobs, KeyedFactRows):
+            if not isinstance(self.jobs, Mapping):
+                raise TypeError(f"RunInfo.jobs: a mapping of job ids, not {type(self.jobs)}")
+            self.jobs = KeyedFactRows(self.jobs)
+        proofs = self.bench.get("proofs") if isinstance(self.bench, dict) else None
+        if isinstance(proofs, list):
+            self.bench["proofs"] = FactRows(proofs)
+
+    def to_dict(self, *, compact: bool = False) -> dict[str, Any]:
+        """The run facts as plain values; with ``compact``, the jobs and the proofs as their
+        ``KeyedFactRows`` and ``FactRows`` themselves (for ``jsontext``, which writes them a
+        row at a time: the JSON report)."""
+        rows: Callable[[Any], Any] = _itself if compact else plain_rows
         return {
             "era": self.era,
             "era_evidence": dict(self.era_evidence),
@@ -345,8 +366,8 @@ class RunInfo:
             "partition_workers": self.partition_workers,
             "engine_start_ts": self.engine_start_ts,
             "clocks": list(self.clocks),
-            "bench": dict(self.bench),
-            "jobs": dict(self.jobs),
+            "bench": {k: rows(v) for k, v in self.bench.items()},
+            "jobs": rows(self.jobs),
             "failures": list(self.failures),
             "warnings": dict(self.warnings),
             "warning_lines": dict(self.warning_lines),
@@ -362,4 +383,5 @@ class RunInfo:
                 info.warnings = Counter(v)
             elif hasattr(info, k):
                 setattr(info, k, v)
+        info.__post_init__()  # (the jobs and the proofs as rows)
         return info

@@ -21,6 +21,8 @@ import re
 from itertools import islice
 from typing import IO, Any
 
+from cuzk_diag.factrows import FactRows, KeyedFactRows, plain_rows
+
 #: Zero-width space: breaks ``::`` and ``##[`` without changing how the text reads.
 ZWSP = "\u200b"
 
@@ -62,6 +64,12 @@ def neutralise_value(value: Any) -> Any:
     """
     if isinstance(value, str):
         return neutralise(value)
+    if isinstance(value, FactRows | KeyedFactRows):
+        # (Rows of facts, as plain dicts and lists only when something in them changes: the
+        # JSON report asks only for rows whose text shows something to neutralise.)
+        plain = plain_rows(value)
+        out = neutralise_value(plain)
+        return value if out is plain else out
     if isinstance(value, dict):
         new: dict[Any, Any] | None = None
         for i, (k, v) in enumerate(value.items()):
@@ -91,7 +99,9 @@ def json_text_is_clean(text: str) -> bool:
     search of the text in C, where :func:`neutralise_value` takes a step per value."""
     if "\\" in text or "::" in text or "##[" in text:
         return False
-    return text.isascii() or _RAW_CONTROL_RE.search(text) is None
+    if text.isascii():
+        return "\x7f" not in text  # (DEL, the one control above C0's in ASCII)
+    return _RAW_CONTROL_RE.search(text) is None
 
 
 def write_neutralised_json(doc: Any, stream: IO[str], **options: Any) -> None:

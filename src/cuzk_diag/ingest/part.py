@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from cuzk_diag.factrows import KeyedFactRows
 from cuzk_diag.ingest.assemble import Assembler, SegmentEnd
 from cuzk_diag.ingest.assemble.handover import StateKey, state_key
 from cuzk_diag.ingest.assemble.runinfo import has_run_info, timeline_key
@@ -107,7 +108,7 @@ def _run_facts(info: RunInfo) -> RunInfo:
     thrown away (its lines with run facts are replayed where its part is taken). Sent whole,
     they grew with every file of several a child was started for (thousands of jobs)."""
     return dataclasses.replace(
-        info, jobs={}, bench={}, failures=[], warnings=Counter(), warning_lines={}
+        info, jobs=KeyedFactRows(), bench={}, failures=[], warnings=Counter(), warning_lines={}
     )
 
 

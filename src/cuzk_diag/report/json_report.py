@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 def render(analysis: Analysis, stream: IO[str], *, color: str = "auto") -> None:
     """Write the report as one JSON document (``color`` is ignored)."""
     # run info and accounting quote the log (failure messages, job ids, unknown keys)
-    write_neutralised_json(analysis.to_dict(), stream, allow_nan=False)
+    write_neutralised_json(analysis.to_dict(compact=True), stream, allow_nan=False)
     stream.write("\n")
 
 

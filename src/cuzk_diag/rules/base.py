@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from cuzk_diag.factrows import Column, FactRows, KeyedFactRows
 from cuzk_diag.facts import LockWait, estimate_lock_wait
 from cuzk_diag.heap import hand_back
 from cuzk_diag.records import Accounting, Finding, RunInfo, Severity
@@ -361,6 +362,10 @@ def clean_value(v: Any) -> Any:
         # (The one value most often changed, first: a long log's report holds one per proof
         # and per job, each found here after four tests otherwise.)
         return round(v, 3) if math.isfinite(v) else None
+    if isinstance(v, FactRows | KeyedFactRows):
+        # (The run facts of every job and proof, as columns: themselves when every column's
+        # values are plain, else each value cleaned.)
+        return v if all(map(_plain_column, v.columns())) else v.mapped(clean_value)
     if isinstance(v, dict):
         if _STR.issuperset(map(type, v)) and _all_plain(v.values()):
             return v if type(v) is dict else dict(v)  # (a subclass, a Counter: a plain dict)
@@ -382,6 +387,13 @@ def clean_value(v: Any) -> Any:
             return None
         return round(v, 3)
     return v
+
+
+def _plain_column(column: Column) -> bool:
+    """``_all_plain`` of a column of ``FactRows`` (an array of 64-bit integers is)."""
+    if type(column) is array:
+        return column.typecode == "q" or all(math.isfinite(x) and round(x, 3) == x for x in column)
+    return _all_plain(column)
 
 
 def _all_plain(values: Iterable[Any]) -> bool:

@@ -11,6 +11,7 @@ stretch of log assembled elsewhere can be had by passing its lines with run fact
 from __future__ import annotations
 
 from cuzk_diag.event import Event
+from cuzk_diag.factrows import FactRows
 from cuzk_diag.ingest.assemble.calls import _ts_ms
 from cuzk_diag.records import Family, RunInfo, Value, ascii_int
 
@@ -105,20 +106,20 @@ def note_run_info(info: RunInfo, ev: Event) -> None:
     elif kind == "dispatch":
         job = f.get("job_id")
         if isinstance(job, str):
-            j = info.jobs.setdefault(job, {})
-            j["num_partitions"] = f.get("num_partitions")
-            j["dispatch_line"] = ev.line
+            info.jobs.merge(
+                job, {"num_partitions": f.get("num_partitions"), "dispatch_line": ev.line}
+            )
         pw = f.get("partition_workers")
         if isinstance(pw, int):
             info.partition_workers = pw
     elif kind == "proof_assembled":
         job = f.get("job_id")
         if isinstance(job, str):
-            j = info.jobs.setdefault(job, {})
-            for k in ("total_ms", "synth_ms", "gpu_ms", "proof_len"):
-                if k in f:
-                    j[k] = f[k]
+            j: dict[str, Value] = {
+                k: f[k] for k in ("total_ms", "synth_ms", "gpu_ms", "proof_len") if k in f
+            }
             j["assembled_line"] = ev.line
+            info.jobs.merge(job, j)
     elif kind in FAILURE_KINDS:
         _problem(info, ev, str(f.get("level", "ERROR")))
     elif kind == "pinned_fallback":
@@ -163,8 +164,10 @@ def _bench(info: RunInfo, ev: Event) -> None:
     k = ev.kind
     f: dict[str, Value] = ev.fields
     if k == "bench_proof":
-        proofs = b.setdefault("proofs", [])
-        proofs.append(dict(f))
+        proofs = b.get("proofs")
+        if not isinstance(proofs, FactRows):  # (the first, or a bench line's own "proofs")
+            proofs = b["proofs"] = FactRows()
+        proofs.append(f)
     elif k == "bench_param":
         b.update(f)
     elif k in ("bench_total", "bench_completed", "bench_failed", "bench_throughput"):

@@ -1,0 +1,224 @@
+"""Rows of facts held as columns (``cuzk_diag.factrows``): the run facts of every job and proof
+read back exactly as they were put in, and write into a report as their dicts would."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import pickle
+import struct
+import tracemalloc
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cuzk_diag.factrows import FactRows, KeyedFactRows, plain_rows
+from cuzk_diag.jsontext import indented
+from cuzk_diag.records import RunInfo
+from cuzk_diag.rules.base import clean_value
+from cuzk_diag.sanitize import neutralise_value, write_neutralised_json
+
+FIELDS = ["num_partitions", "dispatch_line", "total_ms", "status", "wall_s", "ok"]
+
+values = st.one_of(
+    st.integers(min_value=-(1 << 70), max_value=1 << 70),  # (beyond 64 bits too)
+    st.integers(min_value=-5, max_value=5),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.text(max_size=80),
+    st.sampled_from(["COMPLETED", "FAILED"]),
+    st.none(),
+    st.lists(st.integers(), max_size=3),
+)
+rows = st.dictionaries(st.sampled_from(FIELDS), values, max_size=len(FIELDS))
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal, of the same types, in the same key order, a float's bits and all."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    return bool(a == b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(rows, max_size=30), st.lists(st.tuples(st.integers(0, 40), rows), max_size=20))
+def test_rows_read_back_what_was_put_in(given_rows: list[dict[str, Any]], updates: Any) -> None:
+    """Every value, of its type, in its row's key order, after appends and merges (a merge
+    as ``dict.update``: a known field keeps its place, a new one goes last)."""
+    held = FactRows(given_rows)
+    model = [dict(r) for r in given_rows]
+    for i, values_ in updates:
+        if model:
+            i %= len(model)
+            held.update(i, values_)
+            model[i].update(values_)
+    assert len(held) == len(model)
+    assert all(same(a, b) for a, b in zip(held, model, strict=True))
+    assert all(same(held[i], model[i]) for i in range(len(model)))
+    assert all(same(a, b) for a, b in zip(held[1:], model[1:], strict=True))
+    if model:
+        assert same(held[-1], model[-1])
+        assert held.value(0, "no such field", "default") == "default"
+    assert held == model
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["merge", "set", "del"]),
+            st.sampled_from([f"job-{i}" for i in range(12)]),
+            rows,
+        ),
+        max_size=60,
+    )
+)
+def test_keyed_rows_behave_as_a_dict_of_dicts(ops: list[tuple[str, str, dict[str, Any]]]) -> None:
+    """``merge`` is ``setdefault(key, {}).update``, assignment and deletion as a dict's, the
+    keys in a dict's order, with rows of deleted keys dropped once they are most (a small
+    threshold here, so that it happens)."""
+
+    class Small(KeyedFactRows):
+        COMPACT_AFTER = 2
+
+    held, model = Small(), {}
+    for op, key, values_ in ops:
+        if op == "merge":
+            held.merge(key, values_)
+            model.setdefault(key, {}).update(values_)
+        elif op == "set":
+            held[key] = values_
+            model[key] = dict(values_)
+        elif key in model:
+            del held[key]
+            del model[key]
+        else:
+            with pytest.raises(KeyError):
+                del held[key]
+    assert list(held) == list(model)
+    assert all(same(held[k], model[k]) for k in model)
+    assert all(held.value(k, f, "-") == model[k].get(f, "-") for k in model for f in FIELDS)
+    assert same(held.to_dict(), model) and held == model
+    assert ("job-99" in held) is False and held.value("job-99", "x") is None
+
+
+def test_a_row_read_is_the_caller_s_own() -> None:
+    held = KeyedFactRows({"a": {"n": 1}})
+    row = held["a"]
+    row["n"] = 2
+    row["m"] = 3
+    assert held["a"] == {"n": 1}
+
+
+def test_rows_of_a_long_log_s_jobs_take_a_fraction_of_their_dicts() -> None:
+    """20,000 jobs' facts (seven whole numbers each, most beyond the interpreter's cached
+    small ints) and as many proofs (a shared status text, a float): as dicts, a dict and an int
+    object a value; as rows, 8 bytes a value and the keys' index."""
+    jobs = {
+        f"{i:08x}-35bf-492d-89e9-c616612e7696": {
+            "num_partitions": 10,
+            "dispatch_line": 21 + 31 * i,
+            "total_ms": 59015 + i,
+            "synth_ms": 378940 + i,
+            "gpu_ms": 29760 + i,
+            "proof_len": 1920,
+            "assembled_line": 304 + 31 * i,
+        }
+        for i in range(20_000)
+    }
+    proofs = [
+        {
+            "index": i + 1,
+            "total": 20_000,
+            "status": "COMPLETED",
+            "wall_s": 59.1 + i / 10,
+            "prove_ms": 29760 + i,
+            "queue_ms": 12614 + i,
+        }
+        for i in range(20_000)
+    ]
+    text = json.dumps([jobs, proofs])
+
+    def kept(make: Any) -> int:
+        """What stays of the parse of ``text`` once ``make`` has taken what it keeps."""
+        tracemalloc.start()
+        held = make(json.loads(text))
+        used = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        del held
+        return used
+
+    as_dicts = kept(lambda d: d)
+    as_rows = kept(lambda d: [KeyedFactRows(d[0]), FactRows(d[1])])
+    assert as_rows < as_dicts / 3
+
+
+def test_run_info_holds_its_jobs_and_proofs_as_rows() -> None:
+    info = RunInfo(
+        jobs={"j1": {"num_partitions": 10, "dispatch_line": 3}},
+        bench={"count": 1, "proofs": [{"index": 1, "status": "COMPLETED", "wall_s": 1.5}]},
+    )
+    assert isinstance(info.jobs, KeyedFactRows) and isinstance(info.bench["proofs"], FactRows)
+    plain = info.to_dict()
+    assert type(plain["jobs"]) is dict and type(plain["bench"]["proofs"]) is list
+    assert plain["jobs"] == {"j1": {"num_partitions": 10, "dispatch_line": 3}}
+    compact = info.to_dict(compact=True)
+    assert compact["jobs"] is info.jobs and compact["bench"]["proofs"] is info.bench["proofs"]
+    back = RunInfo.from_dict(json.loads(json.dumps(plain)))
+    assert isinstance(back.jobs, KeyedFactRows) and back.to_dict() == plain
+    for twin in (pickle.loads(pickle.dumps(info)), copy.deepcopy(info)):
+        assert twin.to_dict() == plain
+    with pytest.raises(TypeError, match="RunInfo.jobs"):
+        RunInfo(jobs=["j1"])  # type: ignore[arg-type]
+
+
+def _doc(jobs: KeyedFactRows, proofs: FactRows) -> dict[str, Any]:
+    return {"info": {"bench": {"count": len(proofs), "proofs": proofs}, "jobs": jobs}, "n": 1}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.text(max_size=12), rows, max_size=8), st.lists(rows, max_size=8))
+def test_rows_write_into_json_as_their_dicts(jobs: dict[str, Any], proofs: list[Any]) -> None:
+    """The report's writer (``jsontext``, cleaning and neutralising as the JSON report does)
+    gives the text of the plain dicts and lists, whatever the values (floats to clean, texts to
+    neutralise, keys to neutralise)."""
+    doc = _doc(KeyedFactRows(jobs), FactRows(proofs))
+    plain = _doc(jobs, proofs)  # type: ignore[arg-type]
+    assert indented(doc, default=str) == json.dumps(
+        plain, indent=2, default=str, ensure_ascii=False
+    )
+
+    class Out:
+        text = ""
+
+        def write(self, s: str) -> None:
+            Out.text += s
+
+    write_neutralised_json(clean_value(doc), Out(), allow_nan=False)  # type: ignore[arg-type]
+    want = json.dumps(
+        neutralise_value(clean_value(plain)), indent=2, allow_nan=False, ensure_ascii=False
+    )
+    assert Out.text == want
+
+
+def test_plain_rows_are_given_back_themselves() -> None:
+    """``clean_value`` and ``neutralise_value`` give rows back themselves when nothing in them
+    changes (the report's run facts are not copied), and as cleaned rows otherwise."""
+    jobs = KeyedFactRows({"j": {"n": 10, "status": "ok"}})
+    proofs = FactRows([{"wall_s": 59.1, "index": 1}])
+    assert clean_value(jobs) is jobs and clean_value(proofs) is proofs
+    assert neutralise_value(jobs) is jobs and neutralise_value(proofs) is proofs
+    rough = FactRows([{"wall_s": 59.12345}, {"wall_s": math.nan}, {"x": 1}])
+    assert list(clean_value(rough)) == [{"wall_s": 59.123}, {"wall_s": None}, {"x": 1}]
+    loud = KeyedFactRows({"::error::x": {"m": "a::b"}})
+    assert neutralise_value(loud) == neutralise_value(plain_rows(loud))
+    assert "::" not in json.dumps(neutralise_value(loud))

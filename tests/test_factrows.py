@@ -49,26 +49,52 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(rows, max_size=30), st.lists(st.tuples(st.integers(0, 40), rows), max_size=20))
-def test_rows_read_back_what_was_put_in(given_rows: list[dict[str, Any]], updates: Any) -> None:
-    """Every value, of its type, in its row's key order, after appends and merges (a merge
-    as ``dict.update``: a known field keeps its place, a new one goes last)."""
-    held = FactRows(given_rows)
-    model = [dict(r) for r in given_rows]
-    for i, values_ in updates:
-        if model:
-            i %= len(model)
-            held.update(i, values_)
-            model[i].update(values_)
+def _staging(n: int) -> type[FactRows]:
+    """``FactRows`` that make columns of every ``n`` rows appended (4,096 in use)."""
+    return type(f"FactRows{n}", (FactRows,), {"__slots__": (), "STAGED": n})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from([1, 3, 4096]),
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("append"), rows),
+            st.tuples(st.just("update"), st.integers(-40, 40), rows),
+            st.tuples(st.just("replace"), st.integers(-40, 40), rows),
+            st.tuples(st.just("read"), st.integers(-40, 40), st.just({})),
+        ),
+        max_size=40,
+    ),
+)
+def test_rows_read_back_what_was_put_in(staged: int, ops: list[Any]) -> None:
+    """Every value, of its type, in its row's key order, after appends, merges (as
+    ``dict.update``: a known field keeps its place, a new one goes last) and replacements, of
+    rows still staged or in the columns already (a read makes them columns)."""
+    held, model = _staging(staged)(), []
+    for op, *args in ops:
+        if op == "append":
+            held.append(args[0])
+            model.append(dict(args[0]))
+            continue
+        if not model:
+            with pytest.raises(IndexError):
+                held[0]
+            continue
+        i = args[0] % len(model) - (len(model) if args[0] < 0 else 0)
+        if op == "update":
+            held.update(i, args[1])
+            model[i].update(args[1])
+        elif op == "replace":
+            held.replace(i, args[1])
+            model[i] = dict(args[1])
+        else:
+            assert same(held[i], model[i])
+            assert all(same(held.value(i, f, "-"), model[i].get(f, "-")) for f in FIELDS)
     assert len(held) == len(model)
     assert all(same(a, b) for a, b in zip(held, model, strict=True))
     assert all(same(held[i], model[i]) for i in range(len(model)))
     assert all(same(a, b) for a, b in zip(held[1:], model[1:], strict=True))
-    if model:
-        assert same(held[-1], model[-1])
-        assert held.value(0, "no such field", "default") == "default"
-    assert held == model
 
 
 @settings(max_examples=200, deadline=None)
@@ -91,6 +117,7 @@ def test_keyed_rows_behave_as_a_dict_of_dicts(ops: list[tuple[str, str, dict[str
         COMPACT_AFTER = 2
 
     held, model = Small(), {}
+    held._rows = _staging(3)()  # (some rows staged, some in the columns)
     for op, key, values_ in ops:
         if op == "merge":
             held.merge(key, values_)
@@ -106,8 +133,8 @@ def test_keyed_rows_behave_as_a_dict_of_dicts(ops: list[tuple[str, str, dict[str
                 del held[key]
     assert list(held) == list(model)
     assert all(same(held[k], model[k]) for k in model)
-    assert all(held.value(k, f, "-") == model[k].get(f, "-") for k in model for f in FIELDS)
-    assert same(held.to_dict(), model) and held == model
+    assert all(same(held.value(k, f, "-"), model[k].get(f, "-")) for k in model for f in FIELDS)
+    assert same(held.to_dict(), model) and same(dict(held.items()), model)
     assert ("job-99" in held) is False and held.value("job-99", "x") is None
 
 
@@ -158,7 +185,14 @@ def test_rows_of_a_long_log_s_jobs_take_a_fraction_of_their_dicts() -> None:
         return used
 
     as_dicts = kept(lambda d: d)
-    as_rows = kept(lambda d: [KeyedFactRows(d[0]), FactRows(d[1])])
+
+    def columns_of(d: Any) -> Any:
+        rows = [KeyedFactRows(d[0]), FactRows(d[1])]
+        for r in rows:
+            list(r.columns())  # (every row in the columns: none staged)
+        return rows
+
+    as_rows = kept(columns_of)
     assert as_rows < as_dicts / 3
 
 
@@ -168,6 +202,9 @@ def test_run_info_holds_its_jobs_and_proofs_as_rows() -> None:
         bench={"count": 1, "proofs": [{"index": 1, "status": "COMPLETED", "wall_s": 1.5}]},
     )
     assert isinstance(info.jobs, KeyedFactRows) and isinstance(info.bench["proofs"], FactRows)
+    assert info.jobs == {"j1": {"num_partitions": 10, "dispatch_line": 3}}
+    assert info.bench["proofs"] == [{"index": 1, "status": "COMPLETED", "wall_s": 1.5}]
+    assert info.bench["proofs"] != [{"index": 2, "status": "COMPLETED", "wall_s": 1.5}]
     plain = info.to_dict()
     assert type(plain["jobs"]) is dict and type(plain["bench"]["proofs"]) is list
     assert plain["jobs"] == {"j1": {"num_partitions": 10, "dispatch_line": 3}}

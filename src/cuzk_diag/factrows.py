@@ -7,6 +7,9 @@ Python int per value). Here each field is one column (an ``array`` of 64-bit int
 floats while its values are all of that type, else a list) and each row names its fields, in
 its own order, by a shape shared with the rows of the same fields: a row is made into a dict
 when it is read, and the dict a caller gets is its own (changing it changes nothing here).
+The rows appended last are kept as dicts (``FactRows.STAGED`` of them: a job's second line,
+its assembly, usually finds its row there) and made columns a block at a time, each field's
+values by one ``map`` over the block's dicts; any read makes them columns first.
 
 ``FactRows`` is a sequence of such rows (the proofs); ``KeyedFactRows`` a mapping of them by
 key (the jobs, by job id). Both read back exactly what was put in: the same keys in the same
@@ -16,7 +19,17 @@ order, the same values of the same types (a bool stays a bool, an int an int).
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import (
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+    ValuesView,
+)
+from itertools import chain, repeat
 from typing import Any, TypeAlias, overload
 
 #: What a 64-bit integer column holds; other ints make the column a list.
@@ -30,20 +43,27 @@ _SHARED_MAX = 4096
 Column: TypeAlias = "array[Any] | list[Any]"
 
 
-def _column_for(value: Any, n: int) -> Column:
-    """A column of ``n`` rows (all padding) for a field whose first value is ``value``."""
-    if type(value) is int and _INT_MIN <= value <= _INT_MAX:
-        return array("q", bytes(8 * n))
-    if type(value) is float:
-        return array("d", bytes(8 * n))
-    return [None] * n
+class _Missing:
+    """A row without the field (``_MISSING``), while a block of staged rows is made columns."""
 
 
-def _fits(column: array[Any], value: Any) -> bool:
-    """Whether ``value`` goes into the typed ``column`` as it is."""
-    if column.typecode == "q":
-        return type(value) is int and _INT_MIN <= value <= _INT_MAX
-    return type(value) is float
+_MISSING = _Missing()
+
+
+def _kind(types: set[type], values: list[Any], column: Column | None) -> str | None:
+    """The array type (``q`` or ``d``) of a column holding ``column``'s values and
+    ``values`` (of ``types``), or None for a list."""
+    if isinstance(column, list):
+        return None
+    if not types:  # (no values: the column as it is)
+        return None if column is None else column.typecode
+    if types == {int} and _INT_MIN <= min(values) and max(values) <= _INT_MAX:
+        kind = "q"
+    elif types == {float}:
+        kind = "d"
+    else:
+        return None
+    return kind if column is None or column.typecode == kind else None
 
 
 class FactRows(Sequence[dict[str, Any]]):
@@ -51,7 +71,10 @@ class FactRows(Sequence[dict[str, Any]]):
     ``update(i, values)`` merges into row ``i`` as ``dict.update`` does (a new field goes last,
     a known one keeps its place), ``rows[i]`` and iteration make each row a dict."""
 
-    __slots__ = ("_n", "_cols", "_shape", "_shapes", "_shape_ids", "_texts")
+    __slots__ = ("_n", "_cols", "_shape", "_shapes", "_shape_ids", "_texts", "_staged")
+
+    #: Rows appended are kept as dicts until there are this many, then made columns at once.
+    STAGED = 4096
 
     def __init__(self, rows: Iterable[Mapping[str, Any]] = ()) -> None:
         self._n = 0
@@ -60,6 +83,7 @@ class FactRows(Sequence[dict[str, Any]]):
         self._shapes: list[tuple[str, ...]] = []  # each shape's fields, in the rows' order
         self._shape_ids: dict[tuple[str, ...], int] = {}
         self._texts: dict[str, str] = {}  # (the shared texts)
+        self._staged: list[dict[str, Any]] = []  # the last rows, not yet in the columns
         for row in rows:
             self.append(row)
 
@@ -67,17 +91,17 @@ class FactRows(Sequence[dict[str, Any]]):
 
     def append(self, row: Mapping[str, Any]) -> None:
         """Add ``row`` (its fields and values, in its order) as the last row."""
-        for col in self._cols.values():
-            col.append(0 if type(col) is array else None)  # (padding: no field in this row)
-        i = self._n
+        self._staged.append(dict(row))
         self._n += 1
-        for k, v in row.items():
-            self._set(k, i, v)
-        self._shape.append(self._shape_of(tuple(row)))
+        if len(self._staged) >= self.STAGED:
+            self._flush()
 
     def update(self, i: int, values: Mapping[str, Any]) -> None:
         """Merge ``values`` into row ``i``, as ``dict.update`` of the row would."""
-        i = self._index(i)
+        i, held = self._index(i), self._held()
+        if i >= held:
+            self._staged[i - held].update(values)  # (a row appended lately: a job's second line)
+            return
         shape = self._shapes[self._shape[i]]
         new = tuple(k for k in values if k not in shape)
         for k, v in values.items():
@@ -87,27 +111,76 @@ class FactRows(Sequence[dict[str, Any]]):
 
     def replace(self, i: int, row: Mapping[str, Any]) -> None:
         """Make row ``i`` ``row`` (its fields, in its order; the old ones dropped)."""
-        i = self._index(i)
+        i, held = self._index(i), self._held()
+        if i >= held:
+            self._staged[i - held] = dict(row)
+            return
         for k, v in row.items():
             self._set(k, i, v)
         self._shape[i] = self._shape_of(tuple(row))
 
+    def _held(self) -> int:
+        """How many rows the columns hold (the others are staged)."""
+        return self._n - len(self._staged)
+
+    def _flush(self) -> None:
+        """The staged rows into the columns: each field's values of all of them at once (by
+        ``map`` over the rows' dicts, no step of Python's per value but for shared texts)."""
+        staged = self._staged
+        if not staged:
+            return
+        held = self._held()
+        cols = self._cols
+        for name in dict.fromkeys(chain(cols, chain.from_iterable(staged))):
+            values = list(map(dict.get, staged, repeat(name), repeat(_MISSING)))
+            types = set(map(type, values))
+            missing = _Missing in types
+            types.discard(_Missing)
+            col = cols.get(name)
+            kind = _kind(
+                types, [v for v in values if v is not _MISSING] if missing else values, col
+            )
+            if col is None:
+                col = [None] * held if kind is None else array(kind, bytes(8 * held))
+            elif type(col) is array and col.typecode != kind:
+                col = col.tolist()  # (the same values, as Python numbers)
+            if missing:  # (rows without the field: padding)
+                pad = None if kind is None else 0 if kind == "q" else 0.0
+                values = [pad if v is _MISSING else v for v in values]
+            if type(col) is array:
+                col.fromlist(values)
+            elif str in types:
+                shared = self._shared
+                col.extend([shared(v) if type(v) is str else v for v in values])
+            else:
+                col.extend(values)
+            cols[name] = col
+        self._shape.extend(map(self._shape_of, map(tuple, staged)))
+        staged.clear()
+
     def _set(self, name: str, i: int, value: Any) -> None:
+        """Row ``i`` of the columns' ``name`` set to ``value`` (``name``'s column made, with
+        padding, if new, and a list if ``value`` is not of its array's type)."""
         col = self._cols.get(name)
+        kind = _kind({type(value)}, [value], col)
         if col is None:
-            col = self._cols[name] = _column_for(value, self._n)
-        if type(col) is array:
-            if _fits(col, value):
-                col[i] = value
-                return
-            col = self._cols[name] = col.tolist()  # (the same values, as Python numbers)
-        if type(value) is str and len(value) <= _SHARED_LEN:
-            shared = self._texts.get(value)
-            if shared is not None:
-                value = shared
-            elif len(self._texts) < _SHARED_MAX:
-                self._texts[value] = value
-        col[i] = value
+            n = len(self._shape)
+            col = [None] * n if kind is None else array(kind, bytes(8 * n))
+        elif type(col) is array and col.typecode != kind:
+            col = col.tolist()
+        self._cols[name] = col
+        col[i] = self._shared(value) if type(value) is str else value
+
+    def _shared(self, text: str) -> str:
+        """``text``, or an equal one already held (short texts, up to ``_SHARED_MAX``)."""
+        if len(text) > _SHARED_LEN:
+            return text
+        shared = self._texts.get(text)
+        if shared is not None:
+            return shared
+        if len(self._texts) < _SHARED_MAX:
+            self._texts[text] = text
+        return text
 
     def _shape_of(self, fields: tuple[str, ...]) -> int:
         sid = self._shape_ids.get(fields)
@@ -126,8 +199,7 @@ class FactRows(Sequence[dict[str, Any]]):
         return i
 
     def _row(self, i: int) -> dict[str, Any]:
-        cols = self._cols
-        return {k: cols[k][i] for k in self._shapes[self._shape[i]]}
+        return next(self.rows_at((i,)))
 
     @overload
     def __getitem__(self, i: int) -> dict[str, Any]: ...
@@ -143,18 +215,27 @@ class FactRows(Sequence[dict[str, Any]]):
     def value(self, i: int, name: str, default: Any = None) -> Any:
         """Row ``i``'s ``name``, or ``default`` (the row's dict not made)."""
         i = self._index(i)
+        self._flush()
         return self._cols[name][i] if name in self._shapes[self._shape[i]] else default
 
     def __len__(self) -> int:
         return self._n
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        cols, shapes = self._cols, self._shapes
-        for i, sid in enumerate(self._shape):
-            yield {k: cols[k][i] for k in shapes[sid]}
+        return self.rows_at(range(self._n))
+
+    def rows_at(self, rows: Iterable[int]) -> Iterator[dict[str, Any]]:
+        """The dicts of ``rows`` (indices, in that order): each shape's columns looked up once,
+        not each row's every field (a long log's report reads every row)."""
+        self._flush()
+        cols, shape = self._cols, self._shape
+        shapes = [[(k, cols[k]) for k in fields] for fields in self._shapes]
+        for i in rows:
+            yield {k: c[i] for k, c in shapes[shape[i]]}
 
     def columns(self) -> Iterator[Column]:
         """Every field's column (a row without the field holds 0 or None there)."""
+        self._flush()
         return iter(self._cols.values())
 
     def mapped(self, fn: Callable[[Any], Any]) -> FactRows:
@@ -227,6 +308,12 @@ class KeyedFactRows(MutableMapping[str, dict[str, Any]]):
     def __contains__(self, key: object) -> bool:
         return key in self._at
 
+    def values(self) -> ValuesView[dict[str, Any]]:
+        return _Values(self)
+
+    def items(self) -> ItemsView[str, dict[str, Any]]:
+        return _Items(self)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._at)
 
@@ -239,18 +326,34 @@ class KeyedFactRows(MutableMapping[str, dict[str, Any]]):
 
     def mapped(self, fn: Callable[[Any], Any]) -> KeyedFactRows:
         """The rows with ``fn`` of every value (the same keys and fields, in the same order)."""
-        rows = self._rows
-        return KeyedFactRows(
-            (k, {f: fn(v) for f, v in rows[i].items()}) for k, i in self._at.items()
-        )
+        return KeyedFactRows((k, {f: fn(v) for f, v in row.items()}) for k, row in self.items())
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """A dict of the rows' dicts."""
-        rows = self._rows
-        return {k: rows[i] for k, i in self._at.items()}
+        return dict(self.items())
 
     def __repr__(self) -> str:
         return f"KeyedFactRows({len(self)} keys)"
+
+
+class _Values(ValuesView[dict[str, Any]]):
+    """``KeyedFactRows.values()``, read a shape's columns at a time (``FactRows.rows_at``)."""
+
+    _mapping: KeyedFactRows
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        m = self._mapping
+        return m._rows.rows_at(m._at.values())
+
+
+class _Items(ItemsView[str, dict[str, Any]]):
+    """``KeyedFactRows.items()``, read as ``_Values``."""
+
+    _mapping: KeyedFactRows
+
+    def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        m = self._mapping
+        return zip(m._at, m._rows.rows_at(m._at.values()), strict=True)
 
 
 def plain_rows(value: Any) -> Any:

@@ -711,11 +711,12 @@ class LiveAnalyzer:
         jobs = self.info.jobs
         done = []
         for job, p in self._jobs.items():
-            meta = jobs.get(job)
-            if not meta:
+            if job not in jobs:
                 continue
-            n = meta.get("num_partitions")
-            if "assembled_line" in meta or (isinstance(n, int) and n > 0 and p.count >= n):
+            # (two fields read, not the job's row made a dict: ``KeyedFactRows.value``)
+            n = jobs.value(job, "num_partitions")
+            assembled = jobs.value(job, "assembled_line") is not None  # (its line number)
+            if assembled or (isinstance(n, int) and n > 0 and p.count >= n):
                 done.append(job)
         for job in done:
             p = self._jobs.pop(job)
@@ -808,9 +809,11 @@ class LiveAnalyzer:
         recs.sort(key=_record_order)
         table = records_to_table(recs)
         wjobs = {r.get("job_id") for r in recs}
+        jobs = self.info.jobs
         info = dataclasses.replace(
             self.info,
-            jobs=KeyedFactRows((j, m) for j, m in self.info.jobs.items() if j in wjobs),
+            # (the window's jobs' rows alone made dicts: not every job's of the run so far)
+            jobs=KeyedFactRows((j, jobs[j]) for j in jobs if j in wjobs),
             bench={},  # cuzk-bench totals describe the whole run, not the window
         )
         run = Run(table_to_frame(table), info, self.acc, list(self.inputs), table)

@@ -66,6 +66,16 @@ def _kind(types: set[type], values: list[Any], column: Column | None) -> str | N
     return kind if column is None or column.typecode == kind else None
 
 
+def _ready(column: Column | None, kind: str | None, n: int) -> Column:
+    """``column`` ready for values of ``kind`` (``_kind``): a new one of ``n`` rows of padding
+    if None, a list of the same values (as Python numbers) if its array is of another type."""
+    if column is None:
+        return [None] * n if kind is None else array(kind, bytes(8 * n))
+    if type(column) is array and column.typecode != kind:
+        return column.tolist()
+    return column
+
+
 class FactRows(Sequence[dict[str, Any]]):
     """A list of dicts of facts, held as columns (see the module). ``append`` adds a row,
     ``update(i, values)`` merges into row ``i`` as ``dict.update`` does (a new field goes last,
@@ -140,10 +150,7 @@ class FactRows(Sequence[dict[str, Any]]):
             kind = _kind(
                 types, [v for v in values if v is not _MISSING] if missing else values, col
             )
-            if col is None:
-                col = [None] * held if kind is None else array(kind, bytes(8 * held))
-            elif type(col) is array and col.typecode != kind:
-                col = col.tolist()  # (the same values, as Python numbers)
+            col = _ready(col, kind, held)
             if missing:  # (rows without the field: padding)
                 pad = None if kind is None else 0 if kind == "q" else 0.0
                 values = [pad if v is _MISSING else v for v in values]
@@ -162,13 +169,7 @@ class FactRows(Sequence[dict[str, Any]]):
         """Row ``i`` of the columns' ``name`` set to ``value`` (``name``'s column made, with
         padding, if new, and a list if ``value`` is not of its array's type)."""
         col = self._cols.get(name)
-        kind = _kind({type(value)}, [value], col)
-        if col is None:
-            n = len(self._shape)
-            col = [None] * n if kind is None else array(kind, bytes(8 * n))
-        elif type(col) is array and col.typecode != kind:
-            col = col.tolist()
-        self._cols[name] = col
+        col = self._cols[name] = _ready(col, _kind({type(value)}, [value], col), len(self._shape))
         col[i] = self._shared(value) if type(value) is str else value
 
     def _shared(self, text: str) -> str:

@@ -259,3 +259,72 @@ def test_plain_rows_are_given_back_themselves() -> None:
     loud = KeyedFactRows({"::error::x": {"m": "a::b"}})
     assert neutralise_value(loud) == neutralise_value(plain_rows(loud))
     assert "::" not in json.dumps(neutralise_value(loud))
+
+
+# Rows of a few shapes, many of each (the writer makes a shape's rows' texts together): fields
+# whose names hold what a format string or JSON text treats specially, columns of one type
+# (the writer's bulk cases: integers, floats with NaN and infinities, texts) and of several.
+_SHAPED_FIELDS = ["n", "{x}", 'a"b', "é\\", "ms"]
+_columns = st.sampled_from(
+    [
+        st.integers(-(1 << 63), (1 << 63) - 1),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(alphabet=st.sampled_from(list('{}"\\\n:#[aé\x7f')), max_size=4),
+        values,
+    ]
+)
+
+
+@st.composite
+def _shaped_rows(draw: st.DrawFn) -> list[dict[str, Any]]:
+    shapes = draw(
+        st.lists(
+            st.lists(st.sampled_from(_SHAPED_FIELDS), unique=True, max_size=4),
+            min_size=1,
+            max_size=3,
+        )
+    )
+    kinds = {f: draw(_columns) for f in _SHAPED_FIELDS}
+    picks = draw(st.lists(st.integers(0, len(shapes) - 1), min_size=1, max_size=30))
+    return [{f: draw(kinds[f]) for f in shapes[k]} for k in picks]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    _shaped_rows(),
+    st.sets(st.integers(0, 29)),
+    st.sampled_from([0, 2, 4]),
+    st.booleans(),
+    st.booleans(),
+)
+def test_rows_of_few_shapes_write_as_their_dicts(
+    proofs: list[dict[str, Any]], gone: set[int], indent: int, ascii_only: bool, nan: bool
+) -> None:
+    """Many rows of each shape, as rows and as keyed rows some of whose keys were deleted (their
+    rows still held): the text of ``json.dumps`` of the plain dicts, and its refusal of NaN
+    where it refuses it; cleaned and neutralised as the JSON report writes them."""
+    jobs = KeyedFactRows({f"j{i}": row for i, row in enumerate(proofs)})
+    for i in gone & set(range(len(proofs))):
+        del jobs[f"j{i}"]
+    doc = _doc(jobs, FactRows(proofs))
+    plain = _doc(jobs.to_dict(), proofs)  # type: ignore[arg-type]
+    options = {"indent": indent, "ensure_ascii": ascii_only, "allow_nan": nan}
+    try:
+        want = json.dumps(plain, **options)  # type: ignore[arg-type]
+    except ValueError:
+        with pytest.raises(ValueError):
+            indented(doc, **options)
+    else:
+        assert indented(doc, **options) == want
+
+    class Out:
+        text = ""
+
+        def write(self, s: str) -> None:
+            Out.text += s
+
+    write_neutralised_json(clean_value(doc), Out(), allow_nan=False)  # type: ignore[arg-type]
+    want = json.dumps(
+        neutralise_value(clean_value(plain)), indent=2, allow_nan=False, ensure_ascii=False
+    )
+    assert Out.text == want

@@ -234,6 +234,28 @@ class FactRows(Sequence[dict[str, Any]]):
         for i in rows:
             yield {k: c[i] for k, c in shapes[shape[i]]}
 
+    def by_shape(
+        self, rows: Sequence[int]
+    ) -> Iterator[tuple[tuple[str, ...], list[int] | None, list[list[Any]]]]:
+        """The rows ``rows`` (indices) a shape at a time: its fields, the places in ``rows`` of
+        its rows (None: all of them, in order), and each field's values of those rows, in that
+        order (each column read by one ``map`` over the shape's rows, no dict made: a long
+        log's report writes every row)."""
+        self._flush()
+        cols = self._cols
+        sids = list(map(self._shape.__getitem__, rows))
+        if len(set(sids)) == 1:
+            fields = self._shapes[sids[0]]
+            yield fields, None, [list(map(cols[k].__getitem__, rows)) for k in fields]
+            return
+        places: dict[int, list[int]] = {}
+        for j, sid in enumerate(sids):
+            places.setdefault(sid, []).append(j)
+        for sid, js in places.items():
+            fields = self._shapes[sid]
+            picked = list(map(rows.__getitem__, js))
+            yield fields, js, [list(map(cols[k].__getitem__, picked)) for k in fields]
+
     def columns(self) -> Iterator[Column]:
         """Every field's column (a row without the field holds 0 or None there)."""
         self._flush()
@@ -320,6 +342,10 @@ class KeyedFactRows(MutableMapping[str, dict[str, Any]]):
 
     def __len__(self) -> int:
         return len(self._at)
+
+    def rows_and_places(self) -> tuple[FactRows, list[int]]:
+        """The rows held and, in the keys' order, each key's row among them."""
+        return self._rows, list(self._at.values())
 
     def columns(self) -> Iterator[Column]:
         """The rows' columns (``FactRows.columns``; rows of deleted keys among them)."""

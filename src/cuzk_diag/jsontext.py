@@ -4,11 +4,11 @@ large indented documents (``indented_parts``)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import repeat
-from typing import Any
+from typing import Any, cast
 
-from cuzk_diag.factrows import FactRows
+from cuzk_diag.factrows import FactRows, KeyedFactRows
 
 
 def encoder(
@@ -60,6 +60,8 @@ def chunk_encoder(
 
 #: The types the C encoder writes as one token: a container of these alone is written whole.
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+#: ``float.__repr__`` of the floats the encoder writes otherwise (``NaN``, ``Infinity``).
+_NOT_FINITE = frozenset({"nan", "inf", "-inf"})
 
 
 class _Indented:
@@ -104,6 +106,12 @@ class _Indented:
             self._depths.append((inner, "\n" + " " * (self.indent * d), enc))
         return self._depths[depth]
 
+    def keys(self, obj: Mapping[Any, Any]) -> list[str]:
+        """The texts of ``obj``'s keys (``key``; texts, as mostly, by one ``map``)."""
+        if set(map(type, obj)) <= {str}:
+            return list(map(self.text, obj))
+        return [self.key(k) for k in obj]
+
     def key(self, k: object) -> str:
         if type(k) is str:
             return self.text(k)
@@ -145,10 +153,10 @@ class _Indented:
         # (A list or dict that holds a list or dict, a subclass of either, another mapping,
         # or rows of facts, each made a dict as it is written: ``factrows``.)
         if isinstance(obj, Mapping):
-            keys = [self.key(k) for k in obj]
+            keys = self.keys(obj)
             if self.clean is not None and not all(map(self.clean[0], keys)):
                 obj = self.clean[1](obj)
-                keys = [self.key(k) for k in obj]
+                keys = self.keys(obj)
             heads: Any = [k + ": " for k in keys]
             values: Any = obj.values()
             opening, closing = "{", "}"
@@ -161,8 +169,20 @@ class _Indented:
         inner, end, _ = self.depth(depth)
         sep = opening + inner
         flat, pieces = self.flat, self.pieces
-        for head, v in zip(heads, values, strict=False):  # (a head per key, or "" for ever)
-            text = flat(v, depth + 1)
+        made: list[str | None] | None = None
+        if isinstance(obj, FactRows | KeyedFactRows):
+            # (Rows of facts: their texts made a shape at a time, the other rows' dicts only;
+            # when every row has its text, the whole as one piece.)
+            made, values = self._rows_texts(obj, depth + 1)
+            if None not in made:
+                texts = cast("list[str]", made)
+                if isinstance(obj, Mapping):
+                    texts = list(map(str.__add__, heads, texts))
+                yield sep + ("," + inner).join(texts) + end + closing
+                return
+        # (A head per key, or "" for ever.)
+        for n, (head, v) in enumerate(zip(heads, values, strict=False)):
+            text = made[n] if made is not None and made[n] is not None else flat(v, depth + 1)
             if text is not None:
                 yield sep + head + text
             else:
@@ -170,6 +190,74 @@ class _Indented:
                 yield from pieces(v, depth + 1)
             sep = "," + inner
         yield end + closing
+
+    def _rows_texts(
+        self, obj: FactRows | KeyedFactRows, depth: int
+    ) -> tuple[list[str | None], Iterator[dict[str, Any] | None]]:
+        """The text ``flat`` gives each row of ``obj`` at ``depth`` (in ``obj``'s order), made
+        a shape at a time: a text per field's value by one ``map`` over the field's values,
+        then each row's by one ``str.format`` of its shape's text; None for a row whose values
+        are not all scalars or whose text ``clean`` rejects, which is written as before (its
+        dict, in the second list, is made for it alone)."""
+        rows, at = (
+            obj.rows_and_places() if isinstance(obj, KeyedFactRows) else (obj, range(len(obj)))
+        )
+        out: list[str | None] = [None] * len(at)
+        inner, end, _ = self.depth(depth)
+        for fields, places, values in rows.by_shape(at):
+            if not fields:
+                texts: list[str | None] = ["{}"] * (len(at) if places is None else len(places))
+            elif not all(type(k) is str for k in fields):
+                continue  # (a key the encoder writes otherwise: each such row as before)
+            else:
+                shape = "{{" + inner  # (a format: its own braces doubled)
+                shape += ("," + inner).join(
+                    self.text(k).replace("{", "{{").replace("}", "}}") + ": {}" for k in fields
+                )
+                columns = [self._value_texts(v) for v in values]
+                texts = list(map((shape + end + "}}").format, *columns))
+                for column in columns:
+                    if None in column:  # (a value of another type: the row as before)
+                        for j, t in enumerate(column):
+                            if t is None:
+                                texts[j] = None
+            if self.clean is not None:
+                # (A part of a text that shows nothing to neutralise shows nothing either, and
+                # no text of a row begins or ends with what the test looks for: the rows
+                # looked at together, and one at a time only when they show something.)
+                looks_clean = self.clean[0]
+                if None in texts or not looks_clean("".join(cast("list[str]", texts))):
+                    texts = [t if t is not None and looks_clean(t) else None for t in texts]
+            if places is None:
+                out = texts
+            else:
+                for j, t in zip(places, texts, strict=True):
+                    out[j] = t
+        return out, _rows_where_none(rows, at, out)
+
+    def _value_texts(self, values: list[Any]) -> list[str | None]:
+        """Each value's text as the encoder writes it, None for one not of ``_SCALARS``."""
+        types = set(map(type, values))
+        if types == {int}:
+            return list(map(int.__repr__, values))
+        if types == {str}:
+            return list(map(self.text, values))
+        if types == {float}:
+            texts: list[str | None] = list(map(float.__repr__, values))
+            if _NOT_FINITE.isdisjoint(texts):
+                return texts
+        if types <= _SCALARS:
+            return list(map(self.scalar, values))
+        return [self.scalar(v) if type(v) in _SCALARS else None for v in values]
+
+
+def _rows_where_none(
+    rows: FactRows, at: Sequence[int], texts: list[str | None]
+) -> Iterator[dict[str, Any] | None]:
+    """For each row of ``at``: its dict where its text is None, else None."""
+    made = rows.rows_at([i for i, t in zip(at, texts, strict=True) if t is None])
+    for t in texts:
+        yield next(made) if t is None else None
 
 
 def indented_parts(

@@ -134,6 +134,8 @@ def test_keyed_rows_behave_as_a_dict_of_dicts(ops: list[tuple[str, str, dict[str
     assert list(held) == list(model)
     assert all(same(held[k], model[k]) for k in model)
     assert all(same(held.value(k, f, "-"), model[k].get(f, "-")) for k in model for f in FIELDS)
+    for f in FIELDS:
+        assert same(held.values_of(f), {k: row[f] for k, row in model.items() if f in row})
     assert same(held.to_dict(), model) and same(dict(held.items()), model)
     assert ("job-99" in held) is False and held.value("job-99", "x") is None
 

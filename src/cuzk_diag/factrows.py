@@ -141,7 +141,10 @@ class FactRows(Sequence[dict[str, Any]]):
             return
         held = self._held()
         cols = self._cols
-        for name in dict.fromkeys(chain(cols, chain.from_iterable(staged))):
+        # (The fields of the staged rows' shapes, not of each row: few shapes, many rows.)
+        fields = list(map(tuple, staged))
+        shapes = dict.fromkeys(fields)
+        for name in dict.fromkeys(chain(cols, chain.from_iterable(shapes))):
             values = list(map(dict.get, staged, repeat(name), repeat(_MISSING)))
             types = set(map(type, values))
             missing = _Missing in types
@@ -162,7 +165,8 @@ class FactRows(Sequence[dict[str, Any]]):
             else:
                 col.extend(values)
             cols[name] = col
-        self._shape.extend(map(self._shape_of, map(tuple, staged)))
+        ids = {f: self._shape_of(f) for f in shapes}
+        self._shape.extend(map(ids.__getitem__, fields))
         staged.clear()
 
     def _set(self, name: str, i: int, value: Any) -> None:
@@ -297,17 +301,34 @@ class KeyedFactRows(MutableMapping[str, dict[str, Any]]):
 
     def merge(self, key: str, values: Mapping[str, Any]) -> None:
         """Merge ``values`` into ``key``'s row (a new key's row is ``values``)."""
+        rows = self._rows
         i = self._at.get(key)
         if i is None:
-            self._at[key] = len(self._rows)
-            self._rows.append(values)
+            self._at[key] = rows._n
+            rows.append(values)
+            return
+        j = i - rows._n + len(rows._staged)
+        if j >= 0:
+            rows._staged[j].update(values)  # (a row appended lately: a job's second line)
         else:
-            self._rows.update(i, values)
+            rows.update(i, values)
 
     def value(self, key: str, name: str, default: Any = None) -> Any:
         """``key``'s ``name``, or ``default`` (no row, or no such field in it)."""
         i = self._at.get(key)
         return default if i is None else self._rows.value(i, name, default)
+
+    def values_of(self, name: str) -> dict[str, Any]:
+        """Each key's ``name``, for the keys whose row has it (``value`` of every key at
+        once: a long log's analysis asks for every job's status)."""
+        rows = self._rows
+        rows._flush()
+        col = rows._cols.get(name)
+        if col is None:
+            return {}
+        has = [name in fields for fields in rows._shapes]
+        shape = rows._shape
+        return {k: col[i] for k, i in self._at.items() if has[shape[i]]}
 
     def __getitem__(self, key: str) -> dict[str, Any]:
         return self._rows[self._at[key]]

@@ -1153,8 +1153,9 @@ def _job_status(df: pd.DataFrame, info: RunInfo, jobs: JobCodes | None = None) -
     all_ok = {names[c]: bool(v) for c, v in by_job["done"].all().items()}
     failed_jobs = {str(f.get("job_id")) for f in info.failures if f.get("job_id")}
     status: dict[str, str] = {}
+    said = info.jobs.values_of("status")
     for job in [*any_failed, *(j for j in info.jobs if j not in any_failed)]:
-        declared = str(info.jobs.value(job, "status") or "").lower()
+        declared = str(said.get(job) or "").lower()
         if declared == "failed" or job in failed_jobs or any_failed.get(job, False):
             status[job] = "failed"
         elif declared in ("completed", "ok") or all_ok.get(job, False):

@@ -502,3 +502,43 @@ def test_gpu_lists_and_widths_of_digits_int_cannot_read(monkeypatch: pytest.Monk
         assert console_width(False) == FILE_WIDTH
     monkeypatch.setenv("COLUMNS", "123")
     assert console_width(False) == 123
+
+
+# -- the end of the process -----------------------------------------------------------------
+
+_ENDING = """
+import atexit, sys, threading, time
+from pathlib import Path
+atexit.register(lambda: print("exit functions ran"))  # (after the report: a flush is due)
+flag = Path(sys.argv[2])
+if sys.argv[1] == "thread":
+    def late() -> None:
+        time.sleep(4)  # (past the command's end)
+        flag.write_text("the thread ended")
+    threading.Thread(target=late).start()
+from cuzk_diag.cli import entry
+sys.argv = ["cuzk-diag", *sys.argv[3:]]
+raise SystemExit(entry())
+"""
+
+
+@pytest.mark.parametrize("thread", ["none", "thread"])
+def test_the_command_ends_its_process_as_the_interpreter_would(tmp_path: Path, thread: str) -> None:
+    """The installed command ends its process without freeing each object (``end_process``):
+    its exit code, every byte of its output through a pipe, the exit functions run; a thread
+    still running is waited for, as the interpreter waits."""
+    flag = tmp_path / "flag"
+    args = ["analyze", str(INCIDENT), "--format", "json", "--fail-on", "error"]
+    # (Output to a pipe buffered, as a CI's shell has it.)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _ENDING, thread, str(flag), *args],
+        capture_output=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == ExitCode.FINDINGS, proc.stderr
+    report, ran = proc.stdout.decode().rstrip().rsplit("\n", 1)
+    assert json.loads(report)["findings"] and b"Traceback" not in proc.stderr
+    assert ran == "exit functions ran"
+    assert flag.exists() == (thread == "thread")

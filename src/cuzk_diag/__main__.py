@@ -1,5 +1,5 @@
 """Allow ``python -m cuzk_diag``."""
 
-from cuzk_diag.cli import command
+from cuzk_diag.cli import entry
 
-raise SystemExit(command())
+raise SystemExit(entry())

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -121,10 +124,36 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def command() -> int:
-    """The installed command and ``python -m cuzk_diag``: ``main`` in a process of its own,
-    which ends with the command. A command whose work needs no pandas may then go without it
-    (``own_process``); called in a process that goes on (a test, a notebook), it may not."""
+    """``main`` in a process of its own, which ends with the command (``entry``). A command
+    whose work needs no pandas may then go without it (``own_process``); called in a process
+    that goes on (a test, a notebook), it may not."""
     return int(cli.main(prog_name="cuzk-diag", standalone_mode=False, obj={OWN_PROCESS: True}))
+
+
+def entry() -> int:
+    """The installed command and ``python -m cuzk_diag``: ``command``, then the end of the
+    process (``end_process``)."""
+    code = command()
+    end_process(code)
+    return code  # (when the interpreter must end the process itself)
+
+
+def end_process(code: int) -> None:
+    """End this process with ``code`` as the interpreter ends it, but for the freeing of every
+    object it holds one at a time, which the system does at once when the process ends (a
+    long log's analysis: 0.1 s after the report of the 250 MB log): the exit functions run,
+    stdout and stderr are flushed, then ``os._exit``. Returns, leaving the end to the
+    interpreter, while another thread runs (which it would wait for) or when a flush fails
+    (a reader gone away: the interpreter's own handling and exit status)."""
+    if threading.active_count() > 1 or not hasattr(atexit, "_run_exitfuncs"):
+        return
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)
 
 
 def _run(

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cuzk_diag import jsontext
 from cuzk_diag.factrows import FactRows, KeyedFactRows, plain_rows
 from cuzk_diag.jsontext import indented
 from cuzk_diag.records import RunInfo
@@ -298,13 +299,30 @@ def _shaped_rows(draw: st.DrawFn) -> list[dict[str, Any]]:
     st.sampled_from([0, 2, 4]),
     st.booleans(),
     st.booleans(),
+    st.sampled_from([1, 4, jsontext.ROWS_AT_ONCE]),
 )
 def test_rows_of_few_shapes_write_as_their_dicts(
-    proofs: list[dict[str, Any]], gone: set[int], indent: int, ascii_only: bool, nan: bool
+    proofs: list[dict[str, Any]],
+    gone: set[int],
+    indent: int,
+    ascii_only: bool,
+    nan: bool,
+    at_once: int,
 ) -> None:
     """Many rows of each shape, as rows and as keyed rows some of whose keys were deleted (their
-    rows still held): the text of ``json.dumps`` of the plain dicts, and its refusal of NaN
-    where it refuses it; cleaned and neutralised as the JSON report writes them."""
+    rows still held), written a few rows at a time or all at once: the text of ``json.dumps``
+    of the plain dicts, and its refusal of NaN where it refuses it; cleaned and neutralised as
+    the JSON report writes them."""
+    held, jsontext.ROWS_AT_ONCE = jsontext.ROWS_AT_ONCE, at_once
+    try:
+        _write_rows_as_their_dicts(proofs, gone, indent, ascii_only, nan)
+    finally:
+        jsontext.ROWS_AT_ONCE = held
+
+
+def _write_rows_as_their_dicts(
+    proofs: list[dict[str, Any]], gone: set[int], indent: int, ascii_only: bool, nan: bool
+) -> None:
     jobs = KeyedFactRows({f"j{i}": row for i, row in enumerate(proofs)})
     for i in gone & set(range(len(proofs))):
         del jobs[f"j{i}"]

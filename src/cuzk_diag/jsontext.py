@@ -4,8 +4,8 @@ large indented documents (``indented_parts``)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from itertools import repeat
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import islice, repeat
 from typing import Any, cast
 
 from cuzk_diag.factrows import FactRows, KeyedFactRows
@@ -60,6 +60,11 @@ def chunk_encoder(
 
 #: The types the C encoder writes as one token: a container of these alone is written whole.
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+#: Rows of facts made into text at a time (``_Indented._rows_pieces``): a bound on the texts
+#: held at once (a week's log names tens of thousands of jobs).
+ROWS_AT_ONCE = 512
+#: The most characters of a part of ``indented_parts`` but for its last piece.
+PART_CHARS = 1 << 18
 #: ``float.__repr__`` of the floats the encoder writes otherwise (``NaN``, ``Infinity``).
 _NOT_FINITE = frozenset({"nan", "inf", "-inf"})
 
@@ -167,22 +172,15 @@ class _Indented:
             yield opening + closing
             return
         inner, end, _ = self.depth(depth)
+        if isinstance(obj, FactRows | KeyedFactRows):
+            yield from self._rows_pieces(obj, heads, opening, depth)
+            yield end + closing
+            return
         sep = opening + inner
         flat, pieces = self.flat, self.pieces
-        made: list[str | None] | None = None
-        if isinstance(obj, FactRows | KeyedFactRows):
-            # (Rows of facts: their texts made a shape at a time, the other rows' dicts only;
-            # when every row has its text, the whole as one piece.)
-            made, values = self._rows_texts(obj, depth + 1)
-            if None not in made:
-                texts = cast("list[str]", made)
-                if isinstance(obj, Mapping):
-                    texts = list(map(str.__add__, heads, texts))
-                yield sep + ("," + inner).join(texts) + end + closing
-                return
         # (A head per key, or "" for ever.)
-        for n, (head, v) in enumerate(zip(heads, values, strict=False)):
-            text = made[n] if made is not None and made[n] is not None else flat(v, depth + 1)
+        for head, v in zip(heads, values, strict=False):
+            text = flat(v, depth + 1)
             if text is not None:
                 yield sep + head + text
             else:
@@ -191,17 +189,44 @@ class _Indented:
             sep = "," + inner
         yield end + closing
 
-    def _rows_texts(
-        self, obj: FactRows | KeyedFactRows, depth: int
-    ) -> tuple[list[str | None], Iterator[dict[str, Any] | None]]:
-        """The text ``flat`` gives each row of ``obj`` at ``depth`` (in ``obj``'s order), made
-        a shape at a time: a text per field's value by one ``map`` over the field's values,
-        then each row's by one ``str.format`` of its shape's text; None for a row whose values
-        are not all scalars or whose text ``clean`` rejects, which is written as before (its
-        dict, in the second list, is made for it alone)."""
+    def _rows_pieces(
+        self, obj: FactRows | KeyedFactRows, heads: Iterable[str], opening: str, depth: int
+    ) -> Iterator[str]:
+        """The items of rows of facts (``obj``, at ``depth``; ``heads``: a key's text and
+        colon before each row, or ""), ``ROWS_AT_ONCE`` rows at a time: their texts made a
+        shape at a time (``_rows_texts``), a block whose rows all have theirs one piece; a row
+        without (a value not of ``_SCALARS``, a text to clean) made a dict and written as
+        before, alone."""
         rows, at = (
             obj.rows_and_places() if isinstance(obj, KeyedFactRows) else (obj, range(len(obj)))
         )
+        inner = self.depth(depth)[0]
+        sep, heads = opening + inner, iter(heads)
+        for lo in range(0, len(at), ROWS_AT_ONCE):
+            block = at[lo : lo + ROWS_AT_ONCE]
+            texts = self._rows_texts(rows, block, depth + 1)
+            before = list(islice(heads, len(block)))
+            if None not in texts:
+                yield sep + ("," + inner).join(map(str.__add__, before, cast("list[str]", texts)))
+                sep = "," + inner
+                continue
+            made = rows.rows_at([i for i, t in zip(block, texts, strict=True) if t is None])
+            for head, text in zip(before, texts, strict=True):
+                row = next(made) if text is None else None
+                if text is None:
+                    text = self.flat(row, depth + 1)
+                if text is not None:
+                    yield sep + head + text
+                else:
+                    yield sep + head
+                    yield from self.pieces(row, depth + 1)
+                sep = "," + inner
+
+    def _rows_texts(self, rows: FactRows, at: Sequence[int], depth: int) -> list[str | None]:
+        """The text ``flat`` gives each row of ``rows`` at ``at`` (indices) at ``depth``, made
+        a shape at a time: a text per field's value by one ``map`` over the field's values,
+        then each row's by one ``str.format`` of its shape's text; None for a row whose values
+        are not all scalars or whose text ``clean`` rejects."""
         out: list[str | None] = [None] * len(at)
         inner, end, _ = self.depth(depth)
         for fields, places, values in rows.by_shape(at):
@@ -233,7 +258,7 @@ class _Indented:
             else:
                 for j, t in zip(places, texts, strict=True):
                     out[j] = t
-        return out, _rows_where_none(rows, at, out)
+        return out
 
     def _value_texts(self, values: list[Any]) -> list[str | None]:
         """Each value's text as the encoder writes it, None for one not of ``_SCALARS``."""
@@ -251,15 +276,6 @@ class _Indented:
         return [self.scalar(v) if type(v) in _SCALARS else None for v in values]
 
 
-def _rows_where_none(
-    rows: FactRows, at: Sequence[int], texts: list[str | None]
-) -> Iterator[dict[str, Any] | None]:
-    """For each row of ``at``: its dict where its text is None, else None."""
-    made = rows.rows_at([i for i, t in zip(at, texts, strict=True) if t is None])
-    for t in texts:
-        yield next(made) if t is None else None
-
-
 def indented_parts(
     obj: Any,
     *,
@@ -271,17 +287,20 @@ def indented_parts(
     size: int = 4096,
 ) -> Iterator[str]:
     """The text of ``json.dumps(obj, indent=indent, ensure_ascii=..., allow_nan=...,
-    default=...)`` in parts of about ``size`` pieces each (a few hundred KB: a long log's
-    report is written without being held whole), most of it written by the C encoder
-    (``_Indented``, which also says what ``clean`` does). Without a cycle check, like
-    ``encoder``: for documents that hold no reference cycles."""
+    default=...)`` in parts of about ``size`` pieces or ``PART_CHARS`` characters each (a few
+    hundred KB: a long log's report is written without being held whole), most of it
+    written by the C encoder (``_Indented``, which also says what ``clean`` does). Without a
+    cycle check, like ``encoder``: for documents that hold no reference cycles."""
     options = {"allow_nan": allow_nan, "default": default, "ensure_ascii": ensure_ascii}
     batch: list[str] = []
+    held = 0  # (characters: a piece of many rows of facts is long)
     for piece in _Indented(indent, clean, **options).pieces(obj):
         batch.append(piece)
-        if len(batch) >= size:
+        held += len(piece)
+        if len(batch) >= size or held >= PART_CHARS:
             yield "".join(batch)
             batch.clear()
+            held = 0
     if batch:
         yield "".join(batch)
 

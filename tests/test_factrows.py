@@ -225,17 +225,9 @@ def _doc(jobs: KeyedFactRows, proofs: FactRows) -> dict[str, Any]:
     return {"info": {"bench": {"count": len(proofs), "proofs": proofs}, "jobs": jobs}, "n": 1}
 
 
-@settings(max_examples=100, deadline=None)
-@given(st.dictionaries(st.text(max_size=12), rows, max_size=8), st.lists(rows, max_size=8))
-def test_rows_write_into_json_as_their_dicts(jobs: dict[str, Any], proofs: list[Any]) -> None:
-    """The report's writer (``jsontext``, cleaning and neutralising as the JSON report does)
-    gives the text of the plain dicts and lists, whatever the values (floats to clean, texts to
-    neutralise, keys to neutralise)."""
-    doc = _doc(KeyedFactRows(jobs), FactRows(proofs))
-    plain = _doc(jobs, proofs)  # type: ignore[arg-type]
-    assert indented(doc, default=str) == json.dumps(
-        plain, indent=2, default=str, ensure_ascii=False
-    )
+def _report_writes_as_plain(doc: dict[str, Any], plain: dict[str, Any]) -> None:
+    """The JSON report's writer (cleaning and neutralising) gives ``doc`` (with rows of facts)
+    the text ``json.dumps`` gives ``plain`` (the same as plain dicts and lists)."""
 
     class Out:
         text = ""
@@ -248,6 +240,20 @@ def test_rows_write_into_json_as_their_dicts(jobs: dict[str, Any], proofs: list[
         neutralise_value(clean_value(plain)), indent=2, allow_nan=False, ensure_ascii=False
     )
     assert Out.text == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.text(max_size=12), rows, max_size=8), st.lists(rows, max_size=8))
+def test_rows_write_into_json_as_their_dicts(jobs: dict[str, Any], proofs: list[Any]) -> None:
+    """The report's writer (``jsontext``, cleaning and neutralising as the JSON report does)
+    gives the text of the plain dicts and lists, whatever the values (floats to clean, texts to
+    neutralise, keys to neutralise)."""
+    doc = _doc(KeyedFactRows(jobs), FactRows(proofs))
+    plain = _doc(jobs, proofs)  # type: ignore[arg-type]
+    assert indented(doc, default=str) == json.dumps(
+        plain, indent=2, default=str, ensure_ascii=False
+    )
+    _report_writes_as_plain(doc, plain)
 
 
 def test_plain_rows_are_given_back_themselves() -> None:
@@ -336,15 +342,4 @@ def _write_rows_as_their_dicts(
             indented(doc, **options)
     else:
         assert indented(doc, **options) == want
-
-    class Out:
-        text = ""
-
-        def write(self, s: str) -> None:
-            Out.text += s
-
-    write_neutralised_json(clean_value(doc), Out(), allow_nan=False)  # type: ignore[arg-type]
-    want = json.dumps(
-        neutralise_value(clean_value(plain)), indent=2, allow_nan=False, ensure_ascii=False
-    )
-    assert Out.text == want
+    _report_writes_as_plain(doc, plain)

@@ -177,17 +177,22 @@ class _Indented:
             yield end + closing
             return
         sep = opening + inner
-        flat, pieces = self.flat, self.pieces
         # (A head per key, or "" for ever.)
         for head, v in zip(heads, values, strict=False):
-            text = flat(v, depth + 1)
-            if text is not None:
-                yield sep + head + text
-            else:
-                yield sep + head
-                yield from pieces(v, depth + 1)
+            yield from self._item(sep + head, v, depth + 1)
             sep = "," + inner
         yield end + closing
+
+    def _item(self, before: str, value: Any, depth: int, text: str | None = None) -> Iterator[str]:
+        """An item of a list or dict (``before``: its separator and key) whose value is at
+        ``depth``: the value's text (``text``, made already, or ``flat``'s), or its pieces."""
+        if text is None:
+            text = self.flat(value, depth)
+        if text is not None:
+            yield before + text
+        else:
+            yield before
+            yield from self.pieces(value, depth)
 
     def _rows_pieces(
         self, obj: FactRows | KeyedFactRows, heads: Iterable[str], opening: str, depth: int
@@ -213,13 +218,7 @@ class _Indented:
             made = rows.rows_at([i for i, t in zip(block, texts, strict=True) if t is None])
             for head, text in zip(before, texts, strict=True):
                 row = next(made) if text is None else None
-                if text is None:
-                    text = self.flat(row, depth + 1)
-                if text is not None:
-                    yield sep + head + text
-                else:
-                    yield sep + head
-                    yield from self.pieces(row, depth + 1)
+                yield from self._item(sep + head, row, depth + 1, text)
                 sep = "," + inner
 
     def _rows_texts(self, rows: FactRows, at: Sequence[int], depth: int) -> list[str | None]:

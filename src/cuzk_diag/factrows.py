@@ -301,17 +301,12 @@ class KeyedFactRows(MutableMapping[str, dict[str, Any]]):
 
     def merge(self, key: str, values: Mapping[str, Any]) -> None:
         """Merge ``values`` into ``key``'s row (a new key's row is ``values``)."""
-        rows = self._rows
         i = self._at.get(key)
         if i is None:
-            self._at[key] = rows._n
-            rows.append(values)
-            return
-        j = i - rows._n + len(rows._staged)
-        if j >= 0:
-            rows._staged[j].update(values)  # (a row appended lately: a job's second line)
+            self._at[key] = len(self._rows)
+            self._rows.append(values)
         else:
-            rows.update(i, values)
+            self._rows.update(i, values)
 
     def value(self, key: str, name: str, default: Any = None) -> Any:
         """``key``'s ``name``, or ``default`` (no row, or no such field in it)."""

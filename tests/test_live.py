@@ -581,7 +581,9 @@ def test_findings_are_diffed_into_events() -> None:
     data = sim.simulate(cfg).data
     assert data is not None
     buf = io.StringIO()
-    opts = LiveOptions(window=10, rule_interval=0.0)
+    # (Fed as if behind the input: the rules run after every piece only without the wait a
+    # backlog gives them.)
+    opts = LiveOptions(window=10, rule_interval=0.0, rule_interval_behind=0.0)
     engine = LiveAnalyzer(Config(), JsonLinesSink(buf), opts, ["-"])
     _engine_feed(data, engine, 50, speculate=False)
     engine.finish()
@@ -597,6 +599,48 @@ def test_findings_are_diffed_into_events() -> None:
         elif e["type"] == "finding_cleared":
             assert state.get(e["code"]), e["code"]
             state[e["code"]] = False
+
+
+def test_rules_wait_longer_while_input_waits_to_be_read() -> None:
+    """Behind the input (``tick(idle=False)``: pieces wait in the queue) the rules run at most
+    every ``rule_interval_behind`` seconds, caught up (``idle``) every ``rule_interval``; the
+    final report does not depend on either."""
+    cfg = sim.SimConfig(era="phase9-11", gw=3, proofs=3, concurrency=1, force_skip_vram=True)
+    data = sim.simulate(cfg).data
+    assert data is not None
+    now = [0.0]
+    opts = LiveOptions(window=10, rule_interval=0.5, rule_interval_behind=5.0)
+    engine = LiveAnalyzer(Config(), JsonLinesSink(io.StringIO()), opts, ["-"], clock=lambda: now[0])
+    stats = SourceStats("<stdin>")
+    engine.begin_source(0, stats)
+    pieces = list(chunks_of_lines(data, 60))
+    assert len(pieces) >= 8
+    runs: list[tuple[float, bool]] = []  # (clock, idle) of each tick that ran the rules
+    seen = None
+    for i, piece in enumerate(pieces):
+        engine.feed(clean_chunk(piece, stats))
+        now[0] = float(i)  # a piece a second; caught up at every fourth
+        idle = i % 4 == 3
+        engine.tick(idle=idle)
+        if engine.window_analysis is not seen:
+            seen = engine.window_analysis
+            runs.append((now[0], idle))
+    engine.end_source()
+    assert runs, "the rules never ran"
+    behind = [t for t, idle in runs if not idle]
+    caught_up = [t for t, idle in runs if idle]
+    # Behind, a run only once the longer wait has passed since the one before.
+    for t in behind:
+        before = [u for u, _ in runs if u < t]
+        assert not before or t - before[-1] >= 5.0, (t, runs)
+    # Caught up, the usual wait: every idle tick is a run (four seconds apart, under the
+    # longer wait).
+    assert len(caught_up) >= 3
+    assert caught_up == [float(i) for i in range(3, len(pieces), 4)]
+    final = engine.finish().to_dict()
+    ref = analyze([_write(data)]).to_dict()
+    for key in COMPARED:
+        assert final[key] == ref[key], key
 
 
 def test_window_and_store_stay_bounded() -> None:

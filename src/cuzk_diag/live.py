@@ -2,7 +2,8 @@
 
 The batch parser and assembler are fed chunk by chunk as data arrives, so every partition
 record is the one ``analyze`` would build. Rules re-run on a window of recent partitions (at
-most every ``LiveOptions.rule_interval`` seconds) and the findings are diffed into events. At
+most every ``LiveOptions.rule_interval`` seconds, every ``rule_interval_behind`` seconds while
+input waits to be read) and the findings are diffed into events. At
 end of input or on Ctrl-C the final report is computed from every record kept (up to
 ``LiveOptions.max_records``), so it equals ``analyze`` on the same input.
 
@@ -96,6 +97,7 @@ class LiveOptions:
     window: int = 500  # partitions the live facts, stage table and rules look at
     max_records: int = 100_000  # records kept for the final report (oldest dropped beyond)
     rule_interval: float = 0.5  # least seconds between two rule runs on the window
+    rule_interval_behind: float = 5.0  # the same while input waits to be read (a backlog)
     idle_flush: float = 0.5  # seconds a C++ line may wait for a clock reading before it is placed
     proofs_window: int = 20  # completed proofs the windowed s/proof is taken over
     tick: float = 0.1  # seconds the loop waits for input before doing timed work
@@ -755,6 +757,10 @@ class LiveAnalyzer:
             self._problems = problems
             self._dirty = True
         interval = max(self.opts.rule_interval, 4 * self._eval_cost)
+        if not idle:
+            # Behind the input: the window moves on before its findings would be read, and each
+            # run of the rules delays the records behind it; run them less often until caught up.
+            interval = max(interval, self.opts.rule_interval_behind)
         if self._dirty and now - self._last_eval >= interval:
             self.evaluate()
         every = self.sink.update_interval

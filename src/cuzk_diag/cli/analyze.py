@@ -144,11 +144,11 @@ def analyze_cmd(
     \b
     Windowed figures (the last --window partitions): GPU and kernel utilisation, the
     stage table's n/median/p95, and the findings, which the rules recompute at most
-    twice a second. s/proof is taken over the last 20 completed proofs. Whole-run
-    figures: proofs done, partitions, lines read, malformed, unattributed and the
-    "run" stage columns (a streaming sketch, within 1%). The final report equals
-    analyze on the same input up to --max-records partitions, and covers the last
-    --max-records beyond. See docs/live.md.
+    twice a second (every 5 s while input waits to be read). s/proof is taken over
+    the last 20 completed proofs. Whole-run figures: proofs done, partitions, lines
+    read, malformed, unattributed and the "run" stage columns (a streaming sketch,
+    within 1%). The final report equals analyze on the same input up to --max-records
+    partitions, and covers the last --max-records beyond. See docs/live.md.
     """
     from cuzk_diag.config import load_config
 

@@ -18,12 +18,8 @@ import numpy as np
 import pandas as pd
 
 from cuzk_diag.heap import hand_back
-from cuzk_diag.records import PARTITION_COLUMNS, RunInfo
+from cuzk_diag.records import OFFSET_COLUMNS, PARTITION_COLUMNS, RunInfo
 
-#: TIMELINE columns that are offsets since engine start, not durations.
-OFFSET_COLUMNS = frozenset(
-    {"synth_start_ms", "synth_end_ms", "queue_ms", "pickup_ms", "start_ms", "end_ms"}
-)
 #: Idle-gap buckets of proposal-8 (ms): < 50, 50-500, > 500 (the last are cross-sector gaps).
 GAP_BUCKETS = (50.0, 500.0)
 #: In V3-V7 ``gpu_ms - pre_destructor_ms`` is Rust pointer setup, a few ms; more than this is

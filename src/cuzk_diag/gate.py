@@ -25,7 +25,7 @@ import pandas as pd
 from cuzk_diag.errors import ConfigError, InputError
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.facts import PRESTAGE_FALLBACKS, is_one_of, is_value, kernel_time
-from cuzk_diag.records import PARTITION_COLUMNS, Finding, Severity
+from cuzk_diag.records import OFFSET_COLUMNS, PARTITION_COLUMNS, Finding, Severity
 from cuzk_diag.stats import mann_whitney_u, relative_change
 
 FloatArray = npt.NDArray[np.float64]
@@ -34,10 +34,6 @@ FloatArray = npt.NDArray[np.float64]
 # Metric names
 # --------------------------------------------------------------------------------------------
 
-#: TIMELINE columns that are offsets since engine start, not durations.
-OFFSET_COLUMNS = frozenset(
-    {"synth_start_ms", "synth_end_ms", "queue_ms", "pickup_ms", "start_ms", "end_ms"}
-)
 #: Every per-call duration column of the partition schema, in schema order.
 DURATION_FIELDS: tuple[str, ...] = tuple(
     name for name, _ in PARTITION_COLUMNS if name.endswith("_ms") and name not in OFFSET_COLUMNS

@@ -42,7 +42,6 @@ from cuzk_diag.analysis import Analysis, analyze_run, jsonable
 from cuzk_diag.config import Config
 from cuzk_diag.errors import InputError
 from cuzk_diag.factrows import KeyedFactRows
-from cuzk_diag.facts import OFFSET_COLUMNS
 from cuzk_diag.follow import FollowFile
 from cuzk_diag.frame import records_to_table, table_to_frame
 from cuzk_diag.ingest.assemble import SegmentEnd
@@ -50,6 +49,7 @@ from cuzk_diag.ingest.stream import Ingest
 from cuzk_diag.jsontext import encoder
 from cuzk_diag.pipeline import Run, finish_table, with_wall_clock_text
 from cuzk_diag.records import (
+    OFFSET_COLUMNS,
     PARTITION_COLUMNS,
     Accounting,
     Finding,

@@ -305,6 +305,10 @@ PARTITION_COLUMNS = (
 )
 PARTITION_SCHEMA = pa.schema([pa.field(name, typ) for name, typ in PARTITION_COLUMNS])
 TIMING_FIELD_NAMES = [name for name, _ in TIMING_COLUMNS]
+#: TIMELINE columns that are offsets since engine start, not durations.
+OFFSET_COLUMNS = frozenset(
+    {"synth_start_ms", "synth_end_ms", "queue_ms", "pickup_ms", "start_ms", "end_ms"}
+)
 
 
 def _itself(value: Any) -> Any:

@@ -7,8 +7,9 @@ Compiled, the same code assembles about 1.5 times as fast, and the fixed-form li
 TIMELINE, tracing shapes) are read by loops over their bytes (``ingest/parse/scan.py``), which the
 pure build leaves to the per-line parsers: on a 50 MB log, one process, ``analyze`` and ``export``
 take 1.8-2.1 s compiled against 4.4-4.5 s pure, ``export --lines`` 1.1-1.6 against 5.0-5.6 s
-(docs/performance.md); ``trace`` takes about a tenth less than with its module pure. Nothing else
-changes, and ``tests/test_compiled.py`` holds the compiled build to the pure one's results.
+(docs/performance-history.md); ``trace`` takes about a tenth less than with its module pure.
+Nothing else changes, and ``tests/test_compiled.py`` holds the compiled build to the pure one's
+results.
 Without a compiler the build warns and keeps the pure modules. An editable install (``pip install
 -e .``) stays pure Python, so that an edited module is the module that runs. ``cuzk-diag
 --version`` tells which build is installed. Everything else is in pyproject.toml.

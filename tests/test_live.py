@@ -28,6 +28,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cuzk_diag import live
 from cuzk_diag.analysis import analyze, jsonable
 from cuzk_diag.cli import cli
 from cuzk_diag.config import Config
@@ -43,6 +44,7 @@ from cuzk_diag.live import (
     QuantileSketch,
     RecordStore,
     _handle,
+    _InputQueue,
     partition_text,
 )
 from cuzk_diag.model import daemon as sim
@@ -871,6 +873,139 @@ def test_a_short_text_is_parsed_when_nothing_more_comes_within_feed_wait() -> No
     q.put(("text", b"b\n"))
     assert _handle(engine, q, ("text", b"a\n")) is False  # type: ignore[arg-type]
     assert engine.fed == [b"a\nb\n"]  # (what is waiting already is joined all the same)
+
+
+def test_the_input_queue_counts_the_bytes_of_text_waiting() -> None:
+    """Live mode is behind its input when more than ``behind_bytes`` of it wait to be parsed;
+    the queue counts them as items come and go (other items count nothing)."""
+    q = _InputQueue(maxsize=8)
+    assert q.waiting == 0
+    q.put(("begin", SourceStats("<stdin>")))
+    q.put(("text", b"a" * 1000))
+    q.put(("text", b"b" * 24))
+    q.put(("end",))
+    assert q.waiting == 1024
+    assert q.get_nowait()[0] == "begin" and q.waiting == 1024
+    assert q.get_nowait() == ("text", b"a" * 1000) and q.waiting == 24
+    q.get_nowait()
+    q.get_nowait()
+    assert q.waiting == 0 and q.empty()
+
+
+def _failure_log() -> bytes:
+    cfg = sim.SimConfig(era="main", n_gpus=2, gw=2, proofs=4, concurrency=2, seed=3, failures=1)
+    data = sim.simulate(cfg).data
+    assert data is not None and b"GPU proving failed" in data
+    return data
+
+
+def _run_rules_child(engine: LiveAnalyzer) -> None:
+    """Wait (bounded) until the engine's rules child has taken its reply in."""
+    deadline = time.monotonic() + EVENT_WAIT_S
+    while engine._child_state in ("warming", "busy"):
+        assert time.monotonic() < deadline, "the rules' child never replied"
+        time.sleep(0.01)
+        engine._collect()
+
+
+def test_rules_in_a_child_give_the_findings_of_rules_run_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the rules in a second interpreter, each run's findings are those of a run in this
+    process on the same window, and come out at a later tick; the final report is the same."""
+    monkeypatch.setattr(live, "usable_cpus", lambda: 2)  # (a child on any machine)
+    data = _failure_log()
+    outs = {"here": io.StringIO(), "child": io.StringIO()}
+    engines = {
+        name: LiveAnalyzer(Config(), JsonLinesSink(out), LiveOptions(window=50), ["-"])
+        for name, out in outs.items()
+    }
+    engines["child"].rules_in_child()
+    assert engines["child"]._child_state == "warming"
+    _run_rules_child(engines["child"])
+    assert engines["child"]._child_state == "idle"
+    finals = {}
+    for name, engine in engines.items():
+        stats = SourceStats("<stdin>")
+        engine.begin_source(0, stats)
+        for piece in chunks_of_lines(data, 400):
+            engine.feed(clean_chunk(piece, stats))
+            engine._dirty = True
+            engine.evaluate()  # (the child's run: started here, its findings at a tick)
+            if name == "child":
+                assert engine._child_state == "busy"
+                _run_rules_child(engine)
+        engine.end_source()
+        finals[name] = engine.finish().to_dict()
+        assert engine._child is None  # (stopped at the end)
+    assert finals["child"] == finals["here"]
+    events = {
+        name: [
+            (e["type"], e.get("code"), e.get("status"))
+            for e in map(json.loads, out.getvalue().splitlines())
+            if e["type"].startswith("finding")
+        ]
+        for name, out in outs.items()
+    }
+    assert ("finding", "CZ601", "new") in events["here"]
+    assert events["child"] == events["here"]
+
+
+def test_a_failed_rules_child_leaves_the_rules_to_this_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(live, "usable_cpus", lambda: 2)
+    out = io.StringIO()
+    now = [0.0]
+    engine = LiveAnalyzer(
+        Config(), JsonLinesSink(out), LiveOptions(window=50), ["-"], clock=lambda: now[0]
+    )
+    engine.rules_in_child()
+    _run_rules_child(engine)
+    assert engine._child is not None
+    engine._child.proc.kill()
+    engine._child.proc.wait()
+    stats = SourceStats("<stdin>")
+    engine.begin_source(0, stats)
+    engine.feed(clean_chunk(_failure_log(), stats))
+    engine._dirty = True
+    engine.evaluate()  # (sent to a child that is gone)
+    _run_rules_child(engine)
+    assert engine._child is None and engine._child_state == "off"
+    assert any(
+        "the rules' process ended early" in n and "main process from now on" in n
+        for n in engine.notices
+    )
+    assert engine._dirty  # (the run it had in hand is due again, here)
+    now[0] = 1.0
+    engine.tick()
+    assert engine.window_analysis is not None
+    codes = [f.code for f in engine.window_analysis.findings]
+    assert "CZ601" in codes
+    engine.finish()
+
+
+def test_with_the_rules_in_a_child_they_run_while_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behind the input, rules run here wait ``rule_interval_behind``; a child's runs cost this
+    process only the window's table, and go on at ``rule_interval``."""
+    monkeypatch.setattr(live, "usable_cpus", lambda: 2)
+    now = [0.0]
+    opts = LiveOptions(window=50, rule_interval=0.5, rule_interval_behind=5.0)
+    engine = LiveAnalyzer(Config(), JsonLinesSink(io.StringIO()), opts, ["-"], clock=lambda: now[0])
+    engine.rules_in_child()
+    _run_rules_child(engine)
+    stats = SourceStats("<stdin>")
+    engine.begin_source(0, stats)
+    runs = 0
+    for i, piece in enumerate(chunks_of_lines(_failure_log(), 300)):
+        engine.feed(clean_chunk(piece, stats))
+        now[0] = float(i)  # a piece a second, always behind
+        engine.tick(idle=False)
+        if engine._child_state == "busy":
+            runs += 1
+            _run_rules_child(engine)
+    assert runs >= 3  # (here, behind, one run in five seconds at most)
+    engine.finish()
 
 
 def test_record_store_keeps_order_and_cap() -> None:

@@ -45,6 +45,7 @@ from cuzk_diag.factrows import KeyedFactRows
 from cuzk_diag.follow import FollowFile
 from cuzk_diag.frame import records_to_table, table_to_frame
 from cuzk_diag.ingest.assemble import SegmentEnd
+from cuzk_diag.ingest.parallel import ChildCall, usable_cpus
 from cuzk_diag.ingest.stream import Ingest
 from cuzk_diag.jsontext import encoder
 from cuzk_diag.pipeline import Run, finish_table, with_wall_clock_text
@@ -97,7 +98,11 @@ class LiveOptions:
     window: int = 500  # partitions the live facts, stage table and rules look at
     max_records: int = 100_000  # records kept for the final report (oldest dropped beyond)
     rule_interval: float = 0.5  # least seconds between two rule runs on the window
-    rule_interval_behind: float = 5.0  # the same while input waits to be read (a backlog)
+    rule_interval_behind: float = 5.0  # the same while live mode is behind its input
+    # (runs in this process only: see ``rules_child``)
+    # Live mode is behind its input while more than this many bytes of it wait to be parsed
+    # (keeping up with a fast pipe, what arrives during one parse waits: well under 1 MiB).
+    behind_bytes: int = 2 << 20
     idle_flush: float = 0.5  # seconds a C++ line may wait for a clock reading before it is placed
     proofs_window: int = 20  # completed proofs the windowed s/proof is taken over
     tick: float = 0.1  # seconds the loop waits for input before doing timed work
@@ -107,6 +112,9 @@ class LiveOptions:
     queue_chunks: int = 64
     feed_min: int = 1 << 20  # text gathered for one parse when more is arriving
     feed_wait: float = 0.05  # most seconds a text waits for ``feed_min`` to gather
+    # Rules run in a second interpreter (``LiveAnalyzer.rules_in_child``) where the machine
+    # has a second CPU: the input's parse does not wait for them.
+    rules_child: bool = True
 
 
 # -- streaming quantiles -----------------------------------------------------------------------
@@ -535,6 +543,10 @@ class LiveAnalyzer:
         self._completions: deque[tuple[int, float]] = deque(maxlen=max(2, self.opts.proofs_window))
         self.findings: dict[tuple[str, int], Finding] = {}
         self.window_analysis: Analysis | None = None
+        # The interpreter the rules run in (``rules_in_child``); its state: "warming" (its
+        # imports: the rules run here meanwhile), "idle" or "busy" (a run in hand).
+        self._child: ChildCall | None = None
+        self._child_state = "off"
         self._dirty = False
         self._problems = 0
         self._last_eval = -math.inf
@@ -756,12 +768,14 @@ class LiveAnalyzer:
         if problems != self._problems:
             self._problems = problems
             self._dirty = True
+        self._collect()
         interval = max(self.opts.rule_interval, 4 * self._eval_cost)
-        if not idle:
-            # Behind the input: the window moves on before its findings would be read, and each
-            # run of the rules delays the records behind it; run them less often until caught up.
+        if not idle and self._child_state != "idle":
+            # Behind the input, with the rules run here: the window moves on before its
+            # findings would be read, and each run delays the records behind it; run them less
+            # often until caught up. (A child's run costs this process its window's table.)
             interval = max(interval, self.opts.rule_interval_behind)
-        if self._dirty and now - self._last_eval >= interval:
+        if self._dirty and now - self._last_eval >= interval and self._child_state != "busy":
             self.evaluate()
         every = self.sink.update_interval
         if every is not None and now - self._last_update >= every:
@@ -804,7 +818,8 @@ class LiveAnalyzer:
             self._provisional(rec, shown)
 
     def evaluate(self) -> None:
-        """Run facts and rules on the window and emit the finding changes."""
+        """Run facts and rules on the window and emit the finding changes (with the rules in
+        a child, its run starts now and its findings come at a later ``tick``)."""
         t0 = time.perf_counter()
         self._last_eval = self.clock()
         self._dirty = False
@@ -822,11 +837,54 @@ class LiveAnalyzer:
             jobs=KeyedFactRows((j, jobs[j]) for j in jobs if j in wjobs),
             bench={},  # cuzk-bench totals describe the whole run, not the window
         )
-        run = Run(table_to_frame(table), info, self.acc, list(self.inputs), table)
-        analysis = analyze_run(run, self.config, inputs=self.inputs)
+        args = (table, info, self.acc, list(self.inputs), self.config)
+        if self._child is not None and self._child_state == "idle":
+            self._child.call(analyze_window, args, {})
+            self._child_state = "busy"
+        else:
+            self._apply(analyze_window(*args))
+        self._eval_cost = time.perf_counter() - t0
+
+    def _apply(self, analysis: Analysis) -> None:
+        """A run of the rules on the window is done: its finding changes out."""
         self.window_analysis = analysis
         self._diff(analysis.findings)
-        self._eval_cost = time.perf_counter() - t0
+
+    # -- the rules in a child ----------------------------------------------------------------------
+
+    def rules_in_child(self) -> None:
+        """Run the rules on the window in a second interpreter from now on, where this machine
+        has a second CPU (and a sink shows them): the input's parse and assembly go on while
+        they run, one run at a time. The child's imports (pandas, the rules) take about half a
+        second; the rules run here meanwhile. Should the child fail, they run here again."""
+        if self._child is not None or not self.shows or usable_cpus() < 2:
+            return
+        self._child = ChildCall("the rules' process")
+        self._child.call(_load_analysis, (), {})
+        self._child_state = "warming"
+
+    def _collect(self, *, wait: bool = False) -> None:
+        """The child's reply, if it is in (with ``wait``, once it is): a run's findings out, or
+        the child ready after its imports."""
+        child = self._child
+        if child is None or self._child_state == "idle" or (child.running() and not wait):
+            return
+        try:
+            value = child.result(keep=True)
+        except Exception as exc:
+            self.note(f"{exc}; the rules run in the main process from now on")
+            self.stop_rules_child()
+            self._dirty = True  # (the run it had in hand is made again here)
+            return
+        if self._child_state == "busy":
+            self._apply(value)
+        self._child_state = "idle"
+
+    def stop_rules_child(self) -> None:
+        """Stop the rules' child (if one runs); the rules run in this process from now on."""
+        if self._child is not None:
+            self._child.close()
+        self._child, self._child_state = None, "off"
 
     def _diff(self, findings: list[Finding]) -> None:
         new: dict[tuple[str, int], Finding] = {}
@@ -908,11 +966,30 @@ class LiveAnalyzer:
         self._close_source()
         self._final(self.ingest.finish())
         self._complete_jobs()
+        if self._child_state == "busy":
+            self._collect(wait=True)  # (the findings of a run in hand come before the last)
+        self.stop_rules_child()
         if self._dirty:
             self.evaluate()  # the window's last state, for the final events and summary
         table = self.store.table(self.info, release=True)
         run = Run(table_to_frame(table), self.info, self.acc, list(self.inputs), table)
         return analyze_run(run, self.config, inputs=self.inputs)
+
+
+def analyze_window(
+    table: pa.Table, info: RunInfo, acc: Accounting, inputs: list[str], config: Config
+) -> Analysis:
+    """Facts and rules on a window's records (``LiveAnalyzer.evaluate``; in the rules' child
+    too)."""
+    run = Run(table_to_frame(table), info, acc, inputs, table)
+    return analyze_run(run, config, inputs=inputs)
+
+
+def _load_analysis() -> None:
+    """The rules' child's first call: its imports (the analysis, pandas) done before its first
+    run is due."""
+    import cuzk_diag.analysis  # noqa: F401
+    import cuzk_diag.pipeline  # noqa: F401
 
 
 # -- reading the inputs -------------------------------------------------------------------------
@@ -1016,6 +1093,26 @@ def _log_stream(raw: Any, head: bytes, display: str) -> Any:
             "logs only: give the export as a file to analyze"
         )
     return decoded(raw, kind)
+
+
+class _InputQueue(queue.Queue[tuple[Any, ...]]):
+    """The reader thread's queue of items for the main thread, counting the bytes of text it
+    holds (``waiting``; kept under the queue's lock, as its items are)."""
+
+    def _init(self, maxsize: int) -> None:
+        super()._init(maxsize)
+        self.waiting = 0
+
+    def _put(self, item: tuple[Any, ...]) -> None:
+        super()._put(item)
+        if item[0] == "text":
+            self.waiting += len(item[1])
+
+    def _get(self) -> tuple[Any, ...]:
+        item = super()._get()
+        if item[0] == "text":
+            self.waiting -= len(item[1])
+        return item
 
 
 def _read_inputs(
@@ -1130,7 +1227,9 @@ def run_live(
     opts = options or LiveOptions()
     sink = sink or ReportOnly()
     engine = LiveAnalyzer(config, sink, opts, inputs)
-    q: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=max(2, opts.queue_chunks))
+    if opts.rules_child:
+        engine.rules_in_child()
+    q = _InputQueue(maxsize=max(2, opts.queue_chunks))
     stop = threading.Event()
     reader = threading.Thread(
         target=_read_inputs,
@@ -1150,7 +1249,7 @@ def run_live(
                     item = None
                 if item is not None:
                     done = _handle(engine, q, item)
-                engine.tick(idle=q.empty())
+                engine.tick(idle=q.waiting < opts.behind_bytes)
                 sink.flush()
             signum = hits.signum
             stop.set()
@@ -1168,6 +1267,7 @@ def run_live(
             sink.flush()
     finally:
         stop.set()
+        engine.stop_rules_child()
         sink.close()
     return LiveResult(
         analysis,

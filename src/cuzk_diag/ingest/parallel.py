@@ -166,9 +166,9 @@ def stop_child(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def ended_early(proc: subprocess.Popen[bytes]) -> InputError:
-    """The error for a child process whose output stopped before its last message."""
-    return InputError(f"the parse process ended early (exit code {proc.wait()})")
+def ended_early(proc: subprocess.Popen[bytes], what: str = "the parse process") -> InputError:
+    """The error for a child process (``what``) whose output stopped before its last message."""
+    return InputError(f"{what} ended early (exit code {proc.wait()})")
 
 
 def child_setup() -> None:
@@ -288,8 +288,9 @@ class ChildCall:
 
     started = 0  # interpreters started by this process (tests)
 
-    def __init__(self) -> None:
+    def __init__(self, what: str = "the parse process") -> None:
         self.proc = start_child("cuzk_diag.ingest.parallel", ["--call"], stdin=True)
+        self.what = what  # (what its errors call it)
         ChildCall.started += 1
         self.progress: Callable[[Any], None] | None = None
         self.reply: tuple[str, Any] | None = None
@@ -357,7 +358,7 @@ class ChildCall:
         if not keep or reply is None or reply[0] == "error":
             self.close()
         if reply is None:
-            raise ended_early(self.proc)
+            raise ended_early(self.proc, self.what)
         kind, value = reply
         if kind == "error":
             raise value

@@ -8,8 +8,10 @@
 The simulator writes the log to a pipe (nothing on disk; its own memory is bounded), this script
 copies it into ``cuzk-diag analyze -`` (counting bytes) and reads the JSON Lines events coming
 out (counting partitions); every ``--interval`` seconds it samples the analyser's resident set
-(VmRSS) from /proc. A flat RSS column once the record cap is reached is the target: beyond the
-cap the kept records, the window and the sketches no longer grow.
+(VmRSS) from /proc, and that of its rules process (``rules MiB``: the analyser's child
+processes; ``rss_with_rules_process_mib``, the largest sum of both). A flat RSS column once the
+record cap is reached is the target: beyond the cap the kept records, the window and the
+sketches no longer grow.
 
 Writes ``bench/out/live-memory.md`` and ``.json`` (``-quick`` suffix with --quick).
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -40,6 +43,18 @@ def rss_kib(pid: int) -> tuple[int, int]:
     except OSError:
         pass
     return cur, peak
+
+
+def children_rss_kib(pid: int) -> int:
+    """VmRSS of ``pid``'s child processes (live mode's rules process), in KiB; 0 if none."""
+    kids: set[int] = set()
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as fh:
+                kids.update(int(k) for k in fh.read().split())
+    except OSError:
+        pass
+    return sum(rss_kib(k)[0] for k in kids)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,16 +117,22 @@ def main(argv: list[str] | None = None) -> int:
     for t in threads:
         t.start()
     samples: list[dict[str, float]] = []
-    header = f"{'time s':>7} {'input MB':>9} {'partitions':>11} {'RSS MiB':>8} {'peak MiB':>9}"
+    header = (
+        f"{'time s':>7} {'input MB':>9} {'partitions':>11} {'RSS MiB':>8} {'peak MiB':>9} "
+        f"{'rules MiB':>10}"
+    )
     print(header)
     high_water = 0  # VmHWM polled often, so the end-of-input report's peak is not missed
+    with_rules = 0  # the largest VmRSS of the analyser and its rules process together
     next_row = time.monotonic() + args.interval
     while live.poll() is None:
         time.sleep(0.1)
         cur, peak = rss_kib(live.pid)
         if not cur:
             break
+        kids = children_rss_kib(live.pid)
         high_water = max(high_water, peak)
+        with_rules = max(with_rules, cur + kids)
         if time.monotonic() < next_row:
             continue
         next_row += args.interval
@@ -122,10 +143,12 @@ def main(argv: list[str] | None = None) -> int:
             "partitions": state["partitions"],
             "rss_mib": round(cur * 1024 / MIB, 1),
             "peak_mib": round(peak * 1024 / MIB, 1),
+            "rules_mib": round(kids * 1024 / MIB, 1),
         }
         samples.append(s)
         print(
-            f"{s['t']:>7} {s['mb']:>9} {s['partitions']:>11,} {s['rss_mib']:>8} {s['peak_mib']:>9}",
+            f"{s['t']:>7} {s['mb']:>9} {s['partitions']:>11,} {s['rss_mib']:>8} {s['peak_mib']:>9}"
+            f" {s['rules_mib']:>10}",
             flush=True,
         )
     rc = live.wait()
@@ -154,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         "peak_mib": round(
             max(high_water, *(s["peak_mib"] * MIB / 1024 for s in samples)) * 1024 / MIB, 1
         ),
+        "rss_with_rules_process_mib": round(with_rules * 1024 / MIB, 1),
         "max_records": args.max_records,
         "window": args.window,
         "code": fp,
@@ -169,12 +193,13 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps({"summary": summary, "samples": samples}, indent=1)
     )
     rows = "\n".join(
-        f"| {s['t']} | {s['mb']} | {s['partitions']:,} | {s['rss_mib']} | {s['peak_mib']} |"
+        f"| {s['t']} | {s['mb']} | {s['partitions']:,} | {s['rss_mib']} | {s['peak_mib']} "
+        f"| {s['rules_mib']} |"
         for s in samples
     )
     (args.out / f"live-memory{tag}.md").write_text(
-        f"`{summary['command']}`\n\n| time s | input MB | partitions | RSS MiB | peak MiB |\n"
-        f"|---:|---:|---:|---:|---:|\n{rows}\n"
+        f"`{summary['command']}`\n\n| time s | input MB | partitions | RSS MiB | peak MiB "
+        f"| rules process MiB |\n|---:|---:|---:|---:|---:|---:|\n{rows}\n"
     )
     return 0
 

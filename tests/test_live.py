@@ -1008,6 +1008,25 @@ def test_with_the_rules_in_a_child_they_run_while_behind(monkeypatch: pytest.Mon
     engine.finish()
 
 
+@pytest.mark.parametrize(("argv", "child"), [([], True), (["--jobs", "1"], False)])
+def test_live_mode_runs_the_rules_in_a_second_process_unless_jobs_is_1(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], child: bool
+) -> None:
+    seen: list[LiveOptions] = []
+    real = live.run_live
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(args[3])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(live, "run_live", spy)
+    log = (Path(__file__).parents[1] / "fixtures" / "example.log").read_bytes()
+    r = CliRunner().invoke(cli, ["analyze", "-", *argv], input=log)
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.output
+    assert "partition" in r.output  # (the live stream, then the report)
+    assert [o.rules_child for o in seen] == [child]
+
+
 def test_record_store_keeps_order_and_cap() -> None:
     store = RecordStore(cap=5, batch=2)
     for i in [3, 1, None, 2, 5, 4, 7, 6]:

@@ -180,6 +180,7 @@ def analyze_cmd(
             output=output,
             window=window,
             max_records=max_records,
+            jobs=jobs,
         )
     else:
         result = _run_batch(
@@ -267,6 +268,7 @@ def _run_live(
     output: str | None,
     window: int,
     max_records: int,
+    jobs: int | None,
 ) -> tuple[Analysis, int | None]:
     """Live mode: a dashboard on a terminal, JSON Lines into a pipe, then the final report.
 
@@ -288,7 +290,9 @@ def _run_live(
         jsonl = True
     else:
         sink = ReportOnly()
-    options = LiveOptions(window=window, max_records=max_records)
+    # (Rules in a second process unless one process is asked for: ``rules_in_child`` looks
+    # for the second CPU.)
+    options = LiveOptions(window=window, max_records=max_records, rules_child=jobs != 1)
     try:
         live = run_live(inputs, config, sink, options, follow=follow)
     except CuzkDiagError as exc:

@@ -138,8 +138,10 @@ jobs_option = click.option(
     "second process, and several regular files are parsed in a second process ahead of the "
     "assembly (export --lines: N processes parse chunks in turn, any input; compare and check "
     "--baseline: the two runs side by side; trace: the process that writes the trace "
-    "assembles a fifth of the log); the results are the same. auto: 2 for regular "
-    "files of 32 MiB or more on a machine with two usable CPUs, else 1; export --lines to "
+    "assembles a fifth of the log; analyze's live mode: the rules on the window run in a "
+    "second process); the results are the same. auto: 2 for regular "
+    "files of 32 MiB or more on a machine with two usable CPUs, and in live mode with two "
+    "usable CPUs, else 1; export --lines to "
     "Parquet leaves one CPU to its writer (see docs/performance.md).",
 )
 

@@ -985,6 +985,26 @@ def test_a_failed_rules_child_leaves_the_rules_to_this_process(
     engine.finish()
 
 
+def test_rules_stay_in_this_process_when_no_child_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(live, "usable_cpus", lambda: 2)
+
+    def no_child(*_: Any) -> None:
+        raise OSError("no interpreter here")
+
+    monkeypatch.setattr(live, "ChildCall", no_child)
+    engine = LiveAnalyzer(Config(), JsonLinesSink(io.StringIO()), LiveOptions(window=50), ["-"])
+    engine.rules_in_child()
+    assert engine._child is None and engine._child_state == "off"
+    assert any("did not start (no interpreter here)" in n for n in engine.notices)
+    stats = SourceStats("<stdin>")
+    engine.begin_source(0, stats)
+    engine.feed(clean_chunk(_failure_log(), stats))
+    engine._dirty = True
+    engine.evaluate()
+    assert engine.window_analysis is not None  # (run here, at once)
+    engine.finish()
+
+
 def test_with_the_rules_in_a_child_they_run_while_behind(monkeypatch: pytest.MonkeyPatch) -> None:
     """Behind the input, rules run here wait ``rule_interval_behind``; a child's runs cost this
     process only the window's table, and go on at ``rule_interval``."""

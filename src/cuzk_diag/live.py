@@ -859,7 +859,11 @@ class LiveAnalyzer:
         second; the rules run here meanwhile. Should the child fail, they run here again."""
         if self._child is not None or not self.shows or usable_cpus() < 2:
             return
-        self._child = ChildCall("the rules' process")
+        try:
+            self._child = ChildCall("the rules' process")
+        except OSError as exc:  # (no interpreter to start: the rules stay here)
+            self.note(f"the rules' process did not start ({exc}); they run in the main process")
+            return
         self._child.call(_load_analysis, (), {})
         self._child_state = "warming"
 

@@ -98,8 +98,9 @@ class LiveOptions:
     window: int = 500  # partitions the live facts, stage table and rules look at
     max_records: int = 100_000  # records kept for the final report (oldest dropped beyond)
     rule_interval: float = 0.5  # least seconds between two rule runs on the window
-    rule_interval_behind: float = 5.0  # the same while live mode is behind its input
-    # (runs in this process only: see ``rules_child``)
+    # The same while live mode is behind its input, for runs in this process (a run in the
+    # rules' own process, ``rules_child``, costs this one the window's table: no wait).
+    rule_interval_behind: float = 5.0
     # Live mode is behind its input while more than this many bytes of it wait to be parsed
     # (keeping up with a fast pipe, what arrives during one parse waits: well under 1 MiB).
     behind_bytes: int = 2 << 20

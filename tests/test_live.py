@@ -985,6 +985,36 @@ def test_a_failed_rules_child_leaves_the_rules_to_this_process(
     engine.finish()
 
 
+def test_the_end_of_input_waits_a_bounded_time_for_the_rules_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run in a rules' process that does not answer is given up at the end of input (the
+    final report is made in the main process, as always)."""
+    monkeypatch.setattr(live, "usable_cpus", lambda: 2)
+    engine = LiveAnalyzer(Config(), JsonLinesSink(io.StringIO()), LiveOptions(window=50), ["-"])
+    engine.CHILD_WAIT = 0.2
+    engine.rules_in_child()
+    _run_rules_child(engine)
+    assert engine._child is not None
+    engine._child.proc.send_signal(signal.SIGSTOP)  # (a run that never ends)
+    try:
+        stats = SourceStats("<stdin>")
+        engine.begin_source(0, stats)
+        engine.feed(clean_chunk(_failure_log(), stats))
+        engine._dirty = True
+        engine.evaluate()
+        assert engine._child_state == "busy"
+        engine.end_source()
+        final = engine.finish()
+    finally:
+        if engine._child is not None:
+            engine._child.proc.send_signal(signal.SIGCONT)
+    assert engine._child is None
+    assert any("did not answer within 0.2 s" in n for n in engine.notices)
+    assert "CZ601" in [f.code for f in final.findings]
+    assert engine.window_analysis is not None  # (the last window run, made here)
+
+
 def test_rules_stay_in_this_process_when_no_child_starts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(live, "usable_cpus", lambda: 2)
 

@@ -504,6 +504,8 @@ class LiveAnalyzer:
     #: Safety valve for calls that never end (GPU_START without GPU_END or a GPU region).
     OPEN_CALLS_MAX = 4096
     PROVISIONAL_MAX = 4096
+    #: Most seconds the end of input waits for a run in the rules' process (``finish``).
+    CHILD_WAIT = 30.0
 
     def __init__(
         self,
@@ -874,6 +876,15 @@ class LiveAnalyzer:
         child = self._child
         if child is None or self._child_state == "idle" or (child.running() and not wait):
             return
+        if child.running() and child.reader is not None:
+            child.reader.join(self.CHILD_WAIT)
+            if child.running():
+                self.note(
+                    f"the rules' process did not answer within {self.CHILD_WAIT:g} s; "
+                    "the rules run in the main process from now on"
+                )
+                self.stop_rules_child()
+                return
         try:
             value = child.result(keep=True)
         except Exception as exc:

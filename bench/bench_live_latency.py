@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import json
+import re
 import resource
 import shutil
 import statistics
@@ -51,16 +52,20 @@ FAILURE_CODE = "CZ601"
 
 def with_failure(data: bytes, at: float) -> tuple[bytes, int]:
     """``data`` with ``FAILURE_LINE`` put in at the first line start ``at`` of the way in
-    (a fraction of its bytes), stamped with the time of the last tracing line before it; the
-    number of that line (1-based)."""
+    (a fraction of its bytes), stamped with the time of the last tracing line before it (its
+    timestamp as the parser reads one, ``classify.TRACING_TS_RE2``); the number of that line
+    (1-based)."""
+    from cuzk_diag.ingest.parse.classify import TRACING_TS_RE2
+
+    stamp_re = re.compile(TRACING_TS_RE2.encode() + rb"(?= )")
     pos = data.find(b"\n", int(len(data) * at)) + 1 or len(data)
     stamp = b""
     lo = pos
     while not stamp and lo > 0:
         start = data.rfind(b"\n", 0, lo - 1) + 1
-        head = data[start : start + 40].split(b" ", 1)[0]
-        if len(head) == 27 and head.endswith(b"Z") and head[10:11] == b"T":
-            stamp = head
+        m = stamp_re.match(data, start, lo)
+        if m is not None:
+            stamp = m.group()
         lo = start
     if not stamp:
         raise SystemExit("no tracing line before the failure's place: no timestamp to give it")
@@ -162,14 +167,12 @@ def measure(a: argparse.Namespace, log: Path, work: Path) -> int:
     lat.sort()
     p95 = lat[int(0.95 * (len(lat) - 1))]
     finding_s = None
-    if failure_line is not None:
-        written = times[bisect.bisect_left(ends, failure_line)]
-        finding_s = found[0] - written if found else None
-    if failure_line is None:
-        finding = ""
-    elif finding_s is None:
+    finding = ""
+    if failure_line is not None and not found:
         finding = f"the failure (line {failure_line:,}) raised no {FAILURE_CODE} finding; "
-    else:
+    elif failure_line is not None:
+        # (the time the slice holding the failure line was written)
+        finding_s = found[0] - times[bisect.bisect_left(ends, failure_line)]
         finding = (
             f"the failure's finding ({FAILURE_CODE}, line {failure_line:,}) "
             f"{finding_s * 1000:.0f} ms after its line; "

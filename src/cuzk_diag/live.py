@@ -1002,10 +1002,8 @@ def analyze_window(
 
 
 def _load_analysis() -> None:
-    """The rules' child's first call: its imports (the analysis, pandas) done before its first
-    run is due."""
-    import cuzk_diag.analysis  # noqa: F401
-    import cuzk_diag.pipeline  # noqa: F401
+    """The rules' child's first call, which does nothing: the child, unpickling it, imports
+    this module and with it the analysis and pandas, before its first run is due."""
 
 
 # -- reading the inputs -------------------------------------------------------------------------

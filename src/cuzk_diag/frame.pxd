@@ -3,6 +3,9 @@
 # package ignores this file.
 cimport cython
 
-@cython.locals(i=Py_ssize_t, c=Py_ssize_t, j=Py_ssize_t, x=cython.longlong)
+cdef Py_ssize_t _POSITIONS
+
+@cython.locals(i=Py_ssize_t, c=Py_ssize_t, j=Py_ssize_t, x=cython.longlong, p=Py_ssize_t,
+               keys=list, at=list)
 cpdef bint _fill(list rows, dict slots, long long[:, ::1] ints, unsigned char[:, ::1] seen,
                  list objs, unsigned char[::1] has, list fits)

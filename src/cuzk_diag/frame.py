@@ -205,13 +205,27 @@ def _fill(
     marked in ``seen``, any other's into its list in ``objs``, marked in ``has``. False at the
     first value that is not of its column's types (``fits``, as ``_columns`` checks them) or an
     integer beyond int64. (Compiled, a C loop over the records' items; keys that are no
-    column, and None, are left, as ``_columns`` leaves them.)"""
+    column, and None, are left, as ``_columns`` leaves them.)
+
+    The records of one assembly hold their keys in a few orders (one for 99 % of them on a
+    simulated log): each item's slot is taken from the record before where the key at its
+    position is the same object, and looked up in ``slots`` (a dict lookup, about a third of
+    an item's cost) where it is not."""
+    keys: list[Any] = [None] * _POSITIONS  # the key each position held in the last record
+    at: list[Any] = [None] * _POSITIONS  # and its slot (None: no column)
     for i in range(len(rows)):
+        p = 0
         for k, v in rows[i].items():
-            if v is None:
-                continue
-            slot = slots.get(k)
-            if slot is None:
+            if p < _POSITIONS:
+                if keys[p] is k:
+                    slot = at[p]
+                else:
+                    slot = at[p] = slots.get(k)
+                    keys[p] = k
+                p += 1
+            else:
+                slot = slots.get(k)
+            if v is None or slot is None:
                 continue
             c = slot
             if c >= 0:
@@ -231,6 +245,11 @@ def _fill(
                 objs[j][i] = v
                 has[j] = 1
     return True
+
+
+#: The positions of a record's items ``_fill`` remembers the slots of (a record holds about
+#: 50 items; the schema's columns, and ``extra``, are 73).
+_POSITIONS = 96
 
 
 #: All-null arrays by (type, length), made once: see ``share_nulls``.

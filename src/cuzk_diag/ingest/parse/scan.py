@@ -382,18 +382,18 @@ def _level(data: memoryview, a: int, b: int) -> int:
     nothing and two digits; then spaces, the level and a space)."""
     if b - a < 20:
         return 0
+    # (The separators first, then the digits: ``c ^ 48`` is 0-9 for an ASCII digit alone; a
+    # position is asked which it is only where its byte is no digit.)
+    if (
+        data[a + 4] != 45  # "-"
+        or data[a + 7] != 45
+        or data[a + 10] != 84  # "T"
+        or data[a + 13] != 58  # ":"
+        or data[a + 16] != 58
+    ):
+        return 0
     for k in range(19):
-        c = data[a + k]
-        if k == 4 or k == 7:
-            if c != 45:  # "-"
-                return 0
-        elif k == 10:
-            if c != 84:  # "T"
-                return 0
-        elif k == 13 or k == 16:
-            if c != 58:  # ":"
-                return 0
-        elif c < 48 or c > 57:
+        if data[a + k] ^ 48 > 9 and k != 4 and k != 7 and k != 10 and k != 13 and k != 16:
             return 0
     j = a + 19
     if data[j] == 46:  # "."

@@ -59,9 +59,34 @@ def _check(lines: list[str], clock: list[bool] | None = None) -> int:
         taken += 1
         want = _per_line(ln, i + 1, bool(marks[i]))
         assert want is not None, ln
+        if ev.family is not Family.TRACING or ev.kind == "clock":
+            _reads_as(ev, want.fields, ln)
         assert ev == want, ln
         assert list(ev.fields) == list(want.fields), ln  # key order: the line table's JSON
     return taken
+
+
+#: Keys the assembly asks C++, TIMELINE and clock lines for that some of them do not hold.
+_ASKED = ["snap_partition", "kind", "monolithic", "worker", "gpu_ms", "gpu_tid", "gpu", "ts"]
+
+
+def _reads_as(ev: Event, want: dict[str, object], ln: str) -> None:
+    """A C++, TIMELINE or clock line's event reads its fields from its group's columns
+    (``Event.get``, ``Event.has``) as ``want`` holds them, and copies them as a loop over
+    ``want`` would (``Event.copy_fields``: without the keys dropped, renamed), without making
+    its dict."""
+    assert ev._fields is None, ln
+    for key in [*want, *_ASKED, "".join(list("partition"))]:
+        assert ev.get(key) == want.get(key), (ln, key)
+        assert ev.has(key) is (key in want), (ln, key)
+    drop = frozenset({"gpu_tid", "offset_ms"})
+    for ren in (None, {k: k.upper() for k in list(want)[1:]}):
+        into: dict[str, object] = {"before": 0}
+        ev.copy_fields(into, drop, ren)
+        copied = {(ren or {}).get(k, k): v for k, v in want.items() if k not in drop}
+        assert into == {"before": 0, **copied}, ln
+        assert list(into) == ["before", *copied], ln  # (in the fields' order)
+    assert ev._fields is None, ln
 
 
 def test_fixture_logs_parse_the_same_in_bulk() -> None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import copy
 import pickle
+import sys
 
 import pytest
 
-from cuzk_diag.event import Event
+from cuzk_diag.event import Columns, Event
 from cuzk_diag.ingest import parse_text
 from cuzk_diag.records import Family
 
@@ -77,3 +78,60 @@ def test_the_parse_makes_events_of_every_family() -> None:
     assert all(type(e) is Event for e in events)
     assert [e.family for e in events][:2] == [Family.TIMING, Family.TIMELINE]
     assert events[0].fields == {"split_vectors_ms": 3, "setup_to_split_ms": 5}
+
+
+def _from_columns(row: int = 1) -> tuple[Event, Columns]:
+    """An event made from columns as the parse makes those of TIMELINE and clock lines."""
+    names = ["offset_ms", "job_id", "partition", "worker"]
+    cols = Columns([sys.intern(n) for n in names], [[5, 6, 7], ["a", "b", "c"], 3, [0, 1, 2]])
+    ev = Event(12, 0, Family.TIMELINE, "GPU_START", {})
+    ev._fields, ev._cols, ev._row = None, cols, row  # (as ``columnar._made_events`` sets them)
+    return ev, cols
+
+
+def test_an_event_made_from_columns_reads_each_field_without_its_dict() -> None:
+    want = {"offset_ms": 6, "job_id": "b", "partition": 3, "worker": 1}
+    ev, cols = _from_columns()
+    # Keys as the assembly asks (interned literals), as texts made at run time, and absent ones
+    # (asked twice: the second answer comes from the columns' note of missing keys).
+    made = "".join(["parti", "tion"])
+    asked = [*want, made, "snap_partition", "kind", "snap_partition", "".join(["ki", "nd"])]
+    for key in asked:
+        assert ev.get(key) == want.get(key), key
+        assert ev.has(key) is (key in want), key
+    assert ev._fields is None and ev._cols is cols  # (no dict made yet)
+    assert cols.absent == ["snap_partition", "kind"]  # (a made text equal to a name: found)
+    assert ev.fields == want and list(ev.fields) == list(want)  # (the names' order)
+    assert ev._cols is None  # (the columns are not held once the dict is made)
+    assert ev.get("worker") == 1 and ev.has("offset_ms") and not ev.has("kind")
+    assert ev.field_dict() is ev.fields
+
+
+def test_an_event_copies_its_fields_the_same_whether_made_from_columns_or_a_dict() -> None:
+    lazy, _ = _from_columns()
+    eager = Event(12, 0, Family.TIMELINE, "GPU_START", dict(_from_columns()[0].fields))
+    for ren in (None, {"job_id": "job", "worker": "w"}):
+        for drop in (frozenset(), frozenset({"partition", "absent"})):
+            into_lazy: dict[str, object] = {"x": 1, "job_id": "old"}
+            into_eager = dict(into_lazy)
+            lazy.copy_fields(into_lazy, drop, ren)
+            eager.copy_fields(into_eager, drop, ren)
+            assert list(into_lazy.items()) == list(into_eager.items())
+    assert lazy._fields is None  # (copied from the columns)
+
+
+def test_an_event_made_from_columns_equals_pickles_and_copies_as_one_made_with_its_dict() -> None:
+    ev, _ = _from_columns(row=2)
+    eager = Event(
+        12,
+        0,
+        Family.TIMELINE,
+        "GPU_START",
+        {"offset_ms": 7, "job_id": "c", "partition": 3, "worker": 2},
+    )
+    assert _from_columns(row=2)[0] == eager and repr(_from_columns(row=2)[0]) == repr(eager)
+    for protocol in (2, 5):
+        back = pickle.loads(pickle.dumps(_from_columns(row=2)[0], protocol=protocol))
+        assert back == eager and back._cols is None
+    assert copy.deepcopy(ev) == eager
+    assert _from_columns(row=0)[0] != eager

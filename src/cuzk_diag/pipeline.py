@@ -230,7 +230,7 @@ def _guard_lines(events: Sequence[Event]) -> Iterator[tuple[Event, int | None]]:
     for ev in events:
         fam = ev.family
         if fam is timeline:
-            off = ev.fields.get("offset_ms")
+            off = ev.get("offset_ms")
             if isinstance(off, int) and ev.kind != "torn":
                 yield ev, off
         elif fam is tracing and ev.kind in _GUARD_KINDS:

@@ -276,7 +276,7 @@ def assemble_part(
         def take(events: list[Event]) -> None:
             for ev in events:
                 if ev.family is Family.TIMELINE:
-                    if held and (k := timeline_key(ev.fields)) in held:
+                    if held and (k := timeline_key(ev)) in held:
                         part.touched.add(k)
                 elif has_run_info(ev):
                     facts.append(ev)

@@ -198,20 +198,21 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
             elif fam is _TIMELINE or fam is _TRACING:
                 # A timestamped line: first a clock reading (at ``t`` on the TIMELINE clock),
                 # which places the C++ lines waiting for it and moves the clock on (never back).
+                # (Their fields read one by one, ``Event.get``: the TIMELINE and clock lines'
+                # events are made without a dict.)
                 t: float | None = None
-                f: dict[str, Value] = ev.fields  # (compiled, a dict read as one)
                 kind = ev.kind
                 if fam is _TIMELINE:
-                    era.observe_timeline(kind, f, ev)
+                    era.observe_timeline(kind, ev)
                     if kind == "torn":
                         continue
-                    off = f.get("offset_ms")
+                    off = ev.get("offset_ms")
                     if isinstance(off, int):
                         t = float(off)
                 else:
                     epoch = self.epoch_ms
                     if epoch is not None:
-                        ts = f.get("ts")
+                        ts = ev.get("ts")
                         ms = _ts_ms(ts) if isinstance(ts, str) else None
                         if ms is not None:
                             t = ms - epoch
@@ -221,11 +222,11 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                     clock = self.clock or 0.0
                     self.clock = t if t > clock else clock  # (max(clock, t), without the call)
                 if fam is _TIMELINE:
-                    timeline_line(self, ev, kind, f)
+                    timeline_line(self, ev, kind)
                 elif kind != "clock":
                     # (The one kind of line that ends a clock segment: the engine's start.)
                     segment = self.segment
-                    tracing_line(self, ev, kind, f)
+                    tracing_line(self, ev, kind, ev.field_dict())
                     if self.segment != segment:
                         out.extend(self._take_out())
                         out.append(SegmentEnd(self.segment))

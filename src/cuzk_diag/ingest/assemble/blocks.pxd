@@ -37,10 +37,10 @@ cdef class Block:
     cdef bint _takes(self, str kind, long st, object tid, bint ntt_era, bint lenient) except -1
     @cython.locals(found=bint, early=double, late=double)
     @cython.locals(fixed=tuple, own=tuple, key=str, latency=double, at=double)
-    cdef (bint, double, double) _offset(self, long st, dict f)
+    cdef (bint, double, double) _offset(self, long st, Event ev)
     # (cost, new_lo, new_hi) as a C struct: no tuple is made for the callers that unpack it.
     @cython.locals(found=bint, early=double, late=double)
-    cpdef (double, double, double) lock_cost(self, long st, dict f, object lo, object hi)
+    cpdef (double, double, double) lock_cost(self, long st, Event ev, object lo, object hi)
     @cython.locals(
         old_lo=double, old_hi=double, new_lo=double, new_hi=double, t=double, miss=double,
         bound=double
@@ -74,14 +74,14 @@ cdef long _BIT_D_A_CACHE, _BIT_NTT_H, _BIT_NTT_MSM_H, _BIT_BARRIER_WAIT, _BIT_MU
 cdef double _TOL_MS_F
 
 cdef object _iv(dict d, str k)
+cdef object _ive(Event ev, str k)
 # Whether a stage's line can end a block, or names its GPU (gpu.pxd cimports them).
 cpdef bint closes(long st)
 cpdef bint names_gpu(long st)
 cdef object _ivf(dict d, str k)
 
-cpdef _copy_fields(dict into, dict f, str kind)
-cdef _copy_renamed(dict into, dict f, dict ren)
+cpdef _copy_fields(dict into, Event ev, str kind)
 
 cpdef _apply_gpu(Block blk, Event ev, str kind, object tid)
 @cython.locals(per=dict)
-cpdef _apply_line(Block blk, object line, dict f, str kind, long stage, object tid)
+cpdef _apply_line(Block blk, Event ev, str kind, long stage, object tid)

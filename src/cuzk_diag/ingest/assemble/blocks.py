@@ -122,6 +122,12 @@ def _iv(d: dict[str, Value], k: str) -> int | None:
     return v if type(v) is int else None
 
 
+def _ive(ev: Event, k: str) -> int | None:
+    """``_iv`` of a line's field (``Event.get``)."""
+    v = ev.get(k)
+    return v if type(v) is int else None
+
+
 def closes(st: int) -> bool:
     """Can a line of stage ``st`` end a block (``Block.closes_with``)? T6 and T19 can. (By
     stage: compiled, two comparisons of C integers where a set of kinds hashes and compares the
@@ -241,9 +247,9 @@ class Block:
             return self.has_t17
         return True
 
-    def _offset(self, st: int, f: dict[str, Value]) -> tuple[bool, float, float]:
-        """How long after the lock a line of stage ``st`` prints, from its values and the
-        block's: (found, early, late). (Compiled, a C struct: ``lock_cost`` makes no tuple and
+    def _offset(self, st: int, ev: Event) -> tuple[bool, float, float]:
+        """How long after the lock a line (``ev``) of stage ``st`` prints, from its values and
+        the block's: (found, early, late). (Compiled, a C struct: ``lock_cost`` makes no tuple and
         no float objects of it.)"""
         fixed = _FIXED_AT[st]
         if fixed is not None:
@@ -253,13 +259,13 @@ class Block:
         own = _OWN_AT[st]
         if own is not None:  # the line's own value (and a print latency)
             key, latency = own
-            v = f.get(key)
+            v = ev.get(key)
             if type(v) is not int:
                 return False, 0.0, 0.0
             at = float(v)
             return True, at, at + latency
         if st == _STAGE_NTT_H:
-            total = _iv(f, "ntt_h_total_ms")
+            total = _ive(ev, "ntt_h_total_ms")
             if total is None:
                 return False, 0.0, 0.0
             at = float(total)
@@ -267,13 +273,13 @@ class Block:
         b = self.fields
         ntt = _iv(b, "ntt_msm_h_ms")
         if st == _STAGE_BARRIER_WAIT:
-            v = _iv(f, "barrier_wait_ms")
+            v = _ive(ev, "barrier_wait_ms")
             if v is None or ntt is None:
                 return False, 0.0, 0.0
             at = float(ntt + v)
             return True, at, at + 3.0
         if st == _STAGE_BATCH_ADD:
-            v = _iv(f, "batch_add_ms")
+            v = _ive(ev, "batch_add_ms")
             if v is None or ntt is None:
                 return False, 0.0, 0.0
             bw = _iv(b, "barrier_wait_ms")
@@ -284,11 +290,11 @@ class Block:
         return False, 0.0, 0.0
 
     def lock_cost(
-        self, st: int, f: dict[str, Value], lo: float | None, hi: float | None
+        self, st: int, ev: Event, lo: float | None, hi: float | None
     ) -> tuple[float, float, float]:
-        """(cost, new_lo, new_hi): how far the clock bracket of a line (of stage ``st``) misses
-        the lock interval."""
-        found, early, late = self._offset(st, f)
+        """(cost, new_lo, new_hi): how far the clock bracket of a line (``ev``, of stage
+        ``st``) misses the lock interval."""
+        found, early, late = self._offset(st, ev)
         return self._cost_at(found, early, late, lo, hi)
 
     def _cost_at(
@@ -481,55 +487,37 @@ class Block:
         return cost
 
 
-def _copy_fields(into: dict[str, Value], f: dict[str, Value], kind: str) -> None:
+def _copy_fields(into: dict[str, Value], ev: Event, kind: str) -> None:
     """A line's fields into a block's, a GPU thread's or a call's, renamed (``_RENAME``) and
     without the parser's own keys (``_DROP``, which none of them holds)."""
-    _copy_renamed(into, f, _RENAME.get(kind))
-
-
-def _copy_renamed(into: dict[str, Value], f: dict[str, Value], ren: dict[str, str] | None) -> None:
-    """``_copy_fields`` with the kind's renames (``ren``) looked up already (``_apply_line``
-    reads them by stage)."""
-    k: str
-    if ren is None:
-        # (A loop: ``into |= f`` and then a ``pop`` of each key of ``_DROP`` cost more, the
-        # pops a lookup each whether the key is there or not.)
-        for k, v in f.items():
-            if k not in _DROP:
-                into[k] = v
-    else:
-        for k, v in f.items():
-            if k not in _DROP:
-                into[ren.get(k, k)] = v
+    ev.copy_fields(into, _DROP, _RENAME.get(kind))
 
 
 def _apply_gpu(blk: Block, ev: Event, kind: str, tid: int) -> None:
     """Add a GPU-region line to a block's state (no side effects beyond the block). (A
     malformed line never comes here: ``Assembler.feed_many`` counts it and leaves it out.)"""
-    _apply_line(blk, ev.line, ev.fields, kind, _STAGE[kind], tid)
+    _apply_line(blk, ev, kind, _STAGE[kind], tid)
 
 
-def _apply_line(
-    blk: Block, line: int, f: dict[str, Value], kind: str, stage: int, tid: int
-) -> None:
-    """``_apply_gpu`` for a line's number, fields and stage (``ev.line``, ``ev.fields``,
-    ``_STAGE[kind]``) that the caller has read already: compiled, each read of an event
-    attribute, like each lookup of a kind's stage, is a lookup."""
-    blk.lines.append(line)
+def _apply_line(blk: Block, ev: Event, kind: str, stage: int, tid: int) -> None:
+    """``_apply_gpu`` for a line's stage (``_STAGE[kind]``) that the caller has read already:
+    compiled, a lookup of a kind's stage is a lookup. Its fields are read by
+    ``Event.copy_fields`` (an event made from columns makes no dict of them)."""
+    blk.lines.append(ev.line)
     if stage == _STAGE_NTT_H:
-        for k, v in f.items():
+        for k, v in ev.field_dict().items():
             if isinstance(v, int):
                 old = blk.fields.get(k)
                 blk.fields[k] = v + old if isinstance(old, int) else v
     elif tid == 0 and not blk.per_tid:
         # The usual single-GPU-thread call: thread 0's values are the block's.
-        _copy_renamed(blk.fields, f, _RENAME_AT[stage])
+        ev.copy_fields(blk.fields, _DROP, _RENAME_AT[stage])
     else:
         # Per GPU thread; a multi-GPU call reports each stage's longest thread.
         if not blk.per_tid:
             blk.per_tid[0] = {k: v for k, v in blk.fields.items() if k in _TID_FIELDS}
         per = blk.per_tid.setdefault(tid, {})
-        _copy_renamed(per, f, _RENAME_AT[stage])
+        ev.copy_fields(per, _DROP, _RENAME_AT[stage])
         for k, v in per.items():
             if len(blk.per_tid) == 1 or not isinstance(v, int):
                 blk.fields[k] = v

@@ -44,7 +44,7 @@ def put_cpu(self: State, call: Call, ev: Event, kind: str) -> None:
     line = ev.line
     call.lines.append(line)
     call.klines[kind] = line
-    _copy_fields(call.fields, ev.fields, kind)
+    _copy_fields(call.fields, ev, kind)
     if call.attr_cpu is _NONE:
         call.attr_cpu = _INFERRED
     if kind == "async_dealloc":
@@ -82,7 +82,6 @@ def _has_end(c: Call) -> bool:
 
 def cpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
     """A CPU-side line (``drain`` places it): the open call that fits the clock best."""
-    f: dict[str, Value] = ev.fields
     c: Call  # (the calls of the comprehensions below)
     v: Value = None  # the line's value, when its print time can be predicted from it
     if kind == "split_vectors":
@@ -91,7 +90,7 @@ def cpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
             for c in self.calls
             if not c.kinds & _SPLIT_VECTORS and c.job_id is not None and not c.ended
         ]
-        v = f.get("setup_to_split_ms")
+        v = ev.get("setup_to_split_ms")
         if not cands:
             call = self._anonymous_for_t1(ev)
             put_cpu(self, call, ev, kind)
@@ -107,7 +106,7 @@ def cpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
             for c in self.calls
             if c.kinds & _SPLIT_VECTORS and not c.kinds & _PREP_MSM and not c.closed_out
         ]
-        v = f.get("prep_msm_ms")
+        v = ev.get("prep_msm_ms")
     elif kind == "b_g2_msm":
         # T3 comes after the call's T2 and always before its GPU_END (and T7).
         cands = [
@@ -120,7 +119,7 @@ def cpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
         ]
         if not cands:
             cands = self._lost_t2_calls()  # a T2 line was lost or damaged
-        v = f.get("b_g2_msm_ms")
+        v = ev.get("b_g2_msm_ms")
     else:  # async_dealloc: after the call's epilogue/finalize
         # A call whose GPU_END printed has finished its region, whichever block the GPU
         # lines were bound to (with two GPUs a block can sit on the other GPU's call).
@@ -131,7 +130,7 @@ def cpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
             and ((c.block is not None and c.block.closed) or _has_end(c))
             and (c.kinds & _EPILOGUE or "pre_destructor_ms" not in c.fields)
         ]
-        v = f.get("async_dealloc_ms")
+        v = ev.get("async_dealloc_ms")
         if isinstance(v, int) and hi is not None and v > TOL_MS + self.CPU_MARGIN:
             # The dealloc thread is spawned just before the call returns and its GPU_END
             # prints, and T8 prints v ms after that spawn at the earliest: a call whose GPU_END

@@ -23,7 +23,6 @@ cdef _put_line(
     State self,
     Block blk,
     Event ev,
-    dict f,
     str kind,
     long st,
     object tid,

@@ -30,9 +30,6 @@ from cuzk_diag.ingest.assemble.identity import bind_block
 from cuzk_diag.ingest.assemble.lockfit import gpu_free_at, lock_miss
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.ingest.parse.era import EraDetector
-from cuzk_diag.records import (
-    Value,
-)
 
 #: The stages of the kinds some rules below single out (as blocks.py's, whose C variables no
 #: other module reads; compiled, these are C integers of this module, compared without a lookup).
@@ -169,8 +166,6 @@ def extend_beam(
     snaps: dict[int, tuple[Any, ...]]  # (each hypothesis' block states)
     assert self.beam is not None
     may_skip = not (kind in STARTS_BLOCK and not tid)
-    f: dict[str, Value] = ev.fields  # (read once: each read of an event attribute is a lookup)
-    line = ev.line
     new: list[tuple[float, int, dict[int, tuple[Any, ...]]]] = []
     closing: dict[int, int] = {}
     order = 0
@@ -192,9 +187,9 @@ def extend_beam(
             # hypothesis changes b.) A copy of it to place the line in:
             b.own_to_place(st, tid)
             if not tid:
-                lc, b.lock_lo, b.lock_hi = b.lock_cost(st, f, lo, hi)
+                lc, b.lock_lo, b.lock_hi = b.lock_cost(st, ev, lo, hi)
                 c += lc
-            _apply_line(b, line, f, kind, st, tid)
+            _apply_line(b, ev, kind, st, tid)
             c += b.relation_cost(kind, st)
             order += 1
             snaps2 = dict(snaps)
@@ -238,8 +233,7 @@ def gpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
     function that ``drain`` calls directly, not a method found by name on each line.)"""
     b: Block  # (the blocks of the loops below: compiled, their methods are C calls)
     era: EraDetector = self.era  # (compiled, its markers read as a struct field)
-    f: dict[str, Value] = ev.fields  # (compiled, a dict read as one)
-    tid = f.get("gpu_tid")
+    tid = ev.get("gpu_tid")
     tid = tid if isinstance(tid, int) else 0
     st: int = _STAGE[kind]  # (looked up once: the blocks are asked by stage)
     ntt_era = "ntt_h" in era.markers
@@ -284,7 +278,7 @@ def gpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
         # this function keep its variables in a closure object.)
         costs = sorted(
             [
-                (b.lock_cost(st, f, lo, hi)[0], b.seq, b)
+                (b.lock_cost(st, ev, lo, hi)[0], b.seq, b)
                 for b in self.blocks
                 if b._takes(kind, st, tid, ntt_era, False)
             ]
@@ -301,9 +295,9 @@ def gpu_line(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> None:
     early: float = 0.0
     late: float = 0.0
     if not tid:
-        found, early, late = blk._offset(st, f)
+        found, early, late = blk._offset(st, ev)
         _, blk.lock_lo, blk.lock_hi = blk._cost_at(found, early, late, lo, hi)
-    _put_line(self, blk, ev, f, kind, st, tid, found, early, late)
+    _put_line(self, blk, ev, kind, st, tid, found, early, late)
 
 
 class GpuRegion(State):
@@ -311,7 +305,11 @@ class GpuRegion(State):
 
     def _note_unattributed(self: State, ev: Event) -> None:
         self.acc.note_unattributed(ev.line)
-        self.unattributed.append(ev) if len(self.unattributed) < 1000 else None
+        if len(self.unattributed) < 1000:
+            # (Kept to the end of the run: with its dict made, an event made from columns no
+            # longer holds its chunk's columns.)
+            ev.field_dict()
+            self.unattributed.append(ev)
 
     BEAM_WIDTH = 8
     GAP_COST = 1000.0  # per stage a hypothesis must take as lost (lines are rarely lost)
@@ -399,7 +397,6 @@ def _put_line(
     self: State,
     blk: Block,
     ev: Event,
-    f: dict[str, Value],
     kind: str,
     st: _Stage,
     tid: _Tid,
@@ -407,18 +404,18 @@ def _put_line(
     early: float,
     late: float,
 ) -> None:
-    """A GPU-region line (``f``: its fields; ``st``: its stage) into its block, whose offset
+    """A GPU-region line (``st``: its stage) into its block, whose offset
     from the lock ``gpu_line`` found (``found``: ``early``-``late``), or not. (A module
     function: compiled, a C function that ``gpu_line`` calls directly, not a method found by
     name.)"""
-    _apply_line(blk, ev.line, f, kind, st, tid)
+    _apply_line(blk, ev, kind, st, tid)
     if not tid and st != _STAGE_NTT_H and blk.lock_lo > -1e17 and blk.lock_hi < 1e17:
         if not found:
-            found, early, late = blk._offset(st, f)
+            found, early, late = blk._offset(st, ev)
         if found and late < 1e11 and blk.lock_hi - blk.lock_lo < 50:
             self._anchor = (blk.lock_lo + early, blk.lock_hi + late)
     if names_gpu(st):
-        g = f.get("gpu")
+        g = ev.get("gpu")
         if isinstance(g, int):
             self.gpus_seen.add(g)
     elif closes(st) and blk.closes_with(kind, tid):
@@ -435,7 +432,7 @@ def _opens_block(st: _Stage, blk: Block, ev: Event | None) -> bool:
     if st == _STAGE_NTT_H and ev is not None and seen & _BIT_D_A_CACHE and not seen & _BIT_NTT_H:
         # A GPU's first call allocates the pool-cached d_b (hundreds of ms); an NTT_H line
         # without that allocation belongs to a later call on another GPU.
-        d_b = ev.fields.get("d_b_alloc_ms")
+        d_b = ev.get("d_b_alloc_ms")
         if isinstance(d_b, int) and d_b < 50:
             return True
     if blk.has_t17 or blk.has_t10:

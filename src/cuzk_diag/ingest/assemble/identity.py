@@ -44,15 +44,14 @@ def bind_block(self: State, blk: Block, ev: Event, kind: str, lo: Clock, hi: Clo
         blk.call = call
         call.block = blk
         return
-    f: dict[str, Value] = ev.fields
-    g = f.get("gpu")
+    g = ev.get("gpu")
     if kind in ("pool_threshold", "d_a_cache") and isinstance(g, int):
         # One-time lines name their GPU: the block is a call of a worker on that GPU.
         on_gpu = [c for c in cands if c.gpu == g]
         if on_gpu:
             cands = on_gpu
     if kind == "mutex_wait" and (lo is not None or hi is not None):
-        pre, wait = f.get("pre_lock_cpu_ms"), f.get("mutex_wait_ms")
+        pre, wait = ev.get("pre_lock_cpu_ms"), ev.get("mutex_wait_ms")
         if isinstance(pre, int) and isinstance(wait, int):
             c0 = _lock_fit(cands, pre, wait, lo, hi)
             cands = [c0]
@@ -83,7 +82,7 @@ def confirm_by_prove_start(self: State, ev: Event) -> None:
     """main: T19 is followed on the same thread by `GPU_TIMING spawn_blocking prove_start`."""
     blk: Block
     c: Call
-    f: dict[str, Value] = ev.fields
+    f: dict[str, Value] = ev.field_dict()
     p_ms = f.get("prove_start_ms")
     worker, part = f.get("worker_id"), f.get("partition")
     if not isinstance(p_ms, int):
@@ -266,7 +265,7 @@ class Identity(State):
         ``pre_destructor_ms``); its call is the one whose TIMELINE start plus
         ``pre_destructor_ms`` matches the clock when T7 printed. Together they bind block to call.
         """
-        pd = ev.fields.get("pre_destructor_ms")
+        pd = ev.get("pre_destructor_ms")
         blocks = [b for b in self.awaiting_t7 if b.call is None or not b.call.kinds & _EPILOGUE]
         if isinstance(pd, int):
             fit = [

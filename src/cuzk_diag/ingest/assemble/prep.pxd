@@ -23,12 +23,12 @@ cdef class PrepSearch:
     cdef public list ends
 
     cpdef object predict(self, str kind, object value, Call c)
-    @cython.locals(extra=double, nxt=double, c=Call)
+    @cython.locals(extra=double, nxt=double, c=Call, ev=Event)
     cpdef dfs(self, object i, double cost, double last)
     @cython.locals(best=list, choice=list, key=tuple)
     cdef _leaf(self, double cost)
     cdef bint _enter(self, double cost) except -1
-    @cython.locals(c=Call, cost=double, choice=list)
+    @cython.locals(c=Call, cost=double, choice=list, ev=Event)
     cpdef settle_one(self, list cs)
 
 cdef dict _NO_TEMP

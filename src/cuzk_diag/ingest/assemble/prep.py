@@ -163,7 +163,7 @@ class PrepSearch:
         temp = self.temp
         # (The line's kind and value, read once for all its candidates.)
         kind = ev.kind
-        value = _int0(ev.fields.get("prep_msm_ms" if kind == "prep_msm" else "b_g2_msm_ms"))
+        value = _int0(ev.get("prep_msm_ms" if kind == "prep_msm" else "b_g2_msm_ms"))
         for c in cs:
             p = self.predict(kind, value, c)
             extra = 0.0
@@ -219,7 +219,7 @@ class PrepSearch:
             return
         ev = self.lines[0]
         kind = ev.kind
-        value = _int0(ev.fields.get("prep_msm_ms" if kind == "prep_msm" else "b_g2_msm_ms"))
+        value = _int0(ev.get("prep_msm_ms" if kind == "prep_msm" else "b_g2_msm_ms"))
         for c in cs:
             p = self.predict(kind, value, c)
             cost = 0.0 if p is None else _miss(p, self.los[0], self.his[0], -1e18)

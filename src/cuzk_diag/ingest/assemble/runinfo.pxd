@@ -2,7 +2,7 @@
 # TIMELINE or tracing line are C functions (timeline.pxd and __init__.pxd cimport them), and the
 # tables they read C variables of their type.
 from cuzk_diag.event cimport Event
-cpdef tuple timeline_key(dict f)
+cpdef tuple timeline_key(Event ev)
 cpdef note_run_info(object info, Event ev)
 
 cdef dict _INT_SETTINGS

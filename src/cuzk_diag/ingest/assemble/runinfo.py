@@ -49,12 +49,12 @@ _KINDS = frozenset(
 )
 
 
-def timeline_key(f: dict[str, Value]) -> tuple[str, int | None]:
+def timeline_key(ev: Event) -> tuple[str, int | None]:
     """The (job, partition) a TIMELINE line's fields name (the key of its call's entry)."""
-    job = f.get("job_id")
-    part = f.get("partition")
+    job = ev.get("job_id")
+    part = ev.get("partition")
     if part is None:
-        part = f.get("snap_partition")
+        part = ev.get("snap_partition")
     return (job if isinstance(job, str) else "", part if isinstance(part, int) else None)
 
 
@@ -71,7 +71,7 @@ def note_run_info(info: RunInfo, ev: Event) -> None:
     kind = ev.kind
     if kind not in _KINDS:
         return  # (most tracing lines: one set lookup, not the string comparisons below)
-    f: dict[str, Value] = ev.fields
+    f: dict[str, Value] = ev.field_dict()
     if kind == "tracing":
         level = f.get("level")
         if level in ("ERROR", "WARN"):
@@ -130,7 +130,7 @@ def note_run_info(info: RunInfo, ev: Event) -> None:
 
 
 def _problem(info: RunInfo, ev: Event, level: str) -> None:
-    f: dict[str, Value] = ev.fields
+    f: dict[str, Value] = ev.field_dict()
     msg = str(f.get("message", ""))
     text = " ".join(f"{k}={v}" for k, v in f.items() if k not in ("ts", "level", "spans"))
     low = text.lower()
@@ -162,7 +162,7 @@ def _problem(info: RunInfo, ev: Event, level: str) -> None:
 def _bench(info: RunInfo, ev: Event) -> None:
     b = info.bench
     k = ev.kind
-    f: dict[str, Value] = ev.fields
+    f: dict[str, Value] = ev.field_dict()
     if k == "bench_proof":
         proofs = b.get("proofs")
         if not isinstance(proofs, FactRows):  # (the first, or a bench line's own "proofs")

@@ -12,14 +12,14 @@ from cuzk_diag.ingest.assemble.identity cimport confirm_by_prove_start, confirm_
 # The TIMELINE and tracing lines' functions as C functions: __init__.pxd cimports them for
 # ``feed_many``, which calls them for every such line.
 @cython.locals(code=long)
-cpdef timeline_line(State self, Event ev, str kind, dict f)
+cpdef timeline_line(State self, Event ev, str kind)
 @cython.locals(code=long)
 cpdef tracing_line(State self, Event ev, str kind, dict f)
 
 # ``start_call``, ``end_call`` and ``find_call`` as C functions: the functions above call
 # them directly.
 cpdef start_call(State self, str job, object part, object worker, object start, Event ev)
-cpdef end_call(State self, str job, object part, dict f, Event ev)
+cpdef end_call(State self, str job, object part, Event ev)
 cpdef Call find_call(State self, str job, object part, object worker)
 
 # The kind tables as C variables of their type (a lookup in them is a direct dict operation).

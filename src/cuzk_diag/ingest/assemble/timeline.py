@@ -38,41 +38,43 @@ _TL_KINDS = {
 }
 
 
-def timeline_line(self: State, ev: Event, kind: str, f: dict[str, Value]) -> None:
-    """A TIMELINE line (``kind`` and fields ``f`` as ``feed_many`` read them)."""
-    key = timeline_key(f)
+def timeline_line(self: State, ev: Event, kind: str) -> None:
+    """A TIMELINE line (``kind`` as ``feed_many`` read it; its fields read one by one,
+    ``Event.get``)."""
+    key = timeline_key(ev)
     job, part = key
     tl: dict[str, Value] | None = self.tl.get(key)
     if tl is None:
         tl = self.tl[key] = {}
-    off = f.get("offset_ms")
+    off = ev.get("offset_ms")
     code = _TL_KINDS.get(kind, 0)
     if code == _SYNTH_START:
         tl["synth_start_ms"] = off
-        if isinstance(f.get("kind"), str):
-            tl["proof_kind"] = f["kind"]
+        proof_kind = ev.get("kind")
+        if isinstance(proof_kind, str):
+            tl["proof_kind"] = proof_kind
     elif code == _SYNTH_END:
         tl["synth_end_ms"] = off
-        tl["synth_ms"] = f.get("synth_ms")
+        tl["synth_ms"] = ev.get("synth_ms")
     elif code == _QUEUE:
         tl["queue_ms"] = off
     elif code == _PICKUP:
         tl["pickup_ms"] = off
-        worker = f.get("worker")
+        worker = ev.get("worker")
         if isinstance(worker, int):
             self.pickups[key] = worker
     elif code == _START:
         tl["start_ms"] = off
         self.pickups.pop(key, None)
-        worker = f.get("worker")
+        worker = ev.get("worker")
         worker = worker if isinstance(worker, int) else None
         start_call(self, job, part, worker, float(off) if isinstance(off, int) else None, ev)
         # the new call shares its TIMELINE dict
         self.calls[-1].tl = tl
     elif code == _END:
         tl["end_ms"] = off
-        tl["gpu_ms"] = f.get("gpu_ms")
-        end_call(self, job, part, f, ev)
+        tl["gpu_ms"] = ev.get("gpu_ms")
+        end_call(self, job, part, ev)
 
 
 def start_call(
@@ -87,12 +89,12 @@ def start_call(
     self.calls.append(call)
 
 
-def end_call(self: State, job: str, part: MaybeInt, f: dict[str, Value], ev: Event) -> None:
-    worker = f.get("worker")
-    gpu_ms = f.get("gpu_ms")
+def end_call(self: State, job: str, part: MaybeInt, ev: Event) -> None:
+    worker = ev.get("worker")
+    gpu_ms = ev.get("gpu_ms")
     call = find_call(self, job, part, worker if isinstance(worker, int) else None)
     if call is None:
-        call = self._call_without_start(job, part, f, ev)
+        call = self._call_without_start(job, part, ev.field_dict(), ev)
         if call is None:
             return
     if self.pending:  # (a method call only when lines wait)

@@ -3,7 +3,7 @@
 # members set as C struct fields, and stored at its place). The pure Python package ignores this
 # file.
 
-from cuzk_diag.event cimport Event
+from cuzk_diag.event cimport Columns, Event
 
 cimport cython
 
@@ -13,5 +13,5 @@ cimport cython
 )
 cdef _made_events(
     list lines, object source, object family, object kinds, list names, list cols, list into,
-    const long long[::1] places
+    const long long[::1] places, Columns shared=*
 )

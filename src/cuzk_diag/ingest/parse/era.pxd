@@ -5,6 +5,6 @@ from cuzk_diag.event cimport Event
 cdef class EraDetector:
     cdef public dict markers
 
-    cpdef observe_timeline(self, str kind, dict f, Event ev)
+    cpdef observe_timeline(self, str kind, Event ev)
 
 cdef dict _TIMELINE_MARKERS

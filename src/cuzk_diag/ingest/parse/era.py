@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cuzk_diag.event import Event
-from cuzk_diag.records import Family, RunInfo, Value
+from cuzk_diag.records import Family, RunInfo
 
 ERAS = ("phase4-8", "phase9-11", "phase12", "pool-cache", "main")
 ERA_LABELS = {
@@ -50,22 +50,22 @@ class EraDetector:
             if "ntt_h" not in m:
                 m["ntt_h"] = ev.line
         elif fam is _TIMELINE:
-            self.observe_timeline(ev.kind, ev.fields, ev)
+            self.observe_timeline(ev.kind, ev)
 
-    def observe_timeline(self, kind: str, f: dict[str, Value], ev: Event) -> None:
-        """``observe`` for a TIMELINE line whose kind and fields the caller has read."""
+    def observe_timeline(self, kind: str, ev: Event) -> None:
+        """``observe`` for a TIMELINE line whose kind the caller has read."""
         # (Every TIMELINE line comes here: a few lookups, no more; a table, not a chain of
-        # string comparisons.)
+        # string comparisons; its fields asked for by ``Event.has``, its dict not made.)
         m = self.markers
         key = _TIMELINE_MARKERS.get(kind)
         if key is not None and key not in m:
             m[key] = ev.line
-        if "snap_partition" in f and "snap_partition" not in m:
+        if "snap_partition" not in m and ev.has("snap_partition"):
             m["snap_partition"] = ev.line
         # (The marker first for these two: once a log has shown it, one lookup a line.)
-        if "timeline_partition" not in m and "partition" in f:
+        if "timeline_partition" not in m and ev.has("partition"):
             m["timeline_partition"] = ev.line
-        if "timeline_monolithic" not in m and ("kind" in f or "monolithic" in f):
+        if "timeline_monolithic" not in m and (ev.has("kind") or ev.has("monolithic")):
             m["timeline_monolithic"] = ev.line
 
     @property

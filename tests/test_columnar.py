@@ -59,19 +59,18 @@ def _check(lines: list[str], clock: list[bool] | None = None) -> int:
         taken += 1
         want = _per_line(ln, i + 1, bool(marks[i]))
         assert want is not None, ln
-        if ev.family is not Family.TRACING or ev.kind == "clock":
-            _reads_as(ev, want.fields, ln)
+        _reads_as(ev, want.fields, ln)
         assert ev == want, ln
         assert list(ev.fields) == list(want.fields), ln  # key order: the line table's JSON
     return taken
 
 
-#: Keys the assembly asks C++, TIMELINE and clock lines for that some of them do not hold.
+#: Keys the assembly asks lines for that some of them do not hold.
 _ASKED = ["snap_partition", "kind", "monolithic", "worker", "gpu_ms", "gpu_tid", "gpu", "ts"]
 
 
 def _reads_as(ev: Event, want: dict[str, object], ln: str) -> None:
-    """A C++, TIMELINE or clock line's event reads its fields from its group's columns
+    """A bulk-parsed line's event reads its fields from its group's columns
     (``Event.get``, ``Event.has``) as ``want`` holds them, and copies them as a loop over
     ``want`` would (``Event.copy_fields``: without the keys dropped, renamed), without making
     its dict."""

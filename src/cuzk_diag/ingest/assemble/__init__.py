@@ -226,7 +226,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                 elif kind != "clock":
                     # (The one kind of line that ends a clock segment: the engine's start.)
                     segment = self.segment
-                    tracing_line(self, ev, kind, ev.field_dict())
+                    tracing_line(self, ev, kind)
                     if self.segment != segment:
                         out.extend(self._take_out())
                         out.append(SegmentEnd(self.segment))

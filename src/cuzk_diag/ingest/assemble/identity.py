@@ -82,9 +82,8 @@ def confirm_by_prove_start(self: State, ev: Event) -> None:
     """main: T19 is followed on the same thread by `GPU_TIMING spawn_blocking prove_start`."""
     blk: Block
     c: Call
-    f: dict[str, Value] = ev.field_dict()
-    p_ms = f.get("prove_start_ms")
-    worker, part = f.get("worker_id"), f.get("partition")
+    p_ms = ev.get("prove_start_ms")
+    worker, part = ev.get("worker_id"), ev.get("partition")
     if not isinstance(p_ms, int):
         return
     if self.pending:  # (a method call only when lines wait)
@@ -111,8 +110,9 @@ def confirm_by_prove_start(self: State, ev: Event) -> None:
         return
     self._rebind(best, call)
     call.fields["prove_start_ms"] = p_ms
-    if isinstance(f.get("spawn_to_enter_ms"), int):
-        call.fields["spawn_to_enter_ms"] = f["spawn_to_enter_ms"]
+    spawn = ev.get("spawn_to_enter_ms")
+    if isinstance(spawn, int):
+        call.fields["spawn_to_enter_ms"] = spawn
     maybe_emit(self, call)
 
 

@@ -14,7 +14,7 @@ from cuzk_diag.ingest.assemble.identity cimport confirm_by_prove_start, confirm_
 @cython.locals(code=long)
 cpdef timeline_line(State self, Event ev, str kind)
 @cython.locals(code=long)
-cpdef tracing_line(State self, Event ev, str kind, dict f)
+cpdef tracing_line(State self, Event ev, str kind)
 
 # ``start_call``, ``end_call`` and ``find_call`` as C functions: the functions above call
 # them directly.

@@ -143,22 +143,22 @@ def find_call(self: State, job: str, part: MaybeInt, worker: MaybeInt) -> Call |
     return None
 
 
-def tracing_line(self: State, ev: Event, kind: str, f: dict[str, Value]) -> None:
+def tracing_line(self: State, ev: Event, kind: str) -> None:
     """A tracing line: its run facts (``runinfo``), then what it tells about calls (``kind``
-    and fields ``f`` as ``feed_many`` read them)."""
+    as ``feed_many`` read it; its fields read one by one, ``Event.get``)."""
     call: Call  # (the calls of the loops below)
     note_run_info(self.info, ev)
     code = _TRACING_KINDS.get(kind, 0)
     if code == _ENGINE_START:
         if self.clock is not None or self.calls:
             self._new_segment()
-        ts = f.get("ts")
+        ts = ev.get("ts")
         self.epoch_ms = _ts_ms(ts) if isinstance(ts, str) else None
     elif code == _PROVE_START:
         confirm_by_prove_start(self, ev)
     elif code == _PROVE_TIME:
-        ms = f.get("gpu_prove_time_ms")
-        part = f.get("partition")
+        ms = ev.get("gpu_prove_time_ms")
+        part = ev.get("partition")
         if isinstance(ms, float):
             for call in reversed(self.calls):
                 if call.block is not None and (part is None or call.partition == part):
@@ -166,13 +166,13 @@ def tracing_line(self: State, ev: Event, kind: str, f: dict[str, Value]) -> None
                         call.fields["gpu_prove_time_ms"] = ms
                     break
     elif code == _FINALIZER:
-        w, p = f.get("worker_id"), f.get("partition")
+        w, p = ev.get("worker_id"), ev.get("partition")
         for call in reversed(self.calls):
             if call.worker == w and call.partition == p:
-                call.fields["finish_ms"] = f.get("finish_ms")
+                call.fields["finish_ms"] = ev.get("finish_ms")
                 break
     elif code == _FAILED:
-        job, part = f.get("job_id"), f.get("partition")
+        job, part = ev.get("job_id"), ev.get("partition")
         for call in reversed(self.calls):
             if call.job_id == job and call.partition == part:
                 call.status = "failed"

@@ -1,17 +1,14 @@
 # The compiled build's view of columnar.py: the loop that makes a group's events, with C-typed
-# locals (a list read and a dict store per value, each event made by its type's ``__new__``, its
-# members set as C struct fields, and stored at its place). The pure Python package ignores this
-# file.
+# locals (each event made by its type's ``__new__``, its members set as C struct fields, and
+# stored at its place). The pure Python package ignores this file.
 
 from cuzk_diag.event cimport Columns, Event
 
 cimport cython
 
-@cython.locals(
-    n=Py_ssize_t, width=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, at=Py_ssize_t, one_kind=str,
-    per_row_kinds=list, template=dict, keys=list, values=list, f=dict, col=list, ev=Event
-)
+@cython.locals(n=Py_ssize_t, i=Py_ssize_t, at=Py_ssize_t, one_kind=str, per_row_kinds=list,
+               ev=Event)
 cdef _made_events(
-    list lines, object source, object family, object kinds, list names, list cols, list into,
-    const long long[::1] places, Columns shared=*
+    list lines, object source, object family, object kinds, Columns cols, list into,
+    const long long[::1] places
 )

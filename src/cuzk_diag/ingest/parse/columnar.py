@@ -131,18 +131,11 @@ class Group:
         ]
         # (A kinds column is the engine's event names: texts, none null.)
         kinds = self.kind if isinstance(self.kind, str) else cast("list[str]", _interned(self.kind))
-        # The C++, TIMELINE and clock lines' events read their fields from the columns: the
-        # assembly asks them for a field or two (``Event.get``) and copies the others into its
-        # blocks and calls (``Event.copy_fields``), never making their dict. (The other tracing
-        # lines' it reads whole.)
-        shared = (
-            Columns([sys.intern(k) for k in self.names], cols)
-            if self.family is not Family.TRACING or self.kind == "clock"
-            else None
-        )
-        _made_events(
-            self.lines.tolist(), source, self.family, kinds, self.names, cols, into, places, shared
-        )
+        # The events read their fields from the columns: the assembly asks them for a field or
+        # two (``Event.get``) and copies the others into its blocks and calls
+        # (``Event.copy_fields``), never making their dict.
+        fields = Columns([sys.intern(k) for k in self.names], cols)
+        _made_events(self.lines.tolist(), source, self.family, kinds, fields, into, places)
 
 
 def extract_fixed(
@@ -236,30 +229,18 @@ def _made_events(
     source: int,
     family: Family,
     kinds: list[str] | str,
-    names: list[str],
-    cols: list[list[Value] | Value],
+    cols: Columns,
     into: list[Any],
     places: np.ndarray,
-    shared: Columns | None = None,
 ) -> None:
     """The events of the rows of a group, one per line number of ``lines``, each put in
     ``into`` at ``places[i]`` (none made where that is -1): its kind ``kinds[i]`` (or
-    ``kinds``, a text, for every row), and its fields, a key per name of ``names`` whose value
-    is ``cols[j][i]`` (or ``cols[j]`` itself where that is no list: a value every row has);
-    with ``shared`` (those columns), each event reads them there, its dict made only when asked
-    for (``Event.fields``). (Compiled, one C loop: each event made by its type's ``__new__``
-    and its members set in place, where a call of the type parses its arguments first; and
-    stored at its place, so that a chunk's events are in line order as they are made.)"""
+    ``kinds``, a text, for every row), and its fields row ``i`` of ``cols``, which it reads
+    there, its dict made only when asked for (``Event.fields``). (Compiled, one C loop: each
+    event made by its type's ``__new__`` and its members set in place, where a call of the type
+    parses its arguments first; and stored at its place, so that a chunk's events are in line
+    order as they are made.)"""
     n = len(lines)
-    # Each row's dict a copy of one with every key, in order, and the values every row has (a
-    # copy of a dict's table, where a dict filled key by key grows it), whose other values are
-    # then replaced.
-    template: dict[str, Value] = {
-        k: None if isinstance(c, list) else c for k, c in zip(names, cols, strict=True)
-    }
-    keys = [k for k, c in zip(names, cols, strict=True) if isinstance(c, list)]
-    values = [c for c in cols if isinstance(c, list)]
-    width = len(keys)
     one_kind = kinds if isinstance(kinds, str) else None
     per_row_kinds: list[str] = [] if isinstance(kinds, str) else kinds
     for i in range(n):
@@ -267,16 +248,9 @@ def _made_events(
         if at < 0:
             continue
         ev = Event.__new__(Event)
-        if shared is None:
-            f = template.copy()
-            for j in range(width):
-                col = values[j]
-                f[keys[j]] = col[i]
-            ev._fields = f
-        else:
-            ev._fields = None
-            ev._cols = shared
-            ev._row = i
+        ev._fields = None
+        ev._cols = cols
+        ev._row = i
         ev.line = lines[i]
         ev.source = source
         ev.family = family

@@ -39,6 +39,7 @@ from cuzk_diag.ingest.parse.columnar import (
     Group,
     _shape_buffers,
     _shapes,
+    by_code,
 )
 from cuzk_diag.ingest.parse.scan import (
     COMPILED,
@@ -240,11 +241,12 @@ def tracing_groups(
     shape, shape_at, spaced = scan_shapes(data, offs, rows)
     codes, shape_texts = _shapes(len(rows), shape, shape_at)
     counts = np.bincount(codes, minlength=len(shape_texts))
+    at_code = by_code(codes, len(shape_texts))
     found: list[_Found] = []
     for code in np.argsort(-counts, kind="stable")[:MAX_SHAPES].tolist():
         if counts[code] < MIN_LINES:
             break
-        pick = np.flatnonzero(codes == code)
+        pick = at_code[code]
         text = shape_texts[code]
         plan = _PLANS.get(text)
         if plan is not None and not _wanted(plan, full):

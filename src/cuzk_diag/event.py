@@ -75,9 +75,9 @@ class Event:
     instructions a ``NamedTuple`` took, its fields read by the compiled assembly as C struct
     members. Treat it as read-only everywhere.
 
-    An event made from a group of lines of one form (``Columns``, ``row``) makes its ``fields``
-    dict when it is first asked for; ``get`` and ``has`` read a field without making it (the
-    assembly reads the TIMELINE and clock lines so).
+    An event made from a group of lines of one form (``Columns``, ``row``: every line the parse
+    reads as columns) makes its ``fields`` dict when it is first asked for; ``get``, ``has`` and
+    ``copy_fields`` read its fields without making it, as the assembly reads them.
     """
 
     __slots__ = ("line", "source", "family", "kind", "_fields", "_cols", "_row", "malformed")

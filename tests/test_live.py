@@ -1015,6 +1015,35 @@ def test_the_end_of_input_waits_a_bounded_time_for_the_rules_process(
     assert engine.window_analysis is not None  # (the last window run, made here)
 
 
+def test_a_run_given_up_at_the_end_of_input_is_made_again_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The run a rules' process did not answer in time is due again in this process, as a
+    failed one's is."""
+    monkeypatch.setattr(live, "usable_cpus", lambda: 2)
+    engine = LiveAnalyzer(Config(), JsonLinesSink(io.StringIO()), LiveOptions(window=50), ["-"])
+    engine.CHILD_WAIT = 0.2
+    engine.rules_in_child()
+    _run_rules_child(engine)
+    assert engine._child is not None
+    engine._child.proc.send_signal(signal.SIGSTOP)  # (a run that never ends)
+    try:
+        stats = SourceStats("<stdin>")
+        engine.begin_source(0, stats)
+        engine.feed(clean_chunk(_failure_log(), stats))
+        engine._dirty = True
+        engine.evaluate()
+        assert engine._child_state == "busy" and not engine._dirty
+        engine._collect(wait=True)
+    finally:
+        if engine._child is not None:
+            engine._child.proc.send_signal(signal.SIGCONT)
+    assert engine._child is None and engine._child_state == "off"
+    assert engine._dirty  # (the run it had in hand is due again, here)
+    engine.end_source()
+    engine.finish()
+
+
 def test_rules_stay_in_this_process_when_no_child_starts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(live, "usable_cpus", lambda: 2)
 

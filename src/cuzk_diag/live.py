@@ -879,22 +879,23 @@ class LiveAnalyzer:
         if child.running() and child.reader is not None:
             child.reader.join(self.CHILD_WAIT)
             if child.running():
-                self.note(
-                    f"the rules' process did not answer within {self.CHILD_WAIT:g} s; "
-                    "the rules run in the main process from now on"
-                )
-                self.stop_rules_child()
+                self._rules_here(f"the rules' process did not answer within {self.CHILD_WAIT:g} s")
                 return
         try:
             value = child.result(keep=True)
         except Exception as exc:
-            self.note(f"{exc}; the rules run in the main process from now on")
-            self.stop_rules_child()
-            self._dirty = True  # (the run it had in hand is made again here)
+            self._rules_here(str(exc))
             return
         if self._child_state == "busy":
             self._apply(value)
         self._child_state = "idle"
+
+    def _rules_here(self, why: str) -> None:
+        """The rules' child failed (``why``): the rules run in this process from now on, the
+        run it had in hand made again here."""
+        self.note(f"{why}; the rules run in the main process from now on")
+        self.stop_rules_child()
+        self._dirty = True
 
     def stop_rules_child(self) -> None:
         """Stop the rules' child (if one runs); the rules run in this process from now on."""

@@ -198,8 +198,8 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
             elif fam is _TIMELINE or fam is _TRACING:
                 # A timestamped line: first a clock reading (at ``t`` on the TIMELINE clock),
                 # which places the C++ lines waiting for it and moves the clock on (never back).
-                # (Their fields read one by one, ``Event.get``: the TIMELINE and clock lines'
-                # events are made without a dict.)
+                # (Their fields read one by one, ``Event.get``: the events of the lines read as
+                # columns are made without a dict.)
                 t: float | None = None
                 kind = ev.kind
                 if fam is _TIMELINE:

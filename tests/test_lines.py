@@ -358,10 +358,15 @@ def test_clean_chunk_hands_on_plain_chunks_as_the_text_cleaning_would(pieces, pa
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.sampled_from([b"]", b":", b" ", b"]: ", b"a", b"\n", b"\xff"]), max_size=30))
 def test_the_journald_bracket_search_agrees_with_a_search_of_the_bytes(pieces):
-    from cuzk_diag.sources import _bracket_colon
+    from unittest import mock
+
+    from cuzk_diag import sources
 
     data = b"".join(pieces)
-    assert _bracket_colon(data) is (b"]: " in data)
+    # (The brackets found one by one, then by numpy: each way, and every switch between them.)
+    for first in (0, 1, 2, 5, 99):
+        with mock.patch.object(sources, "BRACKETS_ONE_BY_ONE", first):
+            assert sources._bracket_colon(data) is (b"]: " in data), first
 
 
 @settings(max_examples=500, deadline=None)

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
@@ -985,41 +986,11 @@ def test_a_failed_rules_child_leaves_the_rules_to_this_process(
     engine.finish()
 
 
-def test_the_end_of_input_waits_a_bounded_time_for_the_rules_process(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A run in a rules' process that does not answer is given up at the end of input (the
-    final report is made in the main process, as always)."""
-    monkeypatch.setattr(live, "usable_cpus", lambda: 2)
-    engine = LiveAnalyzer(Config(), JsonLinesSink(io.StringIO()), LiveOptions(window=50), ["-"])
-    engine.CHILD_WAIT = 0.2
-    engine.rules_in_child()
-    _run_rules_child(engine)
-    assert engine._child is not None
-    engine._child.proc.send_signal(signal.SIGSTOP)  # (a run that never ends)
-    try:
-        stats = SourceStats("<stdin>")
-        engine.begin_source(0, stats)
-        engine.feed(clean_chunk(_failure_log(), stats))
-        engine._dirty = True
-        engine.evaluate()
-        assert engine._child_state == "busy"
-        engine.end_source()
-        final = engine.finish()
-    finally:
-        if engine._child is not None:
-            engine._child.proc.send_signal(signal.SIGCONT)
-    assert engine._child is None
-    assert any("did not answer within 0.2 s" in n for n in engine.notices)
-    assert "CZ601" in [f.code for f in final.findings]
-    assert engine.window_analysis is not None  # (the last window run, made here)
-
-
-def test_a_run_given_up_at_the_end_of_input_is_made_again_here(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The run a rules' process did not answer in time is due again in this process, as a
-    failed one's is."""
+@contextmanager
+def _stalled_run(monkeypatch: pytest.MonkeyPatch) -> Iterator[LiveAnalyzer]:
+    """An engine whose rules' process has a run in hand that never ends (the process stopped,
+    ``CHILD_WAIT`` 0.2 s), the failure log read; the process resumed when the block ends, if
+    the engine still holds it."""
     monkeypatch.setattr(live, "usable_cpus", lambda: 2)
     engine = LiveAnalyzer(Config(), JsonLinesSink(io.StringIO()), LiveOptions(window=50), ["-"])
     engine.CHILD_WAIT = 0.2
@@ -1034,10 +1005,33 @@ def test_a_run_given_up_at_the_end_of_input_is_made_again_here(
         engine._dirty = True
         engine.evaluate()
         assert engine._child_state == "busy" and not engine._dirty
-        engine._collect(wait=True)
+        yield engine
     finally:
         if engine._child is not None:
             engine._child.proc.send_signal(signal.SIGCONT)
+
+
+def test_the_end_of_input_waits_a_bounded_time_for_the_rules_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run in a rules' process that does not answer is given up at the end of input (the
+    final report is made in the main process, as always)."""
+    with _stalled_run(monkeypatch) as engine:
+        engine.end_source()
+        final = engine.finish()
+    assert engine._child is None
+    assert any("did not answer within 0.2 s" in n for n in engine.notices)
+    assert "CZ601" in [f.code for f in final.findings]
+    assert engine.window_analysis is not None  # (the last window run, made here)
+
+
+def test_a_run_given_up_at_the_end_of_input_is_made_again_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The run a rules' process did not answer in time is due again in this process, as a
+    failed one's is."""
+    with _stalled_run(monkeypatch) as engine:
+        engine._collect(wait=True)
     assert engine._child is None and engine._child_state == "off"
     assert engine._dirty  # (the run it had in hand is due again, here)
     engine.end_source()

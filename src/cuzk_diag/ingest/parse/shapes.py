@@ -240,8 +240,8 @@ def tracing_groups(
     data, offs, rows = buffers(sel, rows)
     shape, shape_at, spaced = scan_shapes(data, offs, rows)
     codes, shape_texts = _shapes(len(rows), shape, shape_at)
-    counts = np.bincount(codes, minlength=len(shape_texts))
     at_code = by_code(codes, len(shape_texts))
+    counts = np.fromiter(map(len, at_code), dtype=np.int64, count=len(at_code))
     found: list[_Found] = []
     for code in np.argsort(-counts, kind="stable")[:MAX_SHAPES].tolist():
         if counts[code] < MIN_LINES:

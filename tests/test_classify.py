@@ -126,3 +126,38 @@ def test_classify_is_the_same_both_ways_on_real_logs(monkeypatch, log):
     assert out[:half] == out[half:]
     if log == "fixtures/example.log":  # (lines of every kind, some of them selected)
         assert out[0][1]["tracing"] > 100 and len(out[0][2]) < len(arr)
+
+
+_COMPILED_ONLY = pytest.mark.skipif(
+    not scan.COMPILED, reason="the memchr loop runs compiled only (tests/test_compiled.py)"
+)
+
+
+@_COMPILED_ONLY
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=200), st.sampled_from([b"", b"\n", b"\n\n", b"x"]))
+def test_the_line_loop_makes_the_buffers_numpy_makes(data, tail):
+    """``scan.line_breaks`` (the compiled build's split of a chunk into lines) against
+    ``classify.line_buffers``: the same line ends and bytes, with or without a last newline,
+    empty lines and a chunk of none."""
+    data += tail
+    offsets, text = scan.line_breaks(data)
+    want_offsets, want_text = classify.line_buffers(data)
+    assert offsets.dtype == np.int32
+    assert offsets.tolist() == want_offsets.tolist()
+    assert text.tobytes() == want_text
+
+
+@_COMPILED_ONLY
+def test_split_lines_is_the_same_both_ways_on_a_real_log(monkeypatch):
+    # (as ``sources`` hands text on: valid UTF-8)
+    data = (ROOT / "fixtures" / "sim" / "messy.log").read_bytes().decode("utf-8", "replace")
+    data = data.encode("utf-8")
+    got = []
+    for line_scan in (True, False):
+        monkeypatch.setattr(classify, "LINE_SCAN", line_scan)
+        arr, cut = classify.split_lines(data, 200)
+        got.append((arr.to_pylist(), cut))
+    assert got[0] == got[1]
+    # (its last line has no newline; some lines are longer than the limit)
+    assert len(got[0][0]) == data.count(b"\n") + 1 and got[0][1] > 0

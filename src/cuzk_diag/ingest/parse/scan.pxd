@@ -2,6 +2,13 @@
 # the chunk's buffers as typed memoryviews (a byte read is a C array read). The pure Python
 # package ignores this file.
 cimport cython
+from libc.string cimport memchr, memcpy
+
+@cython.locals(lines=Py_ssize_t, n=Py_ssize_t)
+cpdef tuple line_breaks(bytes data)
+@cython.locals(n=Py_ssize_t, base=cython.p_const_uchar, o=Py_ssize_t, p=Py_ssize_t,
+               i=Py_ssize_t, q=Py_ssize_t, hit=cython.p_void)
+cdef Py_ssize_t _line_fill(const unsigned char[::1] data, int[::1] offs, unsigned char[::1] out)
 
 @cython.locals(width=Py_ssize_t, o=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, a=Py_ssize_t,
                b=Py_ssize_t, nv=Py_ssize_t, bad=cython.uchar, j=Py_ssize_t, c=cython.uchar,

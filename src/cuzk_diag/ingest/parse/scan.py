@@ -28,6 +28,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+try:
+    import cython
+except ImportError:  # (run as Python without Cython: ``line_breaks``, which needs it, is not run)
+    cython = None
+
 #: This module runs compiled (its file is an extension module, not this source).
 COMPILED = not __file__.endswith(".py")
 #: (The same, for ``joined``: the tests set ``COMPILED`` to run the loops as Python.)
@@ -37,6 +42,45 @@ _PREFIX_LEN = 9
 #: At most this many words of a TIMELINE detail are read (more cannot be a known form: its
 #: keys are seven, none repeated, and a bare ``monolithic``).
 DETAIL_WORDS = 8
+
+
+def line_breaks(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The lines of ``data`` (each ends in a newline, but perhaps the last) as the buffers of an
+    Arrow string array: where each line ends among the bytes without the newlines (``offsets``,
+    int32, from a 0) and those bytes (uint8). Compiled only (``COMPILED``): the C library's
+    ``memchr`` finds each newline and ``memcpy`` copies the line before it, in two passes over
+    the chunk (one counts the lines); the pure build's ``classify.line_buffers`` makes the same
+    buffers with numpy."""
+    lines = _line_fill(data, None, None)
+    offsets = np.empty(lines + 1, dtype=np.int32)
+    n = len(data)
+    text = np.empty(n - lines + (n > 0 and data[n - 1] != 10), dtype=np.uint8)
+    offsets[0] = 0
+    _line_fill(data, offsets, text)
+    return offsets, text
+
+
+def _line_fill(data: bytes, offs: np.ndarray | None, out: np.ndarray | None) -> int:
+    """``line_breaks``' pass over ``data``: its lines counted, and with ``offs`` their ends
+    written there (from ``offs[1]``) and their bytes into ``out``."""
+    n = len(data)
+    if not n:
+        return 0
+    base = cython.address(data[0])
+    o = 0
+    p = 0
+    i = 0
+    while p < n:
+        hit = memchr(base + p, 10, n - p)  # type: ignore[name-defined]  # noqa: F821
+        q = n if hit == cython.NULL else cython.cast(cython.p_const_uchar, hit) - base
+        if offs is not None and out is not None:
+            if q > p:
+                memcpy(cython.address(out[o]), base + p, q - p)  # type: ignore[name-defined]  # noqa: F821
+            o += q - p
+            offs[i + 1] = o
+        i += 1
+        p = q + 1
+    return i
 
 
 def cpp_fill(

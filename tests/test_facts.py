@@ -222,6 +222,92 @@ def test_median_is_what_pandas_gives() -> None:
             assert median(s) == want, (trial, list(s))
 
 
+
+
+def test_median_and_p95_of_sorted_values_are_numpys() -> None:
+    from cuzk_diag.facts import median_of_sorted, p95_of_sorted
+
+    rng = np.random.default_rng(13)
+    p95 = np.array([0.95]) * 100.0  # (as pandas asks numpy for ``quantile(0.95)``)
+    for trial in range(3000):
+        n = int(rng.integers(1, 200)) if trial % 50 else int(rng.integers(200, 100_000))
+        kind = trial % 4
+        if kind == 0:  # whole milliseconds, many repeated
+            v = rng.integers(0, 50, n).astype(np.float64)
+        elif kind == 1:
+            v = rng.normal(size=n) * 10.0 ** int(rng.integers(-3, 9))
+        elif kind == 2:
+            v = rng.integers(-(10**9), 10**9, n) / 7
+        else:  # zeros of both signs, infinities
+            v = rng.choice([0.0, -0.0, 1.5, np.inf, -np.inf, 3.0], n)
+        s = np.sort(v)
+        with np.errstate(invalid="ignore"):
+            want = (np.median(v), np.percentile(v, p95)[0])
+            got = (median_of_sorted(s), p95_of_sorted(s))
+        for g, w in zip(got, want, strict=True):
+            assert np.array_equal([g], [w], equal_nan=True), (trial, g, w)
+            assert np.signbit(g) == np.signbit(w), (trial, g, w)
+
+
+def _job_status_one_by_one(df: pd.DataFrame, info: RunInfo) -> dict[str, str]:
+    """Each job's status from its calls, its status line and the failures, job by job: what
+    ``_job_status`` works out from the calls' codes."""
+    jobs: dict[str, list[int]] = {}
+    for i, job in enumerate(df["job_id"]):
+        if not pd.isna(job):
+            jobs.setdefault(str(job), []).append(i)
+    status_col, end = df["status"].tolist(), df["end_ms"].tolist()
+    failed_ids = {str(f.get("job_id")) for f in info.failures if f.get("job_id")}
+    out: dict[str, str] = {}
+    for job in [*jobs, *(j for j in info.jobs if j not in jobs)]:
+        rows = jobs.get(job, [])
+        declared = str(info.jobs.value(job, "status") or "").lower()
+        any_failed = any(status_col[i] == "failed" for i in rows)
+        done = bool(rows) and all(
+            status_col[i] == "ok" or (status_col[i] == "incomplete" and not pd.isna(end[i]))
+            for i in rows
+        )
+        if declared == "failed" or job in failed_ids or any_failed:
+            out[job] = "failed"
+        elif declared in ("completed", "ok") or done:
+            out[job] = "completed"
+        else:
+            out[job] = "incomplete"
+    return out
+
+
+def test_job_status_is_what_the_calls_of_each_job_give() -> None:
+    from cuzk_diag.facts import _job_status
+
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        n = int(rng.integers(0, 40))
+        rows = []
+        for i in range(n):
+            extra: dict[str, Any] = {"status": str(rng.choice(["ok", "failed", "incomplete"]))}
+            if rng.random() < 0.9:
+                extra["job_id"] = f"job-{int(rng.integers(0, 8))}"
+            if rng.random() < 0.7:
+                extra["end_ms"] = int(rng.integers(0, 10**6))
+            rows.append(_row(i, **extra))
+        info = RunInfo()
+        for k in range(int(rng.integers(0, 10))):
+            said = rng.choice(["completed", "ok", "FAILED", "", "running"])
+            info.jobs[f"job-{k}"] = {"status": str(said)} if rng.random() < 0.6 else {}
+        info.failures = [
+            {"job_id": f"job-{int(rng.integers(0, 10))}"} for _ in range(int(rng.integers(0, 3)))
+        ]
+        df = make_run(rows).partitions
+        if "job_id" not in df.columns or "end_ms" not in df.columns:
+            continue
+        got, want = _job_status(df, info), _job_status_one_by_one(df, info)
+        assert list(got.items()) == list(want.items()), trial
+    for run in ALL_RUNS.values():
+        r = run()
+        got, want = _job_status(r.partitions, r.info), _job_status_one_by_one(r.partitions, r.info)
+        assert list(got.items()) == list(want.items())
+
+
 def _gaps_one_by_one(df: pd.DataFrame, gpu: pd.Series) -> list[Any]:
     """Idle gaps as objects, walked call by call: what ``IdleGaps`` holds as columns."""
     from cuzk_diag.facts import IdleGap, num

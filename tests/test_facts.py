@@ -222,8 +222,6 @@ def test_median_is_what_pandas_gives() -> None:
             assert median(s) == want, (trial, list(s))
 
 
-
-
 def test_median_and_p95_of_sorted_values_are_numpys() -> None:
     from cuzk_diag.facts import median_of_sorted, p95_of_sorted
 
@@ -371,6 +369,8 @@ def test_idle_gaps_as_columns_are_the_gaps_walked_one_by_one() -> None:
         assert summary["largest"] == [
             g.to_dict() for g in sorted(want, key=lambda g: -g.duration_ms)[:5]
         ]
+        for k in (0, 1, 2, 8):  # (ties at the cut among them: the durations repeat)
+            assert f.idle_gaps.largest(k) == sorted(want, key=lambda g: -g.duration_ms)[:k]
         for u in f.per_gpu:
             mine = [g for g in want if g.gpu == u.gpu]
             assert list(u.gaps) == mine

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from cuzk_diag.factrows import Column, FactRows, KeyedFactRows
-from cuzk_diag.facts import LockWait, estimate_lock_wait
+from cuzk_diag.facts import ColumnMedians, LockWait, estimate_lock_wait
 from cuzk_diag.heap import hand_back
 from cuzk_diag.records import Accounting, Finding, RunInfo, Severity
 from cuzk_diag.sanitize import neutralise, neutralise_value
@@ -102,6 +102,11 @@ class RuleContext:
         per-GPU mutex queue solved call by call, two thirds of the analysis's time when each
         rule made its own.)"""
         return self.lock if self.lock is not None else estimate_lock_wait(self.partitions)
+
+    def median(self, col: str) -> float | None:
+        """``facts.median`` of a column of the frame: the stage table's figure where it has the
+        column (the same one, not worked out again)."""
+        return ColumnMedians(self.partitions, self.stages)(col)
 
 
 class Rule:

@@ -125,16 +125,15 @@ class CpuCriticalPath(Rule):
         # (The CPU path, prep_msm + b_g2_msm where prep_msm is logged, made in place and its
         # parts let go once their medians are taken: the rule's Series of a value per call
         # took 26 MiB of the 1 GB log's analysis.)
+        prep_med, bg2_med = ctx.median("prep_msm_ms"), ctx.median("b_g2_msm_ms")
         prep = num_array(df, "prep_msm_ms")
-        prep_med = median(pd.Series(prep))
         bg2 = num_array(df, "b_g2_msm_ms")  # (may be the frame's own column: not written)
-        bg2_med = median(pd.Series(bg2))
         path = np.where(np.isnan(bg2), 0.0, bg2)  # (``fillna(0)``)
         del bg2
         path += prep  # (NaN where prep_msm is missing, as ``where(prep.notna())`` made it)
         cpu = pd.Series(path, index=df.index)
         del prep, path
-        gmed = float(g.median())
+        gmed = ctx.median("gpu_total_ms") or 0.0  # (``g`` has a value: a number)
         bmed = median(barrier) or 0.0
         cpu_path = median(cpu)
         kernel = gmed - bmed
@@ -161,7 +160,8 @@ class CpuCriticalPath(Rule):
             "gpu_util": ctx.facts.gpu_util,
             "held_util": ctx.facts.held_util,
             "kernel_util": ctx.facts.kernel_util,
-            "lock_wait_ms_median": median(lock.wait) if lock.known_any else None,
+            # (The facts' median of the same estimate: ``RunFacts.lock_wait_ms``.)
+            "lock_wait_ms_median": ctx.facts.lock_wait_ms,
         }
         cpu_txt = (
             f" The CPU path prep_msm {ms(prep_med)} + b_g2_msm {ms(bg2_med)} = "
@@ -173,7 +173,7 @@ class CpuCriticalPath(Rule):
             mask = barrier >= o["min_barrier_ms"]
             f = ctx.facts
             util = f.held_util if f.held_util is not None else f.gpu_util
-            wait = median(lock.wait) if lock.known_any else None
+            wait = ctx.facts.lock_wait_ms
             contended = util is None or util >= o["busy_util"] or (wait or 0) >= bmed
             idle_txt = (
                 ""

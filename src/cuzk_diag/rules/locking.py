@@ -105,7 +105,8 @@ class PreDestructorGap(Rule):
         total = int(both.sum())
         if not total:
             return
-        med_pd, med_g = float(pdm[both].median()), float(g[both].median())
+        # (Medians of ``total`` values each: numbers, not None.)
+        med_pd, med_g = median(pdm[both]) or 0.0, median(g[both]) or 0.0
         ratio = med_pd / med_g
         min_ratio = ctx.options["min_ratio"]
         if ratio < min_ratio:
@@ -307,30 +308,33 @@ class LockWait(Rule):
             return
         w = lock.wait
         total = int(w.notna().sum())
-        wmed = float(w.median())
+        wmed = ctx.facts.lock_wait_ms or 0.0  # (the facts' median of ``w``, which has values)
         g = num(df, "gpu_total_ms")
         held = num(df, "mutex_held_ms")
-        if has(df, "mutex_held_ms"):
-            hold, hold_src = float(held.median()), "mutex_held_ms"
+        held_med = ctx.median("mutex_held_ms")
+        if held_med is not None:
+            hold, hold_src = held_med, "mutex_held_ms"
         else:
             hold = median(g + num(df, "total_ps_ms").fillna(0)) or 0.0
             hold_src = "gpu_total_ms"
         if hold <= 0:
             return
-        gmed = median(g)
+        gmed = ctx.median("gpu_total_ms")
         ratio = wmed / hold
         gw = ctx.facts.gw
         model, model_txt = _model_text(gw, hold, wmed)
         call_field = next(
             (c for c in ("total_start_fn_ms", "pre_destructor_ms", "gpu_ms") if has(df, c)), None
         )
-        call = median(num(df, call_field)) if call_field else None
-        held_ratio = float(held.median()) / gmed if has(df, "mutex_held_ms") and gmed else None
+        call = ctx.median(call_field) if call_field else None
+        held_ratio = held_med / gmed if held_med is not None and gmed else None
         excess = held - g
+        excess_med = median(excess) if held_ratio is not None else None
         non_gpu = (
             held_ratio is not None
             and held_ratio >= o["held_ratio"]
-            and float(excess.median()) >= o["held_excess_ms"]
+            and excess_med is not None
+            and excess_med >= o["held_excess_ms"]
         )
         kinds: list[str] = []
         texts: list[str] = []
@@ -359,8 +363,8 @@ class LockWait(Rule):
         if non_gpu:
             kinds.append("non_gpu_under_lock")
             texts.append(
-                f"The lock is held a median {ms(float(held.median()))} per call but the kernels "
-                f"take {ms(gmed)} ({held_ratio:.1f}×): {ms(float(excess.median()))} of non-GPU "
+                f"The lock is held a median {ms(held_med)} per call but the kernels "
+                f"take {ms(gmed)} ({held_ratio:.1f}×): {ms(excess_med)} of non-GPU "
                 "work runs under the lock and every waiting worker pays for it."
             )
         barrier = median(barrier_estimate(df, lock)[0])
@@ -420,7 +424,7 @@ class LockWait(Rule):
                 "model_wait_ms": model,
                 "call_ms_median": call,
                 "wait_share": wmed / call if call else None,
-                "mutex_held_ms_median": median(held),
+                "mutex_held_ms_median": held_med,
                 "held_to_gpu_total": held_ratio,
                 "gpu_util": ctx.facts.gpu_util,
                 "held_util": ctx.facts.held_util,

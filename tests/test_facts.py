@@ -247,6 +247,19 @@ def test_median_and_p95_of_sorted_values_are_numpys() -> None:
             assert np.signbit(g) == np.signbit(w), (trial, g, w)
 
 
+def test_column_medians_from_the_stage_table_are_the_columns_medians() -> None:
+    from cuzk_diag.facts import ColumnMedians, median, num
+
+    for run in ALL_RUNS.values():
+        df = run().partitions
+        stages = stage_table(df)
+        from_stages, worked_out = ColumnMedians(df, stages), ColumnMedians(df)
+        # the stage table's columns, then columns it does not have
+        for c in [*(c for c in stages["field"] if c in df.columns), "worker", "no_such_ms"]:
+            want = median(num(df, c))
+            assert from_stages(c) == want and worked_out(c) == want, c
+
+
 def _job_status_one_by_one(df: pd.DataFrame, info: RunInfo) -> dict[str, str]:
     """Each job's status from its calls, its status line and the failures, job by job: what
     ``_job_status`` works out from the calls' codes."""

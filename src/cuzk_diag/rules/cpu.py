@@ -122,10 +122,10 @@ class CpuCriticalPath(Rule):
         barrier, unaccounted, method = barrier_estimate(df, lock)
         unaccounted_med = median(unaccounted) if method == "estimated" else None
         del unaccounted
-        # (The CPU path, prep_msm + b_g2_msm where prep_msm is logged, made in place and its
-        # parts let go once their medians are taken: the rule's Series of a value per call
-        # took 26 MiB of the 1 GB log's analysis.)
         prep_med, bg2_med = ctx.median("prep_msm_ms"), ctx.median("b_g2_msm_ms")
+        # (The CPU path, prep_msm + b_g2_msm where prep_msm is logged, made in place and its
+        # parts let go once added: the rule's Series of a value per call took 26 MiB of the
+        # 1 GB log's analysis.)
         prep = num_array(df, "prep_msm_ms")
         bg2 = num_array(df, "b_g2_msm_ms")  # (may be the frame's own column: not written)
         path = np.where(np.isnan(bg2), 0.0, bg2)  # (``fillna(0)``)

@@ -268,8 +268,8 @@ print(json.dumps([len(calls), rules, len(a.facts.per_gpu)]))
 def test_the_analysis_hands_back_between_its_steps() -> None:
     """The analysis hands its freed pages back after the lock-wait estimate, within the facts
     (around the job ids' steps, the GPU usage, the idle gaps' join and the waterfall: seven
-    times; within the GPU usage before its walk and after each GPU's), after the stage table,
-    and after each rule."""
+    times; within the GPU usage before its walk and after each GPU's), after the stage table
+    and the facts, and once after the rules (however many)."""
     log = Path(__file__).resolve().parents[1] / "fixtures" / "example.log"
     out = subprocess.run(
         [sys.executable, "-c", _STEPS_HAND_BACK, str(log)],
@@ -279,7 +279,8 @@ def test_the_analysis_hands_back_between_its_steps() -> None:
     )
     calls, rules, gpus = (int(x) for x in out.stdout.strip().strip("[]").split(","))
     assert gpus == 2
-    assert calls == 1 + 7 + (1 + gpus) + 1 + rules
+    assert rules > 1
+    assert calls == 1 + 7 + (1 + gpus) + 1 + 1
 
 
 _ZEROED = (

@@ -489,6 +489,28 @@ def test_the_frames_lean_columns_are_the_columns_pandas_makes(n: int) -> None:
     assert got["texts"].array._pa_array.num_chunks == 1
 
 
+@pytest.mark.parametrize("shuffle", ["none", "neighbours", "all"])
+def test_the_frame_in_an_order_is_the_frame_of_the_table_taken_in_it(shuffle: str) -> None:
+    """``frame_of_columns`` with an order gives the frame of Arrow's ``take`` of the table in
+    it, whichever rows move (a number column without a missing value is put in order by
+    numpy, the others by Arrow), on a table of several chunks as an ingest's is."""
+    from cuzk_diag.frame import _types_mapper, frame_of_columns
+
+    n = 10_000
+    one = _lean_table(n)
+    table = pa.concat_tables([one.slice(0, 3000), one.slice(3000, 1), one.slice(3001)])
+    order = np.arange(n)
+    if shuffle == "neighbours":  # (rows a few places out, as the parts of an ingest leave them)
+        order[1::7], order[2::7] = order[2::7], order[1::7].copy()
+    elif shuffle == "all":
+        order = np.random.default_rng(1).permutation(n)
+    expected = table.take(pa.array(order)).to_pandas(types_mapper=_types_mapper)
+    got = frame_of_columns(table.schema, n, lambda i: table.column(i), pa.array(order))
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert list(got.dtypes) == list(expected.dtypes)
+    assert table.column("ints").num_chunks == 3
+
+
 def test_a_write_to_a_lean_column_changes_that_column_alone() -> None:
     """The lean columns are writable like any other, each on its own (copy-on-write)."""
     from cuzk_diag.frame import frame_of_columns

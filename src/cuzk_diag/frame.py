@@ -466,7 +466,7 @@ def _values(col: pa.ChunkedArray | pa.Array, dtype: Any, order: _Order | None) -
     ``dtype``, its rows in ``order`` (None: as they are): the column's values copied into it
     (by Arrow where it has several chunks: a writable array, as Arrow's own buffers are
     read-only), then each moved row set from the row it takes (read before any is set)."""
-    values = col.to_numpy()
+    values: np.ndarray = col.to_numpy()
     if values.dtype != dtype or not values.flags.writeable:
         values = values.astype(dtype)
     if order is not None:

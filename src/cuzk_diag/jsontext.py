@@ -4,8 +4,8 @@ large indented documents (``indented_parts``)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import islice, repeat
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import chain, islice, repeat
 from typing import Any, cast
 
 from cuzk_diag.factrows import FactRows, KeyedFactRows
@@ -159,7 +159,9 @@ class _Indented:
         # or rows of facts, each made a dict as it is written: ``factrows``.)
         if isinstance(obj, Mapping):
             keys = self.keys(obj)
-            if self.clean is not None and not all(map(self.clean[0], keys)):
+            # (The keys looked at together: the text of each begins and ends with a quote, which
+            # no text the test looks for holds.)
+            if self.clean is not None and not self.clean[0]("".join(keys)):
                 obj = self.clean[1](obj)
                 keys = self.keys(obj)
             heads: Any = [k + ": " for k in keys]
@@ -198,10 +200,12 @@ class _Indented:
         self, obj: FactRows | KeyedFactRows, heads: Iterable[str], opening: str, depth: int
     ) -> Iterator[str]:
         """The items of rows of facts (``obj``, at ``depth``; ``heads``: a key's text and
-        colon before each row, or ""), ``ROWS_AT_ONCE`` rows at a time: their texts made a
-        shape at a time (``_rows_texts``), a block whose rows all have theirs one piece; a row
-        without (a value not of ``_SCALARS``, a text to clean) made a dict and written as
-        before, alone."""
+        colon before each row, or ""), ``ROWS_AT_ONCE`` rows at a time: a block of rows of one
+        shape that ``clean`` passes is one text, made by one join of the texts of its values
+        and of the shape between them (``_shape_parts``); the rows of a block of several
+        shapes have each their text made alone (``_rows_texts``), and a row without one (a
+        value not of ``_SCALARS``, a text to clean) is made a dict and written as before,
+        alone."""
         rows, at = (
             obj.rows_and_places() if isinstance(obj, KeyedFactRows) else (obj, range(len(obj)))
         )
@@ -209,49 +213,78 @@ class _Indented:
         sep, heads = opening + inner, iter(heads)
         for lo in range(0, len(at), ROWS_AT_ONCE):
             block = at[lo : lo + ROWS_AT_ONCE]
-            texts = self._rows_texts(rows, block, depth + 1)
             before = list(islice(heads, len(block)))
+            # (Each row's separator and head.)
+            leads = [sep + before[0], *map(("," + inner).__add__, before[1:])]
+            sep = "," + inner
+            shapes = [
+                (places, self._shape_parts(fields, values, depth + 1))
+                for fields, places, values in rows.by_shape(block)
+            ]
+            one = shapes[0][1] if len(shapes) == 1 else None  # (one shape: places None)
+            if one is not None and one[1]:
+                parts = zip(leads, *one[0], strict=False)  # (as many as the leads)
+                yield "".join(chain.from_iterable(parts))
+                continue
+            texts = self._rows_texts(shapes, len(block))
             if None not in texts:
-                yield sep + ("," + inner).join(map(str.__add__, before, cast("list[str]", texts)))
-                sep = "," + inner
+                yield "".join(map(str.__add__, leads, cast("list[str]", texts)))
                 continue
             made = rows.rows_at([i for i, t in zip(block, texts, strict=True) if t is None])
-            for head, text in zip(before, texts, strict=True):
+            for lead, text in zip(leads, texts, strict=True):
                 row = next(made) if text is None else None
-                yield from self._item(sep + head, row, depth + 1, text)
-                sep = "," + inner
+                yield from self._item(lead, row, depth + 1, text)
 
-    def _rows_texts(self, rows: FactRows, at: Sequence[int], depth: int) -> list[str | None]:
-        """The text ``flat`` gives each row of ``rows`` at ``at`` (indices) at ``depth``, made
-        a shape at a time: a text per field's value by one ``map`` over the field's values,
-        then each row's by one ``str.format`` of its shape's text; None for a row whose values
-        are not all scalars or whose text ``clean`` rejects."""
-        out: list[str | None] = [None] * len(at)
+    def _shape_parts(
+        self, fields: tuple[str, ...], values: list[list[Any]], depth: int
+    ) -> tuple[list[Iterable[str]], bool] | None:
+        """The texts that rows of one shape (``fields``; each field's ``values``) at ``depth``
+        are made of, as ``flat`` writes them: the text before the first value (an opening
+        brace, a key and a colon), the first value's texts, the text between the first value
+        and the second, ..., the text after the last: the join of the ``i``-th of each (an
+        endless ``repeat`` of the text between values, a list of a field's values' texts) is
+        row ``i``'s text. And whether ``clean`` passes every row's text (the texts of the
+        shape and of the values looked at together, as in ``_rows_texts``; a number's text
+        holds nothing the test looks for, nor makes it with the text beside it). None for a
+        shape with a key the encoder writes otherwise, or a value not of ``_SCALARS`` (each
+        such row is made a dict)."""
+        if not fields:
+            return [repeat("{}")], True
+        if not all(type(k) is str for k in fields):
+            return None
+        made = [self._value_texts(v) for v in values]
+        if None in made:
+            return None
+        pairs = cast("list[tuple[list[str], bool]]", made)
+        columns = [texts for texts, _ in pairs]
+        words = [texts for texts, of_words in pairs if of_words]
         inner, end, _ = self.depth(depth)
-        for fields, places, values in rows.by_shape(at):
-            if not fields:
-                texts: list[str | None] = ["{}"] * (len(at) if places is None else len(places))
-            elif not all(type(k) is str for k in fields):
-                continue  # (a key the encoder writes otherwise: each such row as before)
-            else:
-                shape = "{{" + inner  # (a format: its own braces doubled)
-                shape += ("," + inner).join(
-                    self.text(k).replace("{", "{{").replace("}", "}}") + ": {}" for k in fields
-                )
-                columns = [self._value_texts(v) for v in values]
-                texts = list(map((shape + end + "}}").format, *columns))
-                for column in columns:
-                    if None in column:  # (a value of another type: the row as before)
-                        for j, t in enumerate(column):
-                            if t is None:
-                                texts[j] = None
-            if self.clean is not None:
-                # (A part of a text that shows nothing to neutralise shows nothing either, and
-                # no text of a row begins or ends with what the test looks for: the rows
-                # looked at together, and one at a time only when they show something.)
-                looks_clean = self.clean[0]
-                if None in texts or not looks_clean("".join(cast("list[str]", texts))):
-                    texts = [t if t is not None and looks_clean(t) else None for t in texts]
+        keys = [self.text(k) + ": " for k in fields]
+        passed = self.clean is None or self.clean[0]("".join(chain(keys, *words)))
+        parts: list[Iterable[str]] = [repeat("{" + inner + keys[0])]
+        for key, column in zip(keys[1:], columns, strict=False):
+            parts += [column, repeat("," + inner + key)]
+        parts += [columns[-1], repeat(end + "}")]
+        return parts, passed
+
+    def _rows_texts(
+        self,
+        shapes: list[tuple[list[int] | None, tuple[list[Iterable[str]], bool] | None]],
+        n: int,
+    ) -> list[str | None]:
+        """The text ``flat`` gives each of ``n`` rows of ``shapes`` (each shape's places among
+        them, None: all of them; its ``_shape_parts``), made by one join per row; None for a
+        row whose shape has no parts or whose text ``clean`` rejects (looked at one row at a
+        time only where the shape's texts together show something)."""
+        out: list[str | None] = [None] * n
+        for places, made in shapes:
+            if made is None:
+                continue
+            parts, passed = made
+            rows = islice(zip(*parts, strict=False), n if places is None else len(places))
+            texts: list[str | None] = list(map("".join, rows))
+            if not passed and self.clean is not None:
+                texts = [t if self.clean[0](cast("str", t)) else None for t in texts]
             if places is None:
                 out = texts
             else:
@@ -259,20 +292,22 @@ class _Indented:
                     out[j] = t
         return out
 
-    def _value_texts(self, values: list[Any]) -> list[str | None]:
-        """Each value's text as the encoder writes it, None for one not of ``_SCALARS``."""
+    def _value_texts(self, values: list[Any]) -> tuple[list[str], bool] | None:
+        """Each value's text as the encoder writes it, and whether any is not a number's
+        (digits, a sign, a point, an exponent, ``NaN``, ``Infinity``); None if a value is not
+        of ``_SCALARS``."""
         types = set(map(type, values))
         if types == {int}:
-            return list(map(int.__repr__, values))
+            return list(map(repr, values)), False
         if types == {str}:
-            return list(map(self.text, values))
+            return list(map(self.text, values)), True
         if types == {float}:
-            texts: list[str | None] = list(map(float.__repr__, values))
+            texts = list(map(repr, values))
             if _NOT_FINITE.isdisjoint(texts):
-                return texts
+                return texts, False
         if types <= _SCALARS:
-            return list(map(self.scalar, values))
-        return [self.scalar(v) if type(v) in _SCALARS else None for v in values]
+            return list(map(self.scalar, values)), True
+        return None
 
 
 def indented_parts(

@@ -243,14 +243,30 @@ class FactRows(Sequence[dict[str, Any]]):
     ) -> Iterator[tuple[tuple[str, ...], list[int] | None, list[list[Any]]]]:
         """The rows ``rows`` (indices) a shape at a time: its fields, the places in ``rows`` of
         its rows (None: all of them, in order), and each field's values of those rows, in that
-        order (each column read by one ``map`` over the shape's rows, no dict made: a long
-        log's report writes every row)."""
+        order (each column read by one ``map`` over the shape's rows, or one slice of it for
+        rows in order, no dict made: a long log's report writes every row)."""
         self._flush()
         cols = self._cols
-        sids = list(map(self._shape.__getitem__, rows))
+        sids: Sequence[int]
+        if type(rows) is range and rows.step == 1:
+            # (Rows in order, as the proofs and, unless keys were deleted, the jobs are: a
+            # column's values by one slice, where a ``map`` took each value alone.)
+            at = slice(rows.start, rows.stop)
+            sids = self._shape[at]
+
+            def values_of(column: Column) -> list[Any]:
+                part = column[at]
+                return part.tolist() if isinstance(part, array) else part
+
+        else:
+            sids = list(map(self._shape.__getitem__, rows))
+
+            def values_of(column: Column) -> list[Any]:
+                return list(map(column.__getitem__, rows))
+
         if len(set(sids)) == 1:
             fields = self._shapes[sids[0]]
-            yield fields, None, [list(map(cols[k].__getitem__, rows)) for k in fields]
+            yield fields, None, [values_of(cols[k]) for k in fields]
             return
         places: dict[int, list[int]] = {}
         for j, sid in enumerate(sids):
@@ -359,8 +375,11 @@ class KeyedFactRows(MutableMapping[str, dict[str, Any]]):
     def __len__(self) -> int:
         return len(self._at)
 
-    def rows_and_places(self) -> tuple[FactRows, list[int]]:
-        """The rows held and, in the keys' order, each key's row among them."""
+    def rows_and_places(self) -> tuple[FactRows, Sequence[int]]:
+        """The rows held and, in the keys' order, each key's row among them (a ``range``
+        while no key was deleted: the keys' rows are then the rows in order)."""
+        if not self._dead:
+            return self._rows, range(len(self._at))
         return self._rows, list(self._at.values())
 
     def columns(self) -> Iterator[Column]:

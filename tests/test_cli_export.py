@@ -328,6 +328,28 @@ def test_parquet_tables_written_on_their_thread_keep_their_order(tmp_path: Path)
     assert w.rows == 10_000
 
 
+def test_parquet_tables_held_or_cast_make_the_file_tables_waited_for_make(tmp_path: Path) -> None:
+    """Tables the caller holds already (``write(held=True)``: the writer's thread is not waited
+    for) and tables that are not of the schema (cast) make the same file, byte for byte, as
+    tables of the schema each waited for."""
+    from cuzk_diag.writers import TableWriter
+
+    whole = pa.table({"n": pa.array(range(2_000), pa.int64()), "x": pa.array([0.5] * 2_000)})
+    outs = []
+    for how in ("waited", "mixed"):
+        out = tmp_path / f"{how}.parquet"
+        with TableWriter(str(out), "parquet", whole.schema) as w:
+            for k, start in enumerate(range(0, 2_000, 7)):
+                table = whole.slice(start, 7)
+                if how == "mixed" and k % 3 == 0:
+                    table = table.cast(pa.schema([("n", pa.int32()), ("x", pa.float64())]))
+                w.write(table, held=how == "mixed" and k % 2 == 0)
+            w.add_metadata({b"k": b"v"})
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    assert pq.read_table(tmp_path / "mixed.parquet").equals(whole)
+
+
 def test_the_line_tables_labels_are_dictionary_encoded_and_the_rest_plain(tmp_path: Path) -> None:
     """The line table's columns of few values (family, event, level, job id, source) are
     dictionary-encoded in Parquet; those of one value per line (line numbers, timestamps,

@@ -407,8 +407,9 @@ class PartitionSink(Sink):
         self._write(self._batches.add(record))
 
     def records(self, table: Any) -> None:
-        # (A child's part, whose tables are all in hand: this process takes in its run facts
-        # and ends the run while the writer's thread encodes them, 0.15 s on the 250 MB log.)
+        # (A child's part, whose tables are all in hand: this process replays its run facts
+        # and makes the file's metadata while the writer's thread encodes them, 0.12-0.14 s
+        # of CPU on the 250 MB log.)
         self._write(self._batches.add_table(table), held=True)
 
     def _write(self, batches: list[Any], held: bool = False) -> None:

@@ -357,8 +357,9 @@ def _pickled(items: list[Any], tables: bool) -> bytes:
 class _Stream:
     """A ``frame.PackedTable`` as a child sends it: its table as an Arrow IPC stream, which the
     parent reads without copying its buffers, and its whole schema in Arrow's form, read once
-    (``_schema``). (Pickled, the tables of the 250 MB log's second part took 18 ms to unpickle
-    and 30 ms to pickle; as streams, 1 ms to read and 16 ms to write.)"""
+    (``_schema``). (The tables of 28,000 records of the 250 MB log, pickled: 18 ms to take in,
+    30 ms to send; as streams: 11 ms, of it 5 ms the message's copy and 6 ms the empty columns
+    put back, and 16 ms.)"""
 
     data: Any  # a pyarrow Buffer
     schema: bytes  # the whole table's schema, serialized

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import pickle
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -332,8 +331,7 @@ def assemble_part(
 
 def _pickled(items: list[Any], tables: bool) -> bytes:
     """Records and ``SegmentEnd``s, pickled; with ``tables``, each run of records between
-    ``SegmentEnd``s as one Arrow table (a ``frame.PackedTable`` sent as a ``_Stream``:
-    ``unpickled`` unpacks it)."""
+    ``SegmentEnd``s as one Arrow table (a ``frame.PackedTable``: ``unpickled`` unpacks it)."""
     if tables:
         from cuzk_diag.frame import PackedTable, records_to_table
 
@@ -342,53 +340,15 @@ def _pickled(items: list[Any], tables: bool) -> bytes:
         for item in items:
             if type(item) is SegmentEnd:
                 if run:
-                    out.append(_Stream.of(PackedTable.of(records_to_table(run))))
+                    out.append(PackedTable.of(records_to_table(run)))
                     run = []
                 out.append(item)
             else:
                 run.append(item)
         if run:
-            out.append(_Stream.of(PackedTable.of(records_to_table(run))))
+            out.append(PackedTable.of(records_to_table(run)))
         items = out
     return pickle.dumps(items, pickle.HIGHEST_PROTOCOL)
-
-
-@dataclass(frozen=True)
-class _Stream:
-    """A ``frame.PackedTable`` as a child sends it: its table as an Arrow IPC stream, which the
-    parent reads without copying its buffers, and its whole schema in Arrow's form, read once
-    (``_schema``). (The tables of 44,000 records of the 250 MB log: 30 ms to send pickled, 16 ms
-    as streams; taken in, 22 ms and 20 ms, most of it the messages' copy and the empty columns
-    put back.)"""
-
-    data: Any  # a pyarrow Buffer
-    schema: bytes  # the whole table's schema, serialized
-    rows: int
-
-    @classmethod
-    def of(cls, packed: Any) -> _Stream:
-        import pyarrow as pa
-
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, packed.table.schema) as writer:
-            writer.write_table(packed.table)
-        return cls(sink.getvalue(), packed.schema.serialize().to_pybytes(), packed.rows)
-
-    def unpack(self) -> Any:
-        import pyarrow as pa
-
-        from cuzk_diag.frame import PackedTable
-
-        table = pa.ipc.open_stream(self.data).read_all()
-        return PackedTable(table, _schema(self.schema), self.rows).unpack()
-
-
-@functools.lru_cache(maxsize=4)
-def _schema(data: bytes) -> Any:
-    """The schema of a ``_Stream`` (every table a part sends has the same)."""
-    import pyarrow as pa
-
-    return pa.ipc.read_schema(pa.py_buffer(data))
 
 
 def taken(items: list[T]) -> Iterator[T]:
@@ -407,8 +367,10 @@ def run_facts(part: Part) -> Iterator[Event]:
 
 def unpickled(blob: bytes) -> list[Any]:
     """The records and ``SegmentEnd``s of a ``_pickled`` blob; tables unpacked."""
+    from cuzk_diag.frame import PackedTable
+
     items: list[Any] = pickle.loads(blob)
-    return [it.unpack() if type(it) is _Stream else it for it in items]
+    return [it.unpack() if type(it) is PackedTable else it for it in items]
 
 
 def open_since(asm: Assembler, seq: int, block_seq: int) -> bool:

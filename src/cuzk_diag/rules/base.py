@@ -95,6 +95,13 @@ class RuleContext:
     stages: pd.DataFrame
     options: dict[str, Any] = field(default_factory=dict)
     lock: LockWait | None = None
+    #: The frame's column medians, made once for every rule's context (``median``; ``replace``
+    #: hands it on to each).
+    medians: ColumnMedians | None = None
+
+    def __post_init__(self) -> None:
+        if self.medians is None:
+            object.__setattr__(self, "medians", ColumnMedians(self.partitions, self.stages))
 
     def lock_wait(self) -> LockWait:
         """The frame's ``estimate_lock_wait``: the one the facts took, else made now. (Made
@@ -106,7 +113,8 @@ class RuleContext:
     def median(self, col: str) -> float | None:
         """``facts.median`` of a column of the frame: the stage table's figure where it has the
         column (the same one, not worked out again)."""
-        return ColumnMedians(self.partitions, self.stages)(col)
+        assert self.medians is not None  # (``__post_init__``)
+        return self.medians(col)
 
 
 class Rule:

@@ -86,3 +86,6 @@ cpdef join_fill(const unsigned char[::1] consts, const long long[::1] const_at,
 
 @cython.locals(j=Py_ssize_t, c=cython.uchar, seen=cython.uchar)
 cpdef bint json_escaped(const unsigned char[::1] data)
+
+# Whether the module runs compiled (as ``COMPILED``, which the tests may change): a C flag.
+cdef bint _LOOPS_COMPILED

@@ -35,7 +35,8 @@ except ImportError:  # (run as Python without Cython: ``line_breaks``, which nee
 
 #: This module runs compiled (its file is an extension module, not this source).
 COMPILED = not __file__.endswith(".py")
-#: (The same, for ``joined``: the tests set ``COMPILED`` to run the loops as Python.)
+#: (The same, for ``joined`` and ``join_fill``: the tests set ``COMPILED`` to run the loops as
+#: Python.)
 _LOOPS_COMPILED = COMPILED
 #: ``TIMELINE,`` (the prefix every line given to ``timeline_fill`` starts with).
 _PREFIX_LEN = 9
@@ -824,9 +825,15 @@ def join_fill(
         for p in range(kinds.shape[0]):
             kind = kinds[p]
             if kind == 0:
-                for j in range(const_at[p], const_at[p + 1]):
-                    out[o] = consts[j]
-                    o += 1
+                j = const_at[p]
+                k = const_at[p + 1] - j
+                if k:
+                    # (One ``memcpy`` a run compiled, where a loop took a byte at a time.)
+                    if _LOOPS_COMPILED:
+                        memcpy(cython.address(out[o]), cython.address(consts[j]), k)  # type: ignore[name-defined]  # noqa: F821
+                    else:
+                        out[o : o + k] = consts[j : j + k]
+                    o += k
             elif kind == 1:
                 v = ints[i, col_of[p]]
                 if v < 0:
@@ -851,7 +858,12 @@ def join_fill(
                 o += nd
             else:
                 c = col_of[p]
-                for j in range(text_at[c, i], text_at[c, i + 1]):
-                    out[o] = text_data[j]
-                    o += 1
+                j = text_at[c, i]
+                k = text_at[c, i + 1] - j
+                if k:
+                    if _LOOPS_COMPILED:
+                        memcpy(cython.address(out[o]), cython.address(text_data[j]), k)  # type: ignore[name-defined]  # noqa: F821
+                    else:
+                        out[o : o + k] = text_data[j : j + k]
+                    o += k
         out_at[i + 1] = o

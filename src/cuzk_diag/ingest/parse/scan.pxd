@@ -32,7 +32,7 @@ cpdef timeline_fill(const unsigned char[::1] data, const int[::1] offs,
 @cython.locals(k=Py_ssize_t)
 cdef bint _at(const unsigned char[::1] data, Py_ssize_t j, bytes word)
 
-@cython.locals(o=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t)
+@cython.locals(o=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t)
 cpdef _copy(const unsigned char[::1] data, const long long[:] starts,
             const long long[:] ends, unsigned char[::1] out, int[::1] at)
 

@@ -521,22 +521,29 @@ def tracing_shape_fill(
         r = rows[i]
         a = offs[r]
         b = offs[r + 1]
-        j = a
-        while j < b and data[j] != 32:
-            j += 1
+        j = _next(data, a, b, 32)
         if j < b:
             spaces[p] = j
             p += 1
         j += 1
         while j < b:
-            c = data[j]
-            shape[o] = c
-            o += 1
-            spaces[p] = j  # (kept when it is a space: no branch per byte)
-            p += c == 32
-            j += 1
-            if c != 61:  # "="
-                continue
+            # The text up to the next "=" (or the line's end) as it is, with the "=", and the
+            # spaces in it (compiled, ``memchr`` finds each and ``memcpy`` copies the run).
+            e = _next(data, j, b, 61)
+            n = e - j + (e < b)
+            if _LOOPS_COMPILED:
+                memcpy(cython.address(shape[o]), cython.address(data[j]), n)  # type: ignore[name-defined]  # noqa: F821
+            else:
+                shape[o : o + n] = data[j : j + n]
+            o += n
+            k = _next(data, j, e, 32)
+            while k < e:
+                spaces[p] = k
+                p += 1
+                k = _next(data, k + 1, e, 32)
+            j = e + 1
+            if e == b:
+                break
             if j < b and data[j] == 34:  # '"': to the closing quote, if there is one
                 q = p  # (the spaces inside: kept only if the quote closes)
                 k = j + 1
@@ -553,6 +560,20 @@ def tracing_shape_fill(
                 j += 1
         shape_at[i + 1] = o
         space_at[i + 1] = p
+
+
+def _next(data: memoryview, j: int, b: int, c: int) -> int:
+    """Where the first byte ``c`` of ``data[j:b]`` stands, or ``b`` (compiled, by the C
+    library's ``memchr``)."""
+    if j >= b:
+        return b
+    if _LOOPS_COMPILED:
+        base = cython.address(data[0])
+        hit = memchr(base + j, c, b - j)  # type: ignore[name-defined]  # noqa: F821
+        return b if hit == cython.NULL else cython.cast(cython.p_const_uchar, hit) - base
+    while j < b and data[j] != c:
+        j += 1
+    return j
 
 
 #: The classes of value a tracing shape's plan reads (``shapes``), as ``cut_fill`` checks them:

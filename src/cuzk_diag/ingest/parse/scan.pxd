@@ -84,7 +84,7 @@ cdef bint _digits(const unsigned char[::1] data, Py_ssize_t j, Py_ssize_t b, Py_
 @cython.locals(o=Py_ssize_t, i=Py_ssize_t, p=Py_ssize_t, kind=cython.uchar, j=Py_ssize_t,
                v=cython.longlong, u=cython.ulonglong, t=cython.ulonglong, nd=Py_ssize_t,
                k=Py_ssize_t, c=Py_ssize_t)
-cpdef join_fill(const unsigned char[::1] consts, const long long[::1] const_at,
+cpdef join_fill(const long long[::1] const_at,
                 const unsigned char[::1] kinds, const long long[::1] col_of,
                 const long long[:, ::1] ints, const unsigned char[::1] text_data,
                 const long long[:, ::1] text_at, unsigned char[::1] out, int[::1] out_at)

@@ -800,22 +800,23 @@ def joined(pieces: list[str | pa.Array], n: int) -> pa.StringArray | None:
     for k, col in enumerate(ints):
         values[:, k] = numbers(col)
     text_at = np.empty((len(strings), n + 1), dtype=np.int64)
-    parts: list[np.ndarray] = []
-    base = 0
+    # (The texts of every row first, at ``const_at``, then the string columns' texts.)
+    parts: list[np.ndarray] = [np.frombuffer(bytes(consts), dtype=np.uint8)]
+    base = len(consts)
     for k, col in enumerate(strings):
         data, at, _ = buffers(col, np.zeros(0, dtype=np.int64))
         first, last = int(at[0]), int(at[n])
         parts.append(data[first:last])
         text_at[k] = at - first + base
         base += last - first
-    text_data = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
-    size = n * len(consts) + n * len(ints) * 20 + base  # (an int64 in decimal: 20 bytes at most)
+    text_data = np.concatenate(parts)
+    # (Each row: its texts, an int64 in decimal in 20 bytes at most, its string values.)
+    size = n * len(consts) + n * len(ints) * 20 + base - len(consts)
     if size >= 1 << 31:
         return None  # (more than a string array's 32-bit offsets reach)
     out = np.empty(size, dtype=np.uint8)
     out_at = np.zeros(n + 1, dtype=np.int32)
     join_fill(
-        np.frombuffer(bytes(consts), dtype=np.uint8),
         np.array(const_at, dtype=np.int64),
         np.array(kinds, dtype=np.uint8),
         np.array(col_of, dtype=np.int64),
@@ -833,7 +834,6 @@ def joined(pieces: list[str | pa.Array], n: int) -> pa.StringArray | None:
 
 
 def join_fill(
-    consts: np.ndarray,
     const_at: np.ndarray,
     kinds: np.ndarray,
     col_of: np.ndarray,
@@ -844,24 +844,14 @@ def join_fill(
     out_at: np.ndarray,
 ) -> None:
     """Row ``i`` of ``joined`` into ``out`` (from ``out_at[i]`` to ``out_at[i + 1]``): for each
-    piece ``p``, the text ``consts[const_at[p]:const_at[p + 1]]`` (``kinds[p]`` 0), the value
-    ``ints[i, col_of[p]]`` in decimal (1), or the text ``text_data[text_at[c, i]:text_at[c, i +
-    1]]`` of ``c = col_of[p]`` (2)."""
+    piece ``p``, the text ``text_data[const_at[p]:const_at[p + 1]]``, the same in every row
+    (``kinds[p]`` 0), the value ``ints[i, col_of[p]]`` in decimal (1), or the text
+    ``text_data[text_at[c, i]:text_at[c, i + 1]]`` of ``c = col_of[p]`` (2)."""
     o = 0
     for i in range(out_at.shape[0] - 1):
         for p in range(kinds.shape[0]):
             kind = kinds[p]
-            if kind == 0:
-                j = const_at[p]
-                k = const_at[p + 1] - j
-                if k:
-                    # (One ``memcpy`` a run compiled, where a loop took a byte at a time.)
-                    if _LOOPS_COMPILED:
-                        memcpy(cython.address(out[o]), cython.address(consts[j]), k)  # type: ignore[name-defined]  # noqa: F821
-                    else:
-                        out[o : o + k] = consts[j : j + k]
-                    o += k
-            elif kind == 1:
+            if kind == 1:
                 v = ints[i, col_of[p]]
                 if v < 0:
                     out[o] = 45  # "-"
@@ -883,14 +873,19 @@ def join_fill(
                         break
                     k -= 1
                 o += nd
+                continue
+            if kind == 0:
+                j = const_at[p]
+                k = const_at[p + 1] - j
             else:
                 c = col_of[p]
                 j = text_at[c, i]
                 k = text_at[c, i + 1] - j
-                if k:
-                    if _LOOPS_COMPILED:
-                        memcpy(cython.address(out[o]), cython.address(text_data[j]), k)  # type: ignore[name-defined]  # noqa: F821
-                    else:
-                        out[o : o + k] = text_data[j : j + k]
-                    o += k
+            if k:
+                # (One ``memcpy`` a text compiled, where a loop took a byte at a time.)
+                if _LOOPS_COMPILED:
+                    memcpy(cython.address(out[o]), cython.address(text_data[j]), k)  # type: ignore[name-defined]  # noqa: F821
+                else:
+                    out[o : o + k] = text_data[j : j + k]
+                o += k
         out_at[i + 1] = o

@@ -11,8 +11,8 @@ cpdef tuple line_breaks(bytes data)
 cdef Py_ssize_t _line_fill(const unsigned char[::1] data, int[::1] offs, unsigned char[::1] out)
 
 @cython.locals(width=Py_ssize_t, o=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, a=Py_ssize_t,
-               b=Py_ssize_t, nv=Py_ssize_t, bad=cython.uchar, j=Py_ssize_t, c=cython.uchar,
-               d=cython.uchar, v=cython.longlong, k=Py_ssize_t)
+               b=Py_ssize_t, nv=Py_ssize_t, bad=cython.uchar, j=Py_ssize_t, d=cython.uchar,
+               v=cython.longlong, k=Py_ssize_t, e=Py_ssize_t, n=Py_ssize_t)
 cpdef cpp_fill(const unsigned char[::1] data, const int[::1] offs, const long long[::1] rows,
                unsigned char[::1] shape, int[::1] shape_at, long long[:, ::1] vals,
                unsigned char[::1] odd)

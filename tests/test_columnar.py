@@ -353,6 +353,73 @@ def test_the_joined_rows_are_the_kernels_join(case: tuple[list[object], int]) ->
     assert got.to_pylist() == want
 
 
+_TEXT_OR_NULL = st.one_of(st.none(), _WORD)
+
+
+@st.composite
+def text_pieces(draw: st.DrawFn) -> tuple[list[object], list[int], list[int] | None]:
+    """Pieces of a text column (texts every row of a piece holds, pieces of nulls, string
+    arrays with nulls, sliced), their sizes, and an order of their rows (or none)."""
+    pieces: list[object] = []
+    sizes: list[int] = []
+    for _ in range(draw(st.integers(0, 5))):
+        size = draw(st.integers(0, 12))
+        kind = draw(st.sampled_from(["text", "none", "array"]))
+        if kind == "text":
+            pieces.append(draw(_WORD))
+        elif kind == "none":
+            pieces.append(None)
+        else:
+            values = draw(st.lists(_TEXT_OR_NULL, min_size=size + 2, max_size=size + 2))
+            pieces.append(pa.array(values, pa.string()).slice(1, size))  # (inside its buffers)
+        sizes.append(size)
+    n = sum(sizes)
+    order = draw(st.one_of(st.none(), st.permutations(range(n))))
+    return pieces, sizes, order
+
+
+@settings(max_examples=400, deadline=None)
+@given(text_pieces())
+def test_gathered_texts_are_the_concatenation_taken_in_order(
+    case: tuple[list[object], list[int], list[int] | None],
+) -> None:
+    """``scan.TextGather`` gives the column ``pa.concat_arrays`` and ``take`` give, nulls and
+    all, from pieces of every kind."""
+    from cuzk_diag.ingest.parse import scan
+
+    pieces, sizes, order = case
+    at = None if order is None else np.array(order, dtype=np.int64)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scan, "COMPILED", True)  # (the loop runs as Python in the pure build)
+        got = scan.TextGather(sizes, at).texts(pieces)
+    assert got is not None
+    whole = pa.concat_arrays(
+        [
+            pa.nulls(size, pa.string())
+            if piece is None
+            else pa.array([piece] * size, pa.string())
+            if isinstance(piece, str)
+            else piece
+            for piece, size in zip(pieces, sizes, strict=True)
+        ]
+        or [pa.array([], pa.string())]
+    )
+    want = whole if at is None else whole.take(pa.array(at, pa.int64()))
+    got.validate(full=True)
+    assert got.to_pylist() == want.to_pylist()
+    assert got.null_count == want.null_count
+
+
+def test_gathered_texts_leave_other_columns_to_the_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cuzk_diag.ingest.parse import scan
+
+    monkeypatch.setattr(scan, "COMPILED", True)
+    assert scan.TextGather([2], None).texts([pa.array(["a", "b"], pa.large_string())]) is None
+    assert scan.TextGather([2], None).texts([pa.array(["a"], pa.string())]) is None
+
+
 def test_a_column_with_a_null_is_joined_by_the_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
     from cuzk_diag.ingest.parse import scan
 

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from cuzk_diag.ingest.parse import ParsedChunk
 from cuzk_diag.ingest.parse.classify import utf8_bytes
 from cuzk_diag.ingest.parse.columnar import Group
-from cuzk_diag.ingest.parse.scan import COMPILED, join_rows, json_escaped
+from cuzk_diag.ingest.parse.scan import COMPILED, TextGather, join_rows, json_escaped
 from cuzk_diag.jsontext import encoder
 from cuzk_diag.records import Accounting, Event, is_int64
 from cuzk_diag.sources import Source
@@ -64,7 +64,8 @@ def chunk_lines(part: ParsedChunk) -> pa.Table:
     """The rows of one parsed chunk, in line order: the lines of a fixed form straight from
     their columns (``_group_rows``), the others from their events (``_batch``). Each column
     is put together once from the pieces of every group and the events, and put in line order
-    (numpy for the numbers, one ``take`` of the concatenated texts)."""
+    (numpy for the numbers; the texts gathered from their pieces, ``scan.TextGather``, or in
+    the pure build one ``take`` of the concatenated texts)."""
     cleared = np.array(part.cleared, dtype=np.int64)
     pieces: list[dict[str, Any]] = []
     order: list[np.ndarray] = []
@@ -82,6 +83,7 @@ def chunk_lines(part: ParsedChunk) -> pa.Table:
     at = np.argsort(np.concatenate(order), kind="stable") if len(pieces) > 1 else None
     sizes = [len(p["line"]) for p in pieces]
     columns: dict[str, pa.Array] = {}
+    gather = TextGather(sizes, at)
     for name in LINE_SCHEMA.names:
         typ = LINE_SCHEMA.field(name).type
         if name in ("source", "line", "malformed"):
@@ -93,10 +95,15 @@ def chunk_lines(part: ParsedChunk) -> pa.Table:
             )
             columns[name] = pa.array(values if at is None else values[at], typ)
         else:
-            col = pa.concat_arrays(
-                [_piece(p[name], size, typ) for p, size in zip(pieces, sizes, strict=True)]
-            )
-            columns[name] = col if at is None else col.take(at)
+            # (A text column gathered straight from its pieces by the compiled loop: each text
+            # copied once, where the concatenation and the take copied it twice.)
+            got = gather.texts([p[name] for p in pieces]) if typ == pa.string() else None
+            if got is None:
+                col = pa.concat_arrays(
+                    [_piece(p[name], size, typ) for p, size in zip(pieces, sizes, strict=True)]
+                )
+                got = col if at is None else col.take(at)
+            columns[name] = got
     return pa.table(columns, schema=LINE_SCHEMA)
 
 

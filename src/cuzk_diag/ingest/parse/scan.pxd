@@ -94,3 +94,12 @@ cpdef bint json_escaped(const unsigned char[::1] data)
 
 # Whether the module runs compiled (as ``COMPILED``, which the tests may change): a C flag.
 cdef bint _LOOPS_COMPILED
+
+@cython.locals(o=Py_ssize_t, missing=Py_ssize_t, r=Py_ssize_t, g=Py_ssize_t, k=Py_ssize_t,
+               i=Py_ssize_t, j=Py_ssize_t, s=Py_ssize_t, e=Py_ssize_t, ok=bint)
+cpdef Py_ssize_t gather_fill(const long long[::1] order, const long long[::1] which,
+                             const long long[::1] first, const long long[::1] step,
+                             const unsigned char[::1] nulls, const long long[::1] bits_off,
+                             const long long[:, ::1] addresses, list held,
+                             unsigned char[::1] out, int[::1] out_at,
+                             unsigned char[::1] valid) except -1

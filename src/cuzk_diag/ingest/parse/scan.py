@@ -895,3 +895,138 @@ def join_fill(
                     out[o : o + k] = text_data[j : j + k]
                 o += k
         out_at[i + 1] = o
+
+
+class TextGather:
+    """The texts of a column made of pieces one after another (each an array of ``sizes[k]``
+    texts, a ``str`` that each of its ``sizes[k]`` rows holds, or None for that many nulls),
+    its rows in the order ``order`` (positions in that column; None: as they are): what
+    ``pa.concat_arrays`` and then ``take`` give, but each text copied once, from its piece, by
+    one loop (``gather_fill``), and no column made of a ``str`` piece. Made once for the
+    columns of one order (``texts``)."""
+
+    def __init__(self, sizes: list[int], order: np.ndarray | None) -> None:
+        n = int(sum(sizes))
+        self.sizes = sizes
+        self.order = np.arange(n, dtype=np.int64) if order is None else order.astype(np.int64)
+        self.which = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+        self.first = np.zeros(len(sizes), dtype=np.int64)
+        np.cumsum(sizes[:-1], out=self.first[1:])
+
+    def texts(self, pieces: list[pa.Array | str | None]) -> pa.StringArray | None:
+        """The column of ``pieces``; None where the loop does not run (the pure build, a piece
+        of another type or size, or 2 GiB of text)."""
+        if not COMPILED:
+            return None
+        count = len(pieces)
+        step = np.ones(count, dtype=np.int64)
+        nulls = np.zeros(count, dtype=np.uint8)  # 0: none, 1: every row, 2: by its bitmap
+        bits_off = np.zeros(count, dtype=np.int64)
+        held: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+        room = 0
+        for k, (piece, size) in enumerate(zip(pieces, self.sizes, strict=True)):
+            bits: np.ndarray | None = None
+            if piece is None:
+                at, data, step[k], nulls[k] = _NO_TEXT_AT, _NO_BYTES, 0, 1
+            elif isinstance(piece, str):
+                data = np.frombuffer(piece.encode("utf-8"), dtype=np.uint8)
+                at, step[k] = np.array([0, len(data)], dtype=np.int32), 0
+                room += size * len(data)
+            elif isinstance(piece, pa.StringArray) and len(piece) == size:
+                data, at, _ = buffers(piece, _NO_ROWS)
+                room += int(at[size]) - int(at[0])
+                if piece.null_count:
+                    nulls[k], bits_off[k] = 2, piece.offset
+                    bits = np.frombuffer(piece.buffers()[0], dtype=np.uint8)
+            else:
+                return None
+            held.append((at, data if len(data) else _NO_BYTES, bits))
+        if room >= 1 << 31:
+            return None  # (more than a string array's 32-bit offsets reach)
+        n = len(self.order)
+        out = np.empty(room, dtype=np.uint8)
+        out_at = np.empty(n + 1, dtype=np.int32)
+        valid = np.zeros((n + 7) // 8, dtype=np.uint8)
+        addresses = np.array(
+            [[a.ctypes.data, d.ctypes.data, 0 if b is None else b.ctypes.data] for a, d, b in held],
+            dtype=np.int64,
+        ).reshape(count, 3)
+        missing = gather_fill(
+            self.order,
+            self.which,
+            self.first,
+            step,
+            nulls,
+            bits_off,
+            addresses,
+            held,
+            out,
+            out_at,
+            valid,
+        )
+        bitmap = pa.py_buffer(valid) if missing else None
+        texts_: pa.StringArray = pa.StringArray.from_buffers(
+            n, pa.py_buffer(out_at), pa.py_buffer(out[: int(out_at[n])]), bitmap, missing
+        )
+        return texts_
+
+
+#: No rows, no text and no bytes (``TextGather``: a piece of nulls; a pointer to read none).
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+_NO_TEXT_AT = np.zeros(2, dtype=np.int32)
+_NO_BYTES = np.zeros(1, dtype=np.uint8)
+
+
+def gather_fill(
+    order: np.ndarray,
+    which: np.ndarray,
+    first: np.ndarray,
+    step: np.ndarray,
+    nulls: np.ndarray,
+    bits_off: np.ndarray,
+    addresses: np.ndarray,
+    held: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]],
+    out: np.ndarray,
+    out_at: np.ndarray,
+    valid: np.ndarray,
+) -> int:
+    """Row ``r`` of ``TextGather.texts``: row ``i`` of piece ``k``, where ``order[r]`` is
+    ``first[k] + i`` (``which`` names ``k``; ``i`` is 0 in a piece of one text, ``step`` 0):
+    its text (from ``at[i]`` to ``at[i + 1]`` of the piece's ``data``; compiled, read at
+    ``addresses[k]``: ``at``, ``data``, the validity bits) into ``out`` from ``out_at[r]``, and
+    its bit in ``valid`` set unless it is null (``nulls[k]``: 0 none, 1 every row, 2 by the
+    piece's bits from ``bits_off[k]``). The number of nulls."""
+    o = 0
+    missing = 0
+    out_at[0] = 0
+    for r in range(order.shape[0]):
+        g = order[r]
+        k = which[g]
+        i = (g - first[k]) * step[k]
+        ok = nulls[k] == 0
+        if nulls[k] == 2:
+            j = bits_off[k] + i
+            if _LOOPS_COMPILED:
+                ok = (cython.cast(cython.p_const_uchar, addresses[k, 2])[j >> 3] >> (j & 7)) & 1
+            else:
+                ok = (int(held[k][2][j >> 3]) >> (j & 7)) & 1  # type: ignore[index]
+        if ok:
+            if _LOOPS_COMPILED:
+                s = cython.cast(cython.p_const_int, addresses[k, 0])[i]
+                e = cython.cast(cython.p_const_int, addresses[k, 0])[i + 1]
+                if e > s:
+                    memcpy(  # type: ignore[name-defined]  # noqa: F821
+                        cython.address(out[o]),
+                        cython.cast(cython.p_const_uchar, addresses[k, 1]) + s,
+                        e - s,
+                    )
+            else:
+                s = held[k][0][i]
+                e = held[k][0][i + 1]
+                out[o : o + e - s] = held[k][1][s:e]
+            o += e - s
+            valid[r >> 3] |= 1 << (r & 7)
+        else:
+            missing += 1
+        out_at[r + 1] = o
+    return missing

@@ -189,25 +189,22 @@ def timeline_fill(
         spans[i, 0] = -1
         # Another writer's text inside the line (the line starts with the prefix: none of
         # them starts at its first byte).
-        j = a + 1
+        # Each is looked for by its first letter (compiled, ``memchr`` finds each "Z", "C"
+        # and "T": the bytes of a TIMELINE line are mostly digits, lowercase letters and
+        # commas); a hit needs a byte after it.
         seen = 0
-        while j + 1 < b:
-            c = data[j]
-            if (c - 67) & 255 > 23:
-                # Not "C" to "Z" (one test, where each of the three letters was one: the
-                # bytes of a TIMELINE line are mostly digits, lowercase letters and commas).
-                j += 1
-                continue
-            if c == 90 and data[j + 1] == 32:  # "Z "
-                seen = 1
-                break
-            if c == 67 and j + 5 <= b and _at(data, j, b"CUZK_"):
-                seen = 1
-                break
-            if c == 84 and j + 9 <= b and _at(data, j, b"TIMELINE,"):
-                seen = 1
-                break
-            j += 1
+        j = _next(data, a + 1, b - 1, 90)
+        while j < b - 1 and not seen:
+            seen = data[j + 1] == 32  # "Z "
+            j = _next(data, j + 1, b - 1, 90)
+        j = _next(data, a + 1, b - 1, 67)
+        while j < b - 1 and not seen:
+            seen = j + 5 <= b and _at(data, j, b"CUZK_")
+            j = _next(data, j + 1, b - 1, 67)
+        j = _next(data, a + 1, b - 1, 84)
+        while j < b - 1 and not seen:
+            seen = j + 9 <= b and _at(data, j, b"TIMELINE,")
+            j = _next(data, j + 1, b - 1, 84)
         if seen:
             continue
         # The three commas after the prefix's, and the offset's digits.

@@ -24,6 +24,8 @@ run as Python, a byte read is an ``int``) and ``offs`` (where each line starts; 
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -905,7 +907,11 @@ class TextGather:
     def __init__(self, sizes: list[int], order: np.ndarray | None) -> None:
         n = int(sum(sizes))
         self.sizes = sizes
-        self.order = np.arange(n, dtype=np.int64) if order is None else order.astype(np.int64)
+        self.order = (
+            np.arange(n, dtype=np.int64)
+            if order is None
+            else np.ascontiguousarray(order, dtype=np.int64)
+        )
         self.which = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
         self.first = np.zeros(len(sizes), dtype=np.int64)
         np.cumsum(sizes[:-1], out=self.first[1:])
@@ -919,35 +925,56 @@ class TextGather:
         step = np.ones(count, dtype=np.int64)
         nulls = np.zeros(count, dtype=np.uint8)  # 0: none, 1: every row, 2: by its bitmap
         bits_off = np.zeros(count, dtype=np.int64)
+        # Per piece, where its text offsets, its bytes and its validity bits lie (the
+        # buffers' own addresses: no array made to read them), and, run as Python, the same
+        # as numpy arrays (``held``). ``keep`` holds the buffers made here while the loop runs.
+        where: list[tuple[int, int, int]] = []
         held: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+        keep: list[pa.Buffer] = []
         room = 0
         for k, (piece, size) in enumerate(zip(pieces, self.sizes, strict=True)):
-            bits: np.ndarray | None = None
             if piece is None:
-                at, data, step[k], nulls[k] = _NO_TEXT_AT, _NO_BYTES, 0, 1
+                step[k], nulls[k] = 0, 1
+                at_buf, data_buf, bits_buf = _NO_TEXT, _NO_TEXT, None
             elif isinstance(piece, str):
-                data = np.frombuffer(piece.encode("utf-8"), dtype=np.uint8)
-                at, step[k] = np.array([0, len(data)], dtype=np.int32), 0
-                room += size * len(data)
+                text = piece.encode("utf-8")
+                step[k] = 0
+                at_buf, data_buf, bits_buf = pa.py_buffer(_TEXT_AT.pack(0, len(text))), None, None
+                data_buf = pa.py_buffer(text) if text else _NO_TEXT
+                keep += (at_buf, data_buf)
+                room += size * len(text)
             elif isinstance(piece, pa.StringArray) and len(piece) == size:
-                data, at, _ = buffers(piece, _NO_ROWS)
-                room += int(at[size]) - int(at[0])
+                bits_buf, at_buf, data_buf = piece.buffers()
+                first = piece.offset
+                lo, hi = (_INT32.unpack_from(at_buf, 4 * (first + e))[0] for e in (0, size))
+                room += hi - lo
+                if data_buf is None or not data_buf.size:
+                    data_buf = _NO_TEXT
                 if piece.null_count:
-                    nulls[k], bits_off[k] = 2, piece.offset
-                    bits = np.frombuffer(piece.buffers()[0], dtype=np.uint8)
+                    nulls[k], bits_off[k] = 2, first
+                else:
+                    bits_buf = None
+                at_buf = at_buf.slice(4 * first)
             else:
                 return None
-            held.append((at, data if len(data) else _NO_BYTES, bits))
+            where.append(
+                (at_buf.address, data_buf.address, 0 if bits_buf is None else bits_buf.address)
+            )
+            if not _LOOPS_COMPILED:
+                held.append(
+                    (
+                        np.frombuffer(at_buf, dtype=np.int32, count=size + 1 if step[k] else 2),
+                        np.frombuffer(data_buf, dtype=np.uint8),
+                        None if bits_buf is None else np.frombuffer(bits_buf, dtype=np.uint8),
+                    )
+                )
         if room >= 1 << 31:
             return None  # (more than a string array's 32-bit offsets reach)
         n = len(self.order)
         out = np.empty(room, dtype=np.uint8)
         out_at = np.empty(n + 1, dtype=np.int32)
         valid = np.zeros((n + 7) // 8, dtype=np.uint8)
-        addresses = np.array(
-            [[a.ctypes.data, d.ctypes.data, 0 if b is None else b.ctypes.data] for a, d, b in held],
-            dtype=np.int64,
-        ).reshape(count, 3)
+        addresses = np.array(where, dtype=np.int64).reshape(count, 3)
         missing = gather_fill(
             self.order,
             self.which,
@@ -968,10 +995,11 @@ class TextGather:
         return texts_
 
 
-#: No rows, no text and no bytes (``TextGather``: a piece of nulls; a pointer to read none).
-_NO_ROWS = np.zeros(0, dtype=np.int64)
-_NO_TEXT_AT = np.zeros(2, dtype=np.int32)
-_NO_BYTES = np.zeros(1, dtype=np.uint8)
+#: ``TextGather``: a piece's offsets and a text offset (int32); an empty text (two zero offsets:
+#: a row of a piece of nulls; and, as its bytes, a buffer to point at but not read).
+_TEXT_AT = struct.Struct("<ii")
+_INT32 = struct.Struct("<i")
+_NO_TEXT = pa.py_buffer(bytes(8))
 
 
 def gather_fill(

@@ -87,7 +87,8 @@ cdef bint _digits(const unsigned char[::1] data, Py_ssize_t j, Py_ssize_t b, Py_
 cpdef join_fill(const long long[::1] const_at,
                 const unsigned char[::1] kinds, const long long[::1] col_of,
                 const long long[:, ::1] ints, const unsigned char[::1] text_data,
-                const long long[:, ::1] text_at, unsigned char[::1] out, int[::1] out_at)
+                const long long[:, ::1] text_at, const unsigned char[::1] pairs,
+                unsigned char[::1] out, int[::1] out_at)
 
 @cython.locals(j=Py_ssize_t, c=cython.uchar, seen=cython.uchar)
 cpdef bint json_escaped(const unsigned char[::1] data)

@@ -829,6 +829,7 @@ def joined(pieces: list[str | pa.Array], n: int) -> pa.StringArray | None:
         values if _LOOPS_COMPILED else values.astype(object),
         text_data,
         text_at,
+        _PAIRS,
         out,
         out_at,
     )
@@ -845,13 +846,15 @@ def join_fill(
     ints: np.ndarray,
     text_data: np.ndarray,
     text_at: np.ndarray,
+    pairs: np.ndarray,
     out: np.ndarray,
     out_at: np.ndarray,
 ) -> None:
     """Row ``i`` of ``joined`` into ``out`` (from ``out_at[i]`` to ``out_at[i + 1]``): for each
     piece ``p``, the text ``text_data[const_at[p]:const_at[p + 1]]``, the same in every row
     (``kinds[p]`` 0), the value ``ints[i, col_of[p]]`` in decimal (1), or the text
-    ``text_data[text_at[c, i]:text_at[c, i + 1]]`` of ``c = col_of[p]`` (2)."""
+    ``text_data[text_at[c, i]:text_at[c, i + 1]]`` of ``c = col_of[p]`` (2). ``pairs``: the
+    digits of 0 to 99, two bytes each."""
     o = 0
     for i in range(out_at.shape[0] - 1):
         for p in range(kinds.shape[0]):
@@ -865,18 +868,26 @@ def join_fill(
                     u += 1
                 else:
                     u = v
+                # Its digits, two at a time (``pairs``), from the last.
                 t = u
                 nd = 1
-                while t >= 10:
-                    t //= 10
+                while t >= 100:
+                    t //= 100
+                    nd += 2
+                if t >= 10:
                     nd += 1
-                k = o + nd - 1
-                while True:
-                    out[k] = 48 + u % 10
-                    u //= 10
-                    if u == 0:
-                        break
-                    k -= 1
+                k = o + nd
+                while u >= 100:
+                    t = (u % 100) * 2
+                    u //= 100
+                    out[k - 1] = pairs[t + 1]
+                    out[k - 2] = pairs[t]
+                    k -= 2
+                if u >= 10:
+                    out[k - 1] = pairs[u * 2 + 1]
+                    out[k - 2] = pairs[u * 2]
+                else:
+                    out[k - 1] = 48 + u
                 o += nd
                 continue
             if kind == 0:
@@ -994,6 +1005,9 @@ class TextGather:
         )
         return texts_
 
+
+#: The decimal digits of 0 to 99, two bytes each (``join_fill``).
+_PAIRS = np.frombuffer("".join(f"{i:02d}" for i in range(100)).encode(), dtype=np.uint8)
 
 #: ``TextGather``: a piece's offsets and a text offset (int32); an empty text (two zero offsets:
 #: a row of a piece of nulls; and, as its bytes, a buffer to point at but not read).

@@ -30,7 +30,7 @@ cpdef timeline_fill(const unsigned char[::1] data, const int[::1] offs,
                     unsigned char[:, ::1] good, long long[:, :, ::1] value_spans)
 
 @cython.locals(k=Py_ssize_t)
-cdef bint _at(const unsigned char[::1] data, Py_ssize_t j, bytes word)
+cdef inline bint _at(const unsigned char[::1] data, Py_ssize_t j, bytes word)
 
 @cython.locals(o=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t)
 cpdef _copy(const unsigned char[::1] data, const long long[:] starts,
@@ -56,15 +56,15 @@ cdef inline Py_ssize_t _next(const unsigned char[::1] data, Py_ssize_t j, Py_ssi
                              unsigned char c)
 
 @cython.locals(j=Py_ssize_t, seen=cython.uchar)
-cdef bint _ascii(const unsigned char[::1] data, Py_ssize_t s, Py_ssize_t e)
+cdef inline bint _ascii(const unsigned char[::1] data, Py_ssize_t s, Py_ssize_t e)
 
 @cython.locals(j=Py_ssize_t, c=cython.uchar)
-cdef bint _plain(const unsigned char[::1] data, Py_ssize_t s, Py_ssize_t e)
+cdef inline bint _plain(const unsigned char[::1] data, Py_ssize_t s, Py_ssize_t e)
 
-cdef bint _some(const unsigned char[::1] data, Py_ssize_t s, Py_ssize_t e)
+cdef inline bint _some(const unsigned char[::1] data, Py_ssize_t s, Py_ssize_t e)
 
 @cython.locals(j=Py_ssize_t)
-cdef bint _not_text(const unsigned char[::1] data, Py_ssize_t s, Py_ssize_t e)
+cdef inline bint _not_text(const unsigned char[::1] data, Py_ssize_t s, Py_ssize_t e)
 
 @cython.locals(nw=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t,
                level=int, found=cython.uchar, e=Py_ssize_t, k=Py_ssize_t, s=Py_ssize_t,
@@ -76,10 +76,11 @@ cpdef tracing_fill(const unsigned char[::1] data, const int[::1] offs, const lon
                    unsigned char[::1] relevant, bint search=*)
 
 @cython.locals(k=Py_ssize_t, c=cython.uchar, j=Py_ssize_t)
-cdef int _level(const unsigned char[::1] data, Py_ssize_t a, Py_ssize_t b)
+cdef inline int _level(const unsigned char[::1] data, Py_ssize_t a, Py_ssize_t b)
 
 @cython.locals(k=Py_ssize_t)
-cdef bint _digits(const unsigned char[::1] data, Py_ssize_t j, Py_ssize_t b, Py_ssize_t n)
+cdef inline bint _digits(const unsigned char[::1] data, Py_ssize_t j, Py_ssize_t b,
+                         Py_ssize_t n)
 
 @cython.locals(o=Py_ssize_t, i=Py_ssize_t, p=Py_ssize_t, kind=cython.uchar, j=Py_ssize_t,
                v=cython.longlong, u=cython.ulonglong, t=cython.ulonglong, nd=Py_ssize_t,

@@ -1048,7 +1048,7 @@ def gather_fill(
             if _LOOPS_COMPILED:
                 ok = (cython.cast(cython.p_const_uchar, addresses[k, 2])[j >> 3] >> (j & 7)) & 1
             else:
-                ok = (int(held[k][2][j >> 3]) >> (j & 7)) & 1  # type: ignore[index]
+                ok = (int(held[k][2][j >> 3]) >> (j & 7)) & 1
         if ok:
             if _LOOPS_COMPILED:
                 s = cython.cast(cython.p_const_int, addresses[k, 0])[i]

@@ -37,8 +37,8 @@ cpdef _copy(const unsigned char[::1] data, const long long[:] starts,
             const long long[:] ends, unsigned char[::1] out, int[::1] at)
 
 @cython.locals(o=Py_ssize_t, p=Py_ssize_t, q=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t,
-               a=Py_ssize_t, b=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, c=cython.uchar,
-               e=Py_ssize_t, n=Py_ssize_t)
+               a=Py_ssize_t, b=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, e=Py_ssize_t,
+               n=Py_ssize_t)
 cpdef tracing_shape_fill(const unsigned char[::1] data, const int[::1] offs,
                          const long long[::1] rows, unsigned char[::1] shape, int[::1] shape_at,
                          int[::1] spaces, int[::1] space_at)

@@ -916,16 +916,26 @@ class TextGather:
     columns of one order (``texts``)."""
 
     def __init__(self, sizes: list[int], order: np.ndarray | None) -> None:
-        n = int(sum(sizes))
         self.sizes = sizes
-        self.order = (
-            np.arange(n, dtype=np.int64)
-            if order is None
-            else np.ascontiguousarray(order, dtype=np.int64)
-        )
-        self.which = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
-        self.first = np.zeros(len(sizes), dtype=np.int64)
-        np.cumsum(sizes[:-1], out=self.first[1:])
+        self.given = order
+        # (Where each row comes from, made for the first column: the pure build makes none.)
+        self.made: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def _rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The order as int64, each position's piece and each piece's first position."""
+        if self.made is None:
+            sizes, order = self.sizes, self.given
+            count = int(sum(sizes))
+            first = np.zeros(len(sizes), dtype=np.int64)
+            np.cumsum(np.array(sizes[:-1], dtype=np.int64), out=first[1:])
+            self.made = (
+                np.arange(count, dtype=np.int64)
+                if order is None
+                else np.ascontiguousarray(order, dtype=np.int64),
+                np.repeat(np.arange(len(sizes), dtype=np.int64), sizes),
+                first,
+            )
+        return self.made
 
     def texts(self, pieces: list[pa.Array | str | None]) -> pa.StringArray | None:
         """The column of ``pieces``; None where the loop does not run (the pure build, a piece
@@ -981,15 +991,16 @@ class TextGather:
                 )
         if room >= 1 << 31:
             return None  # (more than a string array's 32-bit offsets reach)
-        n = len(self.order)
+        order, which, first = self._rows()
+        n = len(order)
         out = np.empty(room, dtype=np.uint8)
         out_at = np.empty(n + 1, dtype=np.int32)
         valid = np.zeros((n + 7) // 8, dtype=np.uint8)
         addresses = np.array(where, dtype=np.int64).reshape(count, 3)
         missing = gather_fill(
-            self.order,
-            self.which,
-            self.first,
+            order,
+            which,
+            first,
             step,
             nulls,
             bits_off,

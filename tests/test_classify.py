@@ -102,6 +102,26 @@ def test_words_are_found_anywhere_in_a_line(text, word):
         assert bool(found[1, 0]) == any(w in line for w in _WORDS), line
 
 
+_PREFIX_PIECES = ["CUZK_", "CUZK_TIMING: ", "CUZK_NTT_H: ", "TIMELINE,", "TIMELINE", "CUZK"]
+_PREFIX_PIECES += ["C", "T", "é", "x", " ", "2026-03-13T15:14:01Z  INFO "]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PREFIX_PIECES), max_size=3), max_size=30))
+def test_the_prefix_loop_agrees_with_the_kernels(lines):
+    """``classify._prefixes`` by the loop over the lines' first bytes and by Arrow's
+    ``starts_with`` (empty lines and lines that hold a prefix but part of it included)."""
+    arr = pa.array(["".join(pieces) for pieces in lines], pa.string()).slice(0)
+    got = []
+    for byte_scan in (True, False):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(classify, "BYTE_SCAN", byte_scan)
+            *masks, blank = classify._prefixes(arr)
+        got.append(([m.tolist() for m in masks], blank))
+    assert got[0] == got[1]
+    assert got[0][1] == sum(not pieces or not "".join(pieces) for pieces in lines)
+
+
 def test_words_need_two_bytes():
     with pytest.raises(ValueError, match="two bytes"):
         scan.Words(["a", "bcd"])
@@ -120,6 +140,7 @@ def test_classify_is_the_same_both_ways_on_real_logs(monkeypatch, log):
         for full in (False, True):
             c = classify.classify(arr, full=full)
             out.append((full, c.counts, c.index.tolist(), c.tracing.tolist()))
+            out.append([p.tolist() for p in c.prefixed])
             if c.clock is not None:
                 out.append(c.clock.tolist())
     half = len(out) // 2

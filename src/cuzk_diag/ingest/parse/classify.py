@@ -127,25 +127,20 @@ def classify(arr: pa.StringArray, *, full: bool) -> Classified:
     """Count every line of ``arr`` under its family and pick the lines to parse: all of them
     with ``full``, else those analysis needs (see the module text)."""
     n = len(arr)
-    timing = pc.starts_with(arr, "CUZK_")
-    timeline = pc.starts_with(arr, TIMELINE_PREFIX)
-    timing_lines = pc.starts_with(arr, TIMING_PREFIX)
-    ntt_h_lines = pc.starts_with(arr, NTT_H_PREFIX)
-    cpp = _bools(timing)
-    is_timeline = _bools(timeline)
+    cpp, is_timeline, timing_lines, ntt_h_lines, blank = _prefixes(arr)
     # The tracing header is looked for on the lines that start with neither ``CUZK_`` nor
     # ``TIMELINE,`` only (it fails on those at their first character, but a test of a line
     # cost more than taking the others).
     is_tracing, relevant = _tracing(arr, ~(cpp | is_timeline), search=not full)
     counts = Counter[str]()
-    counts["timing"] = pc.sum(timing_lines).as_py() or 0
-    counts["ntt_h"] = pc.sum(ntt_h_lines).as_py() or 0
+    counts["timing"] = int(np.count_nonzero(timing_lines))
+    counts["ntt_h"] = int(np.count_nonzero(ntt_h_lines))
     counts["timeline"] = int(np.count_nonzero(is_timeline))
     counts["tracing"] = int(np.count_nonzero(is_tracing))
-    counts["blank"] = pc.sum(pc.equal(pc.binary_length(arr), scalar(0))).as_py() or 0
+    counts["blank"] = blank
     counts["other"] = n - sum(counts.values())  # bench lines are moved by the parse loop
     if full:
-        prefixed = _bools(timing_lines), _bools(ntt_h_lines), is_timeline
+        prefixed = timing_lines, ntt_h_lines, is_timeline
         return Classified(arr, counts, np.arange(n), arr, None, is_tracing, prefixed)
     # Bench output and damaged lines start with neither ``CUZK_`` nor ``TIMELINE,`` nor a
     # tracing header (the bench regex is anchored at a space, ``=``, ``[`` or a lowercase word):
@@ -168,8 +163,8 @@ def classify(arr: pa.StringArray, *, full: bool) -> Classified:
     selected |= clock
     index = np.flatnonzero(selected)
     prefixed = (
-        _bools(timing_lines)[index],
-        _bools(ntt_h_lines)[index],
+        timing_lines[index],
+        ntt_h_lines[index],
         is_timeline[index],
     )
     return Classified(
@@ -181,6 +176,37 @@ def classify(arr: pa.StringArray, *, full: bool) -> Classified:
         is_tracing[index],
         prefixed,
     )
+
+
+#: The prefixes ``_prefixes`` looks for, in the order of its bits.
+_PREFIXES = [b"CUZK_", TIMELINE_PREFIX.encode(), TIMING_PREFIX.encode(), NTT_H_PREFIX.encode()]
+
+
+def _prefixes(arr: pa.StringArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Per line of ``arr``: whether it starts with ``CUZK_``, ``TIMELINE_PREFIX``,
+    ``TIMING_PREFIX`` and ``NTT_H_PREFIX``; and how many lines are empty. Compiled, one loop
+    over the lines' first bytes (``scan.prefix_fill``: Arrow's ``starts_with`` calls a function
+    per line, four times); else Arrow's kernels."""
+    if BYTE_SCAN:
+        data, offs, _ = scan.buffers(arr, _NO_ROWS)
+        codes = np.empty(len(arr), dtype=np.uint8)
+        scan.prefix_fill(data.data, offs, _PREFIXES, _PREFIX_HEADS, codes)
+        blank = len(arr) - int(np.count_nonzero(offs[1:] - offs[:-1]))
+        cpp, timeline, timing, ntt_h = ((codes & (1 << k)) != 0 for k in range(4))
+        return cpp, timeline, timing, ntt_h, blank
+    cpp, timeline, timing, ntt_h = (_bools(pc.starts_with(arr, w.decode())) for w in _PREFIXES)
+    return (
+        cpp,
+        timeline,
+        timing,
+        ntt_h,
+        pc.sum(pc.equal(pc.binary_length(arr), scalar(0))).as_py() or 0,
+    )
+
+
+#: ``_prefixes``' first bytes, and no rows (``scan.buffers``: every line).
+_PREFIX_HEADS = np.array([w[0] for w in _PREFIXES], dtype=np.uint8)
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 def tracing_heads(arr: pa.StringArray) -> np.ndarray:

@@ -29,6 +29,11 @@ cpdef timeline_fill(const unsigned char[::1] data, const int[::1] offs,
                     unsigned char[::1] shape, int[::1] shape_at, long long[:, ::1] vals,
                     unsigned char[:, ::1] good, long long[:, :, ::1] value_spans)
 
+@cython.locals(nw=Py_ssize_t, i=Py_ssize_t, a=Py_ssize_t, n=Py_ssize_t, c=cython.uchar,
+               first=cython.uchar, k=Py_ssize_t, word=bytes)
+cpdef prefix_fill(const unsigned char[::1] data, const int[::1] offs, list words,
+                  const unsigned char[::1] heads, unsigned char[::1] codes)
+
 @cython.locals(k=Py_ssize_t)
 cdef inline bint _at(const unsigned char[::1] data, Py_ssize_t j, bytes word)
 

@@ -299,6 +299,26 @@ def timeline_fill(
         shape_at[i + 1] = o
 
 
+def prefix_fill(
+    data: memoryview, offs: np.ndarray, words: list[bytes], heads: np.ndarray, codes: np.ndarray
+) -> None:
+    """For each line ``i`` (``data[offs[i]:offs[i + 1]]``): in ``codes[i]`` bit ``k`` set when
+    the line starts with ``words[k]`` (at most eight; ``heads[k]``: its first byte)."""
+    nw = heads.shape[0]
+    for i in range(codes.shape[0]):
+        a = offs[i]
+        n = offs[i + 1] - a
+        c = 0
+        if n:
+            first = data[a]
+            for k in range(nw):
+                if heads[k] == first:
+                    word = words[k]
+                    if n >= len(word) and _at(data, a, word):
+                        c |= 1 << k
+        codes[i] = c
+
+
 def _at(data: memoryview, j: int, word: bytes) -> bool:
     """``data`` holds ``word`` from ``j`` on (the caller has checked there is room)."""
     for k in range(len(word)):

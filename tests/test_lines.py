@@ -610,3 +610,18 @@ def test_the_escape_test_of_a_text_column_reads_only_its_own_texts(large: bool) 
     assert not _json_escapes_in(pa.array([], typ))
     assert not _json_escapes_in(pa.array([None, None], typ))
     assert _json_escapes_in(pa.array([None, 'a"'], typ))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.integers(-1, 12), max_size=12), st.booleans())
+def test_the_line_order_is_the_stable_sort(rows, permutation):
+    """``linetable._line_order`` gives ``np.argsort(kind="stable")``'s order, by the store
+    when the rows are a permutation and by the sort otherwise (repeated rows, a -1)."""
+    import numpy as np
+
+    from cuzk_diag.linetable import _line_order
+
+    values = np.array(rows, dtype=np.int64)
+    if permutation:
+        values = np.random.default_rng(len(rows)).permutation(len(rows)).astype(np.int64)
+    assert _line_order(values).tolist() == np.argsort(values, kind="stable").tolist()

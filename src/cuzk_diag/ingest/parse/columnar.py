@@ -312,7 +312,10 @@ def by_code(codes: np.ndarray, n_codes: int) -> list[np.ndarray]:
     """The positions of each code of ``codes`` (0 to ``n_codes`` - 1), ascending: one stable
     sort, where a comparison of every position with each code made a pass over them all per
     code (a chunk's lines hold some twenty C++ forms, several hundred tracing shapes)."""
-    order = np.argsort(codes, kind="stable")
+    # (Codes of few values sorted as bytes or 16-bit words: numpy's stable sort of those is a
+    # radix sort, 8-15 times as fast as its merge sort of wider integers, the same order.)
+    narrow = np.uint8 if n_codes <= 1 << 8 else np.uint16 if n_codes <= 1 << 16 else None
+    order = np.argsort(codes if narrow is None else codes.astype(narrow), kind="stable")
     ends = np.cumsum(np.bincount(codes, minlength=n_codes))
     return np.split(order, ends[:-1])
 

@@ -179,7 +179,8 @@ def classify(arr: pa.StringArray, *, full: bool) -> Classified:
 
 
 #: The prefixes ``_prefixes`` looks for, in the order of its bits.
-_PREFIXES = [b"CUZK_", TIMELINE_PREFIX.encode(), TIMING_PREFIX.encode(), NTT_H_PREFIX.encode()]
+_PREFIXES = ["CUZK_", TIMELINE_PREFIX, TIMING_PREFIX, NTT_H_PREFIX]
+_PREFIX_WORDS = scan.Words(_PREFIXES)
 
 
 def _prefixes(arr: pa.StringArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
@@ -190,11 +191,11 @@ def _prefixes(arr: pa.StringArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     if BYTE_SCAN:
         data, offs, _ = scan.buffers(arr, _NO_ROWS)
         codes = np.empty(len(arr), dtype=np.uint8)
-        scan.prefix_fill(data.data, offs, _PREFIXES, _PREFIX_HEADS, codes)
+        scan.prefix_fill(data.data, offs, _PREFIX_WORDS, codes)
         blank = len(arr) - int(np.count_nonzero(offs[1:] - offs[:-1]))
         cpp, timeline, timing, ntt_h = ((codes & (1 << k)) != 0 for k in range(4))
         return cpp, timeline, timing, ntt_h, blank
-    cpp, timeline, timing, ntt_h = (_bools(pc.starts_with(arr, w.decode())) for w in _PREFIXES)
+    cpp, timeline, timing, ntt_h = (_bools(pc.starts_with(arr, w)) for w in _PREFIXES)
     return (
         cpp,
         timeline,
@@ -204,8 +205,7 @@ def _prefixes(arr: pa.StringArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     )
 
 
-#: ``_prefixes``' first bytes, and no rows (``scan.buffers``: every line).
-_PREFIX_HEADS = np.array([w[0] for w in _PREFIXES], dtype=np.uint8)
+#: No rows (``scan.buffers``: every line).
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
 

@@ -30,9 +30,10 @@ cpdef timeline_fill(const unsigned char[::1] data, const int[::1] offs,
                     unsigned char[:, ::1] good, long long[:, :, ::1] value_spans)
 
 @cython.locals(nw=Py_ssize_t, i=Py_ssize_t, a=Py_ssize_t, n=Py_ssize_t, c=cython.uchar,
-               first=cython.uchar, k=Py_ssize_t, word=bytes)
-cpdef prefix_fill(const unsigned char[::1] data, const int[::1] offs, list words,
-                  const unsigned char[::1] heads, unsigned char[::1] codes)
+               k=Py_ssize_t, s=Py_ssize_t, m=Py_ssize_t, j=Py_ssize_t)
+cpdef prefix_loop(const unsigned char[::1] data, const int[::1] offs,
+                  const unsigned char[::1] words, const long long[::1] word_at,
+                  unsigned char[::1] codes)
 
 @cython.locals(k=Py_ssize_t)
 cdef inline bint _at(const unsigned char[::1] data, Py_ssize_t j, bytes word)

@@ -299,23 +299,32 @@ def timeline_fill(
         shape_at[i + 1] = o
 
 
-def prefix_fill(
-    data: memoryview, offs: np.ndarray, words: list[bytes], heads: np.ndarray, codes: np.ndarray
-) -> None:
+def prefix_fill(data: memoryview, offs: np.ndarray, words: Words, codes: np.ndarray) -> None:
     """For each line ``i`` (``data[offs[i]:offs[i + 1]]``): in ``codes[i]`` bit ``k`` set when
-    the line starts with ``words[k]`` (at most eight; ``heads[k]``: its first byte)."""
-    nw = heads.shape[0]
+    the line starts with text ``k`` of ``words`` (at most eight; only their bytes are read)."""
+    prefix_loop(data, offs, words.text, words.at, codes)
+
+
+def prefix_loop(
+    data: memoryview, offs: np.ndarray, words: np.ndarray, word_at: np.ndarray, codes: np.ndarray
+) -> None:
+    """``prefix_fill``'s loop: text ``k`` is ``words[word_at[k]:word_at[k + 1]]``."""
+    nw = word_at.shape[0] - 1
     for i in range(codes.shape[0]):
         a = offs[i]
         n = offs[i + 1] - a
         c = 0
         if n:
-            first = data[a]
             for k in range(nw):
-                if heads[k] == first:
-                    word = words[k]
-                    if n >= len(word) and _at(data, a, word):
-                        c |= 1 << k
+                s = word_at[k]
+                m = word_at[k + 1] - s
+                if n < m or data[a] != words[s]:
+                    continue
+                j = 1
+                while j < m and data[a + j] == words[s + j]:
+                    j += 1
+                if j == m:
+                    c |= 1 << k
         codes[i] = c
 
 

@@ -989,8 +989,8 @@ class TextGather:
             elif isinstance(piece, str):
                 text = piece.encode("utf-8")
                 step[k] = 0
-                at_buf, data_buf, bits_buf = pa.py_buffer(_TEXT_AT.pack(0, len(text))), None, None
-                data_buf = pa.py_buffer(text) if text else _NO_TEXT
+                at_buf = pa.py_buffer(_TEXT_AT.pack(0, len(text)))
+                data_buf, bits_buf = (pa.py_buffer(text) if text else _NO_TEXT), None
                 keep += (at_buf, data_buf)
                 room += size * len(text)
             elif isinstance(piece, pa.StringArray) and len(piece) == size:

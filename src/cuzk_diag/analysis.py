@@ -17,7 +17,14 @@ import pandas as pd
 
 from cuzk_diag import __version__
 from cuzk_diag.config import Config, load_config
-from cuzk_diag.facts import LockWait, RunFacts, compute_facts, estimate_lock_wait, stage_table
+from cuzk_diag.facts import (
+    ColumnMedians,
+    LockWait,
+    RunFacts,
+    compute_facts,
+    estimate_lock_wait,
+    stage_table,
+)
 from cuzk_diag.heap import hand_back
 from cuzk_diag.records import Accounting, Finding, RunInfo, Severity
 from cuzk_diag.rules import RuleContext, run_rules
@@ -127,10 +134,11 @@ def analyze_run(
     # (The lock-wait estimate made once, for the facts and the rules: ``RuleContext.lock_wait``.)
     lock = estimate_lock_wait(df)
     hand_back()  # (between the steps, each step's freed pages: ``heap.hand_back``)
-    stages = stage_table(df)  # (first: its medians are the facts')
-    facts = compute_facts(df, run.info, lock, stages)
+    stages = stage_table(df)  # (first: its medians are the facts' and the rules')
+    medians = ColumnMedians(df, stages)
+    facts = compute_facts(df, run.info, lock, medians)
     hand_back()
-    ctx = RuleContext(df, facts, run.info, run.accounting, stages, lock=lock)
+    ctx = RuleContext(df, facts, run.info, run.accounting, stages, lock=lock, medians=medians)
     findings = run_rules(ctx, cfg)
     sources = list(inputs) or list(run.accounting.sources)
     if estimates:

@@ -1308,11 +1308,11 @@ def compute_facts(
     partitions: pd.DataFrame,
     info: RunInfo,
     lock: LockWait | None = None,
-    stages: pd.DataFrame | None = None,
+    medians: ColumnMedians | None = None,
 ) -> RunFacts:
     """Build ``RunFacts`` from the partition frame and ``RunInfo``; ``lock``: the frame's
-    ``estimate_lock_wait``, when the caller has it (else made here); ``stages``: its
-    ``stage_table``, when the caller has it (its medians are the waterfall's)."""
+    ``estimate_lock_wait``, when the caller has it (else made here); ``medians``: its
+    ``ColumnMedians``, when the caller has them (the stage table's medians: the waterfall's)."""
     df = partitions
     f = RunFacts(era=info.era, timeline_era=info.timeline_era, gpu_threads=info.gpu_threads)
     f.partitions = len(df)
@@ -1402,7 +1402,7 @@ def compute_facts(
         views = f.idle_gaps.split(sizes)
         f.per_gpu = [replace(u, gaps=g) for u, g in zip(f.per_gpu, views, strict=True)]
     hand_back()
-    f.waterfall = waterfall(df, lock, (barrier, barrier_method), ColumnMedians(df, stages))
+    f.waterfall = waterfall(df, lock, (barrier, barrier_method), medians)
     hand_back()
     f.wall_clock_start, f.wall_clock_end, f.wall_clock_calls = _wall_clock(df)
     return f

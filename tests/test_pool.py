@@ -7,6 +7,7 @@ import io
 import pickle
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -287,3 +288,104 @@ def test_a_message_through_a_pipe_in_pieces() -> None:
         msg = parallel.recv(inp)
         writer.join()
     assert msg is not None and msg[1].equals(big)
+
+
+class _ShortWrites(io.BytesIO):
+    """A pipe whose ``write`` takes at most ``most`` bytes a call and says so, as a buffered
+    pipe does when a signal interrupts its system call midway (the process stopped and
+    continued)."""
+
+    def __init__(self, most: int) -> None:
+        super().__init__()
+        self.most = most
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        return super().write(view[: self.most])
+
+
+@pytest.mark.parametrize("most", [1, 7, 4096])
+def test_a_message_written_in_short_pieces_comes_back_whole(most: int) -> None:
+    """Every byte is written however few each ``write`` takes: the message reads back equal."""
+    out = _ShortWrites(most)
+    parallel.send(out, _message())
+    parallel.send(out, ("done", None))
+    inp = io.BytesIO(out.getvalue())
+    msg = parallel.recv(inp)
+    assert msg is not None and msg[1].to_pylist() == [{"n": None, "s": None}, {"n": 3, "s": "é"}]
+    assert msg[2].tolist() == [0, 1, 2, 3, 4] and msg[3] == b"line one\nline two\n"
+    assert parallel.recv(inp) == ("done", None)
+
+
+def test_a_message_with_bytes_lost_is_refused_not_read() -> None:
+    """Bytes lost inside a buffer (what an unchecked short write did): the tail tells, and
+    the message is refused (``GarbledMessage``, a message for the user), never unpickled with
+    the next message's bytes as its buffer's."""
+    out = io.BytesIO()
+    parallel.send(out, ("ok", pa.table({"x": pa.array(range(1000))})))
+    parallel.send(out, ("done", None))
+    data = out.getvalue()
+    cut = data[:200] + data[216:]
+    with pytest.raises(parallel.GarbledMessage, match="came apart"):
+        parallel.recv(io.BytesIO(cut))
+    # (A head of garbled bytes: no read of its size is tried.)
+    with pytest.raises(parallel.GarbledMessage, match="came apart"):
+        parallel.recv(io.BytesIO(parallel._HEAD.pack(1 << 60, 1) + data[12:]))
+
+
+def test_a_child_stopped_and_continued_sends_every_byte(tmp_path: Path) -> None:
+    """A child writing messages larger than the pipe holds, stopped and continued again and
+    again (SIGSTOP/SIGCONT, as Ctrl-Z and ``fg`` do): every message arrives whole. (Without
+    writing the rest of a short write, bytes were lost at nearly every stop.)"""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    script = tmp_path / "writer.py"
+    script.write_text(
+        "import sys\n"
+        "import pyarrow as pa\n"
+        "from cuzk_diag.ingest import parallel\n"
+        "out = sys.stdout.buffer\n"
+        "for i in range(40):\n"
+        "    parallel.send(out, (i, pa.array(range(i, i + 150_000))))\n"
+        "out.flush()\n"
+    )
+    import cuzk_diag
+
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(cuzk_diag.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_root, *sys.path]))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, env=env)
+    done = threading.Event()
+
+    def stop_and_go() -> None:
+        while not done.wait(0.003):
+            try:
+                os.kill(proc.pid, signal.SIGSTOP)
+                time.sleep(0.001)
+                os.kill(proc.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                return
+
+    signaller = threading.Thread(target=stop_and_go)
+    signaller.start()
+    # (Bytes lost make a head of garbled sizes, whose read may wait for bytes that never
+    # come: the child is killed after a minute, its pipe then ends.)
+    deadline = threading.Timer(60, proc.kill)
+    deadline.start()
+    got = []
+    try:
+        assert proc.stdout is not None
+        while (msg := parallel.recv(proc.stdout)) is not None:
+            got.append(msg)
+    finally:
+        deadline.cancel()
+        done.set()
+        signaller.join()
+        if proc.poll() is None:
+            proc.kill()  # (a read that failed leaves it waiting to write)
+        proc.wait()
+    assert [i for i, _ in got] == list(range(40))
+    assert all(arr.equals(pa.array(range(i, i + 150_000))) for i, arr in got)

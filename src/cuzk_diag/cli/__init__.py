@@ -17,6 +17,7 @@ from cuzk_diag.cli.options import silence_stdout, stdout_silenced
 from cuzk_diag.errors import CuzkDiagError
 from cuzk_diag.exit_codes import ExitCode
 from cuzk_diag.ingest import build
+from cuzk_diag.pipes import whole_stdio
 
 
 class UsageError(click.ClickException):
@@ -132,7 +133,9 @@ def command() -> int:
 
 def entry() -> int:
     """The installed command and ``python -m cuzk_diag``: ``command``, then the end of the
-    process (``end_process``)."""
+    process (``end_process``). Its stdout and stderr write all they are given, however often
+    the process is stopped and continued (``pipes.whole_stdio``)."""
+    whole_stdio()
     code = command()
     end_process(code)
     return code  # (when the interpreter must end the process itself)

@@ -27,15 +27,23 @@ from typing import IO, Any
 
 from cuzk_diag.errors import CuzkDiagError, InputError
 from cuzk_diag.ingest.parse import Carry, LineParser, ParsedChunk
+from cuzk_diag.pipes import write_all
 from cuzk_diag.records import Accounting
 from cuzk_diag.sources import CHUNK_SIZE
 
 #: What the assembly writes into the accounting; everything else is the parse's.
 ASSEMBLY_FIELDS = frozenset({"unattributed", "unattributed_examples"})
 #: A message's head: the size of its pickle and the number of its out-of-band buffers; then
-#: per buffer, its size and whether it is read-only.
+#: per buffer, its size and whether it is read-only; at its end, its tail: the bytes of the
+#: pickle and the buffers together, which ``recv`` checks.
 _HEAD = struct.Struct("<QI")
 _BUF = struct.Struct("<Q?")
+_TAIL = struct.Struct("<Q")
+
+
+class GarbledMessage(CuzkDiagError):
+    """A message between processes came apart: its tail is not the one its head announced
+    (bytes lost or added on the way)."""
 
 
 def adopt_parse_counts(acc: Accounting, parsed: Accounting) -> None:
@@ -97,15 +105,19 @@ def send(out: IO[bytes], msg: tuple[Any, ...]) -> None:
     bufs: list[pickle.PickleBuffer] = []
     data = pickle.dumps(msg, protocol=5, buffer_callback=bufs.append)
     raws = [b.raw() for b in bufs]
-    out.write(_HEAD.pack(len(data), len(raws)))
-    out.write(b"".join(_BUF.pack(r.nbytes, r.readonly) for r in raws))
-    out.write(data)
+    # (Each piece written whole: ``pipes.write_all``.)
+    write = out.write
+    write_all(write, _HEAD.pack(len(data), len(raws)))
+    write_all(write, b"".join(_BUF.pack(r.nbytes, r.readonly) for r in raws))
+    write_all(write, data)
     for r in raws:
-        out.write(r)
+        write_all(write, r)
+    write_all(write, _TAIL.pack(len(data) + sum(r.nbytes for r in raws)))
 
 
 def recv(inp: IO[bytes]) -> tuple[Any, ...] | None:
-    """A message ``send`` wrote; None when the stream ends before all of it. Each out-of-band
+    """A message ``send`` wrote; None when the stream ends before all of it; ``GarbledMessage``
+    when its tail is not the one its head announced. Each out-of-band
     buffer is read into an object of its own, once: ``bytes`` for a read-only one (an Arrow
     buffer, a ``PickleBuffer`` of bytes: the object the receiver gets), a ``bytearray`` for a
     writable one (a numpy array's), as a pickle in band would give them."""
@@ -113,17 +125,38 @@ def recv(inp: IO[bytes]) -> tuple[Any, ...] | None:
     if len(head) < _HEAD.size:
         return None
     size, count = _HEAD.unpack(head)
+    if count > MAX_BUFFERS or size > MAX_BYTES:
+        raise GarbledMessage(f"a message between processes came apart (its head: {head.hex()})")
     sizes = inp.read(_BUF.size * count)
     data = inp.read(size)
     if len(sizes) < _BUF.size * count or len(data) < size:
         return None
     buffers: list[bytes | bytearray] = []
+    total = size
     for nbytes, readonly in _BUF.iter_unpack(sizes):
+        total += nbytes
+        if nbytes > MAX_BYTES:
+            raise GarbledMessage("a message between processes came apart (a buffer's size)")
         buf = inp.read(nbytes) if readonly else _read_into(inp, bytearray(nbytes))
         if buf is None or len(buf) < nbytes:
             return None
         buffers.append(buf)
+    tail = inp.read(_TAIL.size)
+    if len(tail) < _TAIL.size:
+        return None
+    if _TAIL.unpack(tail)[0] != total:
+        raise GarbledMessage(
+            f"a message between processes came apart ({total:,} bytes, its tail says "
+            f"{_TAIL.unpack(tail)[0]:,})"
+        )
     return pickle.loads(data, buffers=buffers)  # type: ignore[no-any-return]
+
+
+#: Bounds of a message's head, beyond which it came apart (a chunk's message holds some
+#: hundred buffers and a few MB; a part's records, tens of MB): no read of a size made of
+#: garbled bytes.
+MAX_BUFFERS = 1 << 20
+MAX_BYTES = 1 << 32
 
 
 def _read_into(inp: IO[bytes], buf: bytearray) -> bytearray | None:
@@ -296,6 +329,7 @@ class ChildCall:
         self.reply: tuple[str, Any] | None = None
         self.reader: threading.Thread | None = None
         self.taken = False  # (the reply was handed over by ``result``)
+        self.broken: Exception | None = None  # (why its messages could not be read)
         self.pandas = True  # (False once a call refused it: for good, in that interpreter)
 
     def call(
@@ -312,7 +346,7 @@ class ChildCall:
         assert self.reader is None or self.taken, "one call at a time"
         assert self.pandas or not needs_pandas, "pandas was refused in this child"
         assert self.proc.stdin is not None and not self.proc.stdin.closed
-        self.progress, self.reply, self.taken = progress, None, False
+        self.progress, self.reply, self.taken, self.broken = progress, None, False, None
         self.pandas = self.pandas and needs_pandas
         try:
             send(self.proc.stdin, (func, args, kwargs, progress is not None, needs_pandas))
@@ -341,6 +375,8 @@ class ChildCall:
                 return
         except (OSError, ValueError):
             return  # closed (close() while reading): result() says so
+        except Exception as exc:  # (a message that came apart or does not unpickle)
+            self.broken = exc
 
     def running(self) -> bool:
         """Whether the call's messages may still come (its reply is not in)."""
@@ -358,6 +394,8 @@ class ChildCall:
         if not keep or reply is None or reply[0] == "error":
             self.close()
         if reply is None:
+            if self.broken is not None:
+                raise InputError(f"{self.what} failed: {self.broken}") from self.broken
             raise ended_early(self.proc, self.what)
         kind, value = reply
         if kind == "error":

@@ -1,0 +1,136 @@
+"""Writes a signal cannot cut short (``pipes``): a process stopped and continued while it writes
+more than its pipe holds (Ctrl-Z and ``fg``) loses no byte of its output."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cuzk_diag
+from cuzk_diag import pipes
+from cuzk_diag.model.daemon import SimConfig, simulate
+
+
+class _Stingy:
+    """A stream whose ``write`` takes at most ``most`` bytes a call, and says so, and at every
+    third call takes none (a full non-blocking stream: None)."""
+
+    def __init__(self, most: int) -> None:
+        self.most, self.calls, self.got = most, 0, bytearray()
+
+    def write(self, data: Any) -> int | None:
+        self.calls += 1
+        if self.calls % 3 == 0:
+            return None
+        piece = bytes(memoryview(data).cast("B")[: self.most])
+        self.got += piece
+        return len(piece)
+
+
+@pytest.mark.parametrize("most", [1, 5, 1000])
+def test_write_all_goes_on_until_every_byte_is_written(most: int) -> None:
+    data = bytes(range(256)) * 9
+    stingy = _Stingy(most)
+    assert pipes.write_all(stingy.write, data) == len(data)
+    assert bytes(stingy.got) == data
+    assert pipes.write_all(stingy.write, b"") == 0
+
+
+def test_whole_stdio_keeps_each_stream_s_text_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The streams stay on their descriptors, with their encoding, errors and line buffering; a
+    stream without a descriptor (a test's capture) stays as it is."""
+    r, w = os.pipe()
+    try:
+        out = io.TextIOWrapper(
+            io.BufferedWriter(io.FileIO(w, "wb", closefd=False)),
+            encoding="latin-1",
+            errors="replace",
+            line_buffering=True,
+        )
+        captured = io.StringIO()
+        monkeypatch.setattr(sys, "stdout", out)
+        monkeypatch.setattr(sys, "stderr", captured)
+        pipes.whole_stdio()
+        assert sys.stderr is captured
+        new = sys.stdout
+        assert new is not out and new.fileno() == w
+        assert (new.encoding, new.errors, new.line_buffering) == ("latin-1", "replace", True)
+        assert isinstance(new.buffer.raw, pipes.WholeWrites)  # type: ignore[attr-defined]
+        new.write("é€\n")  # (line-buffered: written at the newline)
+        assert os.read(r, 100) == "é?\n".encode("latin-1")
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def _stopped_and_continued(cmd: list[str], **kwargs: Any) -> bytes:
+    """The stdout of ``cmd``, whose process group is stopped and continued every few ms while
+    it runs (each stop 1 ms)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, start_new_session=True, **kwargs)
+    done = threading.Event()
+
+    def stop_and_go() -> None:
+        while not done.wait(0.003):
+            try:
+                os.killpg(proc.pid, signal.SIGSTOP)
+                time.sleep(0.001)
+                os.killpg(proc.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                return
+
+    signaller = threading.Thread(target=stop_and_go)
+    signaller.start()
+    deadline = threading.Timer(120, proc.kill)  # (a hung child: its output ends)
+    deadline.start()
+    try:
+        out, _ = proc.communicate()
+    finally:
+        deadline.cancel()
+        done.set()
+        signaller.join()
+    assert proc.returncode == 0
+    return out
+
+
+def _env() -> dict[str, str]:
+    """The environment for a child that imports this very package."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(cuzk_diag.__file__)))
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([root, *sys.path]))
+
+
+def test_text_printed_while_stopped_and_continued_arrives_whole() -> None:
+    """A process printing 24 MB after ``whole_stdio``, stopped and continued all along: every
+    byte arrives. (Python's own stdout lost bytes at nearly every stop.)"""
+    script = (
+        "import sys\n"
+        "from cuzk_diag import pipes\n"
+        "pipes.whole_stdio()\n"
+        "for i in range(24):\n"
+        "    sys.stdout.write(str(i % 10) * 1_000_000)\n"
+    )
+    out = _stopped_and_continued([sys.executable, "-c", script], env=_env())
+    assert out == b"".join(str(i % 10).encode() * 1_000_000 for i in range(24))
+
+
+def test_a_line_export_to_stdout_while_stopped_and_continued_is_the_same(tmp_path: Path) -> None:
+    """``export --lines --format jsonl -o -``, the command stopped and continued all along: the
+    same bytes as the export to a file."""
+    log = tmp_path / "sim.log"
+    cfg = SimConfig(
+        era="main", n_gpus=2, gw=2, proofs=8, concurrency=4, seed=5, target_bytes=3_000_000
+    )
+    log.write_bytes(simulate(cfg).data)
+    base = [sys.executable, "-m", "cuzk_diag", "export", "--lines", "--format", "jsonl", "-q"]
+    target = tmp_path / "lines.jsonl"
+    subprocess.run([*base, str(log), "-o", str(target)], check=True, env=_env())
+    out = _stopped_and_continued([*base, str(log), "-o", "-"], env=_env())
+    assert len(out) > 5_000_000 and out == target.read_bytes()

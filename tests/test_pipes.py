@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import io
 import os
-import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import cuzk_diag
+from _signals import child_env, stopped_and_continued
 from cuzk_diag import pipes
 from cuzk_diag.model.daemon import SimConfig, simulate
 
@@ -72,39 +69,14 @@ def test_whole_stdio_keeps_each_stream_s_text_settings(monkeypatch: pytest.Monke
         os.close(w)
 
 
-def _stopped_and_continued(cmd: list[str], **kwargs: Any) -> bytes:
-    """The stdout of ``cmd``, whose process group is stopped and continued every few ms while
-    it runs (each stop 1 ms)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, start_new_session=True, **kwargs)
-    done = threading.Event()
-
-    def stop_and_go() -> None:
-        while not done.wait(0.003):
-            try:
-                os.killpg(proc.pid, signal.SIGSTOP)
-                time.sleep(0.001)
-                os.killpg(proc.pid, signal.SIGCONT)
-            except ProcessLookupError:
-                return
-
-    signaller = threading.Thread(target=stop_and_go)
-    signaller.start()
-    deadline = threading.Timer(120, proc.kill)  # (a hung child: its output ends)
-    deadline.start()
-    try:
+def _stopped_and_continued(cmd: list[str]) -> bytes:
+    """The stdout of ``cmd`` (this package importable), whose process group is stopped and
+    continued all along (``_signals``)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, start_new_session=True, env=child_env())
+    with stopped_and_continued(proc, group=True):
         out, _ = proc.communicate()
-    finally:
-        deadline.cancel()
-        done.set()
-        signaller.join()
     assert proc.returncode == 0
     return out
-
-
-def _env() -> dict[str, str]:
-    """The environment for a child that imports this very package."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(cuzk_diag.__file__)))
-    return dict(os.environ, PYTHONPATH=os.pathsep.join([root, *sys.path]))
 
 
 def test_text_printed_while_stopped_and_continued_arrives_whole() -> None:
@@ -117,7 +89,7 @@ def test_text_printed_while_stopped_and_continued_arrives_whole() -> None:
         "for i in range(24):\n"
         "    sys.stdout.write(str(i % 10) * 1_000_000)\n"
     )
-    out = _stopped_and_continued([sys.executable, "-c", script], env=_env())
+    out = _stopped_and_continued([sys.executable, "-c", script])
     assert out == b"".join(str(i % 10).encode() * 1_000_000 for i in range(24))
 
 
@@ -131,6 +103,6 @@ def test_a_line_export_to_stdout_while_stopped_and_continued_is_the_same(tmp_pat
     log.write_bytes(simulate(cfg).data)
     base = [sys.executable, "-m", "cuzk_diag", "export", "--lines", "--format", "jsonl", "-q"]
     target = tmp_path / "lines.jsonl"
-    subprocess.run([*base, str(log), "-o", str(target)], check=True, env=_env())
-    out = _stopped_and_continued([*base, str(log), "-o", "-"], env=_env())
+    subprocess.run([*base, str(log), "-o", str(target)], check=True, env=child_env())
+    out = _stopped_and_continued([*base, str(log), "-o", "-"])
     assert len(out) > 5_000_000 and out == target.read_bytes()

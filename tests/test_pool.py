@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _signals import child_env, stopped_and_continued
 from cuzk_diag.cli import cli
 from cuzk_diag.errors import InputError
 from cuzk_diag.ingest import parallel, pool
@@ -337,11 +338,8 @@ def test_a_child_stopped_and_continued_sends_every_byte(tmp_path: Path) -> None:
     """A child writing messages larger than the pipe holds, stopped and continued again and
     again (SIGSTOP/SIGCONT, as Ctrl-Z and ``fg`` do): every message arrives whole. (Without
     writing the rest of a short write, bytes were lost at nearly every stop.)"""
-    import os
-    import signal
     import subprocess
     import sys
-    import threading
 
     script = tmp_path / "writer.py"
     script.write_text(
@@ -353,39 +351,11 @@ def test_a_child_stopped_and_continued_sends_every_byte(tmp_path: Path) -> None:
         "    parallel.send(out, (i, pa.array(range(i, i + 150_000))))\n"
         "out.flush()\n"
     )
-    import cuzk_diag
-
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(cuzk_diag.__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_root, *sys.path]))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, env=env)
-    done = threading.Event()
-
-    def stop_and_go() -> None:
-        while not done.wait(0.003):
-            try:
-                os.kill(proc.pid, signal.SIGSTOP)
-                time.sleep(0.001)
-                os.kill(proc.pid, signal.SIGCONT)
-            except ProcessLookupError:
-                return
-
-    signaller = threading.Thread(target=stop_and_go)
-    signaller.start()
-    # (Bytes lost make a head of garbled sizes, whose read may wait for bytes that never
-    # come: the child is killed after a minute, its pipe then ends.)
-    deadline = threading.Timer(60, proc.kill)
-    deadline.start()
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, env=child_env())
     got = []
-    try:
+    with stopped_and_continued(proc):
         assert proc.stdout is not None
         while (msg := parallel.recv(proc.stdout)) is not None:
             got.append(msg)
-    finally:
-        deadline.cancel()
-        done.set()
-        signaller.join()
-        if proc.poll() is None:
-            proc.kill()  # (a read that failed leaves it waiting to write)
-        proc.wait()
     assert [i for i, _ in got] == list(range(40))
     assert all(arr.equals(pa.array(range(i, i + 150_000))) for i, arr in got)

@@ -21,9 +21,12 @@ from typing import Any
 def write_all(write: Callable[[memoryview], int | None], data: Any) -> int:
     """Every byte of ``data`` (a bytes-like object) through ``write`` (a stream's ``write``,
     which may take fewer, or none when the stream does not block and is full); returns their
-    number."""
-    view = memoryview(data).cast("B")
-    size = len(view)
+    number. (One call when it takes them all, as it nearly always does.)"""
+    n = write(data)
+    size = data.nbytes if isinstance(data, memoryview) else len(data)
+    if n == size:
+        return size
+    view = memoryview(data).cast("B")[n or 0 :]
     while view:
         n = write(view)
         if n is None:

@@ -107,8 +107,8 @@ def send(out: IO[bytes], msg: tuple[Any, ...]) -> None:
     raws = [b.raw() for b in bufs]
     # (Each piece written whole: ``pipes.write_all``.)
     write = out.write
-    write_all(write, _HEAD.pack(len(data), len(raws)))
-    write_all(write, b"".join(_BUF.pack(r.nbytes, r.readonly) for r in raws))
+    sizes = b"".join([_BUF.pack(r.nbytes, r.readonly) for r in raws])
+    write_all(write, _HEAD.pack(len(data), len(raws)) + sizes)
     write_all(write, data)
     for r in raws:
         write_all(write, r)

@@ -52,15 +52,14 @@ def whole_stdio() -> None:
         stream = getattr(sys, name)
         try:
             fd = stream.fileno()
+            settings = {
+                "encoding": stream.encoding,
+                "errors": stream.errors,
+                "line_buffering": stream.line_buffering,
+                "write_through": getattr(stream, "write_through", False),
+            }
             stream.flush()
         except (AttributeError, OSError, ValueError):
             continue
         raw = WholeWrites(fd, "wb", closefd=False)
-        text = io.TextIOWrapper(
-            io.BufferedWriter(raw),
-            encoding=stream.encoding,
-            errors=stream.errors,
-            line_buffering=stream.line_buffering,
-            write_through=getattr(stream, "write_through", False),
-        )
-        setattr(sys, name, text)
+        setattr(sys, name, io.TextIOWrapper(io.BufferedWriter(raw), **settings))

@@ -39,6 +39,11 @@ ASSEMBLY_FIELDS = frozenset({"unattributed", "unattributed_examples"})
 _HEAD = struct.Struct("<QI")
 _BUF = struct.Struct("<Q?")
 _TAIL = struct.Struct("<Q")
+#: Bounds of a message's head, beyond which it came apart (a chunk's message holds some
+#: hundred buffers and a few MB; a part's records, tens of MB): no read of a size made of
+#: garbled bytes.
+MAX_BUFFERS = 1 << 20
+MAX_BYTES = 1 << 32
 
 
 class GarbledMessage(CuzkDiagError):
@@ -150,13 +155,6 @@ def recv(inp: IO[bytes]) -> tuple[Any, ...] | None:
             f"{_TAIL.unpack(tail)[0]:,})"
         )
     return pickle.loads(data, buffers=buffers)  # type: ignore[no-any-return]
-
-
-#: Bounds of a message's head, beyond which it came apart (a chunk's message holds some
-#: hundred buffers and a few MB; a part's records, tens of MB): no read of a size made of
-#: garbled bytes.
-MAX_BUFFERS = 1 << 20
-MAX_BYTES = 1 << 32
 
 
 def _read_into(inp: IO[bytes], buf: bytearray) -> bytearray | None:

@@ -189,7 +189,7 @@ def _prefixes(arr: pa.StringArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     over the lines' first bytes (``scan.prefix_fill``: Arrow's ``starts_with`` calls a function
     per line, four times); else Arrow's kernels."""
     if BYTE_SCAN:
-        data, offs, _ = scan.buffers(arr, _NO_ROWS)
+        data, offs, _ = scan.buffers(arr)
         codes = np.empty(len(arr), dtype=np.uint8)
         scan.prefix_fill(data.data, offs, _PREFIX_WORDS, codes)
         blank = len(arr) - int(np.count_nonzero(offs[1:] - offs[:-1]))
@@ -203,10 +203,6 @@ def _prefixes(arr: pa.StringArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
         ntt_h,
         pc.sum(pc.equal(pc.binary_length(arr), scalar(0))).as_py() or 0,
     )
-
-
-#: No rows (``scan.buffers``: every line).
-_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 def tracing_heads(arr: pa.StringArray) -> np.ndarray:

@@ -336,9 +336,14 @@ def _at(data: memoryview, j: int, word: bytes) -> bool:
     return True
 
 
-def buffers(texts_: pa.StringArray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def buffers(
+    texts_: pa.StringArray, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The bytes of a string array's texts, where each text starts (and the last ends), and
-    ``rows`` as the contiguous int64 the loops read."""
+    ``rows`` as the contiguous int64 the loops read (none when not given: every text is read
+    by its offsets)."""
+    if rows is None:
+        rows = _NO_ROWS
     _, bounds, text = texts_.buffers()
     offs = np.frombuffer(bounds, dtype=np.int32, count=len(texts_) + 1, offset=texts_.offset * 4)
     data = np.frombuffer(text, dtype=np.uint8) if text is not None else np.zeros(0, np.uint8)
@@ -838,7 +843,7 @@ def joined(pieces: list[str | pa.Array], n: int) -> pa.StringArray | None:
     parts: list[np.ndarray] = [np.frombuffer(bytes(consts), dtype=np.uint8)]
     base = len(consts)
     for k, col in enumerate(strings):
-        data, at, _ = buffers(col, np.zeros(0, dtype=np.int64))
+        data, at, _ = buffers(col)
         first, last = int(at[0]), int(at[n])
         parts.append(data[first:last])
         text_at[k] = at - first + base
@@ -1045,6 +1050,9 @@ class TextGather:
         )
         return texts_
 
+
+#: No rows (``buffers`` of a whole array).
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 #: The decimal digits of 0 to 99, two bytes each (``join_fill``).
 _PAIRS = np.frombuffer("".join(f"{i:02d}" for i in range(100)).encode(), dtype=np.uint8)

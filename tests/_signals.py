@@ -1,8 +1,10 @@
 """A child process stopped and continued while it writes (Ctrl-Z and ``fg``, as a signal sees
-them), for the tests of writes a signal cannot cut short (``pipes``)."""
+them), and a stream whose writes come out short as they then do, for the tests of writes a
+signal cannot cut short (``pipes``)."""
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -11,8 +13,25 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import cuzk_diag
+
+
+class ShortWrites(io.BytesIO):
+    """A stream whose ``write`` takes at most ``most`` bytes a call and says so, as a buffered
+    pipe does when a signal interrupts its system call midway; with ``idle_every``, every
+    such call takes none (None: a full non-blocking stream)."""
+
+    def __init__(self, most: int, idle_every: int = 0) -> None:
+        super().__init__()
+        self.most, self.idle_every, self.calls = most, idle_every, 0
+
+    def write(self, data: Any) -> int | None:  # type: ignore[override]
+        self.calls += 1
+        if self.idle_every and self.calls % self.idle_every == 0:
+            return None
+        return super().write(memoryview(data).cast("B")[: self.most])
 
 
 def child_env() -> dict[str, str]:

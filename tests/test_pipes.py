@@ -8,37 +8,20 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from _signals import child_env, stopped_and_continued
+from _signals import ShortWrites, child_env, stopped_and_continued
 from cuzk_diag import pipes
 from cuzk_diag.model.daemon import SimConfig, simulate
-
-
-class _Stingy:
-    """A stream whose ``write`` takes at most ``most`` bytes a call, and says so, and at every
-    third call takes none (a full non-blocking stream: None)."""
-
-    def __init__(self, most: int) -> None:
-        self.most, self.calls, self.got = most, 0, bytearray()
-
-    def write(self, data: Any) -> int | None:
-        self.calls += 1
-        if self.calls % 3 == 0:
-            return None
-        piece = bytes(memoryview(data).cast("B")[: self.most])
-        self.got += piece
-        return len(piece)
 
 
 @pytest.mark.parametrize("most", [1, 5, 1000])
 def test_write_all_goes_on_until_every_byte_is_written(most: int) -> None:
     data = bytes(range(256)) * 9
-    stingy = _Stingy(most)
+    stingy = ShortWrites(most, idle_every=3)  # (and every third call takes none)
     assert pipes.write_all(stingy.write, data) == len(data)
-    assert bytes(stingy.got) == data
+    assert stingy.getvalue() == data
     assert pipes.write_all(stingy.write, b"") == 0
 
 

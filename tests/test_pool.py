@@ -7,7 +7,6 @@ import io
 import pickle
 import time
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -16,7 +15,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _signals import child_env, stopped_and_continued
+from _signals import ShortWrites, child_env, stopped_and_continued
 from cuzk_diag.cli import cli
 from cuzk_diag.errors import InputError
 from cuzk_diag.ingest import parallel, pool
@@ -291,24 +290,10 @@ def test_a_message_through_a_pipe_in_pieces() -> None:
     assert msg is not None and msg[1].equals(big)
 
 
-class _ShortWrites(io.BytesIO):
-    """A pipe whose ``write`` takes at most ``most`` bytes a call and says so, as a buffered
-    pipe does when a signal interrupts its system call midway (the process stopped and
-    continued)."""
-
-    def __init__(self, most: int) -> None:
-        super().__init__()
-        self.most = most
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data).cast("B")
-        return super().write(view[: self.most])
-
-
 @pytest.mark.parametrize("most", [1, 7, 4096])
 def test_a_message_written_in_short_pieces_comes_back_whole(most: int) -> None:
     """Every byte is written however few each ``write`` takes: the message reads back equal."""
-    out = _ShortWrites(most)
+    out = ShortWrites(most)
     parallel.send(out, _message())
     parallel.send(out, ("done", None))
     inp = io.BytesIO(out.getvalue())

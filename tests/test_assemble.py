@@ -356,6 +356,21 @@ def test_damaged_logs_never_break_assembly(data) -> None:  # noqa: ANN001
     assert sum(acc.by_family.values()) == acc.lines_total
     assert len(run.partitions) >= 0
     assert acc.unattributed <= acc.by_family["timing"] + acc.by_family["ntt_h"]
+    # (A line is counted once: the examples are the first lines counted, each named once.)
+    assert len(set(acc.unattributed_examples)) == len(acc.unattributed_examples)
+
+
+def test_a_duplicated_line_that_opens_a_block_is_counted_once(tmp_path: Path) -> None:
+    # The first line of a GPU region (T17) printed twice: the copy opens a block no call takes,
+    # whose lines are counted as unattributed, the copy once (a block holds each line once).
+    lines = EXAMPLE.read_bytes().split(b"\n")
+    i = next(n for n, ln in enumerate(lines) if b"mutex_wait_ms=" in ln)
+    damaged = tmp_path / "dup.log"
+    damaged.write_bytes(b"\n".join([*lines[: i + 1], lines[i], *lines[i + 1 :]]))
+    acc = load_run([str(damaged)]).accounting
+    before = load_run([str(EXAMPLE)]).accounting
+    assert acc.unattributed == before.unattributed + 1
+    assert acc.unattributed_examples.count(i + 2) == 1
 
 
 # -- damaged captures: a damaged or missing line never creates or splits a call -----------------

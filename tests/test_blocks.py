@@ -16,7 +16,7 @@ PRESTAGE = ["prestage_vram", "prestage_setup", "ntt_msm_h", "batch_add", "tail_m
 
 
 def _block(*kinds: str, tid: int = 0) -> Block:
-    blk = Block(1, 1)
+    blk = Block(1)
     for n, kind in enumerate(kinds, start=2):
         fields = {"gpu_tid": tid} if tid else {}
         _apply_gpu(blk, Event(n, 0, Family.TIMING, kind, fields), kind, tid)

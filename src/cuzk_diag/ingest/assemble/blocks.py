@@ -178,7 +178,7 @@ class Block:
         "doubt",
     )
 
-    def __init__(self, seq: int, line: int) -> None:
+    def __init__(self, seq: int) -> None:
         self.gaps: list[str] = []  # stages found missing when the block closed
         self.doubt = False  # took a line after a gap, or a line it may have needed was lost
         self.seen = 0  # the stages of its thread-0 lines, a bit each (``_BIT``)
@@ -193,7 +193,8 @@ class Block:
         self.stage = -1
         self.closed = False
         self.call: Call | None = None
-        self.lines: list[int] = [line]
+        # (the numbers of the lines placed in it, its opening line too: ``_apply_line``)
+        self.lines: list[int] = []
         self.tids: set[int] = set()
         self.has_t17 = False
         self.has_t10 = False

@@ -53,7 +53,7 @@ _Stage = int
 
 def open_block(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> Block:
     self.block_seq += 1
-    blk = Block(self.block_seq, ev.line)
+    blk = Block(self.block_seq)
     self.blocks.append(blk)
     bind_block(self, blk, ev, kind, lo, hi)
     # One mutex per GPU: an older block still open on this GPU ended without its last

@@ -682,3 +682,30 @@ def test_a_single_prep_line_is_weighed_as_the_search_weighs_it(  # noqa: PLR0913
         ]
     assert one.budget == deep.budget
     assert one.choice == deep.choice == []
+
+
+@pytest.mark.parametrize("name", ["era-main", "era-phase12", "phase12-2gpu-gw2"])
+def test_lines_out_of_order_keep_few_blocks_open(name: str, tmp_path: Path) -> None:
+    # A log whose lines were sorted (``sort daemon.log``): the GPU regions' first lines come
+    # together, each opening a block. The blocks open at once stay a few a GPU (each line is
+    # weighed against every open block, in every hypothesis of a beam: with the blocks
+    # unbounded, a 10 MB log sorted took minutes and gigabytes), every line is counted, and
+    # the regions cut short say so.
+    from cuzk_diag.ingest.assemble import Assembler
+    from cuzk_diag.ingest.assemble.gpu import OPEN_PER_GPU, OPEN_SPARE
+    from cuzk_diag.ingest.parse import LineParser
+
+    lines = (SIM / f"{name}.log").read_bytes().splitlines(keepends=True)
+    data = b"".join(sorted(lines))
+    acc = Accounting()
+    asm, parser = Assembler(acc), LineParser(0, acc, full=False)
+    most, out = 0, []
+    for ev in [*parser.feed_parts(data).events(), *parser.close()]:
+        out += asm.feed(ev)
+        most = max(most, len(asm.blocks))
+    out += asm.finish()
+    gpus = max(len(asm.gpus_seen), asm.info.n_gpus or 0, 1)
+    assert most <= OPEN_PER_GPU * gpus + OPEN_SPARE
+    assert acc.lines_total == len(lines)
+    cut = [rec for rec in out if "gpu_region_cut_short" in (rec["extra"] or "")]
+    assert all(rec["status"] == "incomplete" and rec["attr_gpu"] == "ambiguous" for rec in cut)

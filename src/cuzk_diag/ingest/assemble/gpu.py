@@ -51,6 +51,12 @@ _Tid = int
 _Stage = int
 
 
+#: Blocks open at once beyond which the oldest is closed (``open_block``): this many a GPU
+#: (of those the log names), and this many more.
+OPEN_PER_GPU = 2
+OPEN_SPARE = 6
+
+
 def open_block(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> Block:
     self.block_seq += 1
     blk = Block(self.block_seq)
@@ -64,6 +70,15 @@ def open_block(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> Block
             if other is not blk and other.call is not None and other.call.gpu == gpu:
                 other.extra["gpu_region_cut_short"] = 1
                 close_block(self, other)
+    # A GPU's regions never overlap, so more blocks open than a few a GPU means lines out of
+    # their printed order (a sorted or shuffled log): the oldest ends there, cut short. (Each
+    # line is weighed against every open block, in every hypothesis of a beam: this bounds
+    # the work of a line.)
+    cap = OPEN_PER_GPU * max(len(self.gpus_seen), self.info.n_gpus or 0, 1) + OPEN_SPARE
+    while len(self.blocks) > cap and self.beam is None:
+        oldest = self.blocks[0]
+        oldest.extra["gpu_region_cut_short"] = 1
+        close_block(self, oldest)
     return blk
 
 

@@ -448,6 +448,35 @@ def test_numbering_and_clock_segments_follow_on_across_the_cut(
     assert [r["record"] for r in one[0]] == [r["record"] for r in got[0]]
 
 
+def test_an_engine_restarted_in_a_childs_part_gives_its_calls_their_wall_clock(
+    here: Callable[[bool], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restart after the cut, another day: the partition export completes each batch as it
+    comes (the wall clock of the engine start before each call), so a child's run facts are
+    taken in before its records are, and its calls get the restart's day, as in one
+    process."""
+    here(False)
+    a, b = _sim_log(tmp_path, 0.5, seed=4), _sim_log(tmp_path, 0.5, seed=5)
+    log = tmp_path / "restart.log"
+    log.write_text(a.read_text() + b.read_text().replace("2026-03-", "2026-05-"))
+    _parts_of(monkeypatch, 1 << 16, 260 << 10, 16 << 10)
+    monkeypatch.setattr(
+        split, "cuts", lambda name, size, *_, **__: [split.line_start(name, int(size * 0.35))]
+    )
+    monkeypatch.setattr(PartitionSink, "BATCH", 64)
+    adopted = split.outcomes["adopted"]
+    tables = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"p{jobs}.parquet"
+        res = CliRunner().invoke(cli, ["export", str(log), "-o", str(out), "-q", "--jobs", jobs])
+        assert res.exit_code == 0, res.output
+        tables.append(pq.read_table(out))
+    assert split.outcomes["adopted"] == adopted + 1
+    assert tables[0].equals(tables[1])
+    months = {ts.month for ts in tables[1].column("start_ts").to_pylist() if ts is not None}
+    assert months == {3, 5}
+
+
 def test_what_is_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(split, "MIN_BYTES", 1000)
     text = (FIXTURES / "sim" / "healthy-main.log").read_text()

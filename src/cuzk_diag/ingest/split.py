@@ -724,6 +724,15 @@ def _adopt(
     asm = ingest.asm
     if ingest.guard is not None and part.guard:
         ingest.guard.feed(part.guard)
+    # The part's run facts first: a sink completing its records as they come (the partition
+    # export's wall clock, from the engine starts before each call) finds an engine start of
+    # the part, as one process reading on would have. (The wall clock of a call is that of
+    # the last engine start before its last line, so the part's later ones change no call.)
+    for ev in run_facts(part):
+        note_run_info(ingest.info, ev)
+    for k, line in part.era_added:
+        asm.era.markers.setdefault(k, line)
+    asm.era.apply(ingest.info)  # (the era so far, as ``Ingest.events`` keeps it)
     for batch in taken(part.batches):
         items = unpickled(batch.blob)
         del batch
@@ -734,11 +743,6 @@ def _adopt(
     room = max(0, 1000 - len(asm.unattributed))
     asm.unattributed.extend(part.unattributed[:room])
     part.unattributed = []  # (let go: a later file's parts are read meanwhile)
-    for ev in run_facts(part):
-        note_run_info(ingest.info, ev)
-    for k, line in part.era_added:
-        asm.era.markers.setdefault(k, line)
-    asm.era.apply(ingest.info)  # (the era so far, as ``Ingest.events`` keeps it)
 
 
 __all__ = [

@@ -522,3 +522,33 @@ def test_a_write_to_a_lean_column_changes_that_column_alone() -> None:
     assert got["ints"].isna().sum() == 1 and got["small_ints"].isna().sum() == 0
     assert got["one_text"].value_counts().to_dict() == {"main": 4999, "phase12": 1}
     assert (got["one_large_text"] == "ok").all()
+
+
+@pytest.mark.parametrize("name", LOGS)
+@pytest.mark.parametrize("lines_a_chunk", [1, 2, 3, 7])
+def test_a_logs_events_do_not_depend_on_where_its_chunks_end(name: str, lines_a_chunk: int) -> None:
+    """A tracing line beside a C++ line is read for its timestamp (a clock line), also when the
+    two are in different chunks: the events of a log cut into chunks of a few lines are those
+    of the log in one chunk (where chunks end differs between one process and a part read by
+    a child, and in live mode with every read)."""
+    from cuzk_diag.ingest.parse import LineParser
+    from cuzk_diag.records import Accounting
+
+    def events(chunks: list[bytes]) -> tuple[list[tuple[object, ...]], dict[str, object]]:
+        acc = Accounting()
+        parser = LineParser(0, acc, full=False)
+        out = [ev for chunk in chunks for ev in parser.feed_parts(chunk).events()]
+        out += parser.close()
+        return [(e.line, e.family, e.kind, e.field_dict()) for e in out], acc.to_dict()
+
+    lines = (SIM / name).read_bytes().splitlines(keepends=True)
+    whole = events([b"".join(lines)])
+    # (No tracing line is beside a C++ line in the damaged and the messy log: their torn and
+    # damaged lines are the test there.)
+    assert any(kind == "clock" for _, _, kind, _ in whole[0]) or name in {
+        "damaged.log",
+        "messy.log",
+    }
+    step = lines_a_chunk
+    cut = events([b"".join(lines[i : i + step]) for i in range(0, len(lines), step)])
+    assert cut == whole

@@ -124,6 +124,11 @@ class Carry:
     next_line: int = 1  # number of the chunk's first line
     torn: tuple[int, str] | None = None  # a TIMELINE line torn at the boundary: (number, head)
     bench_open: bool = False  # a cuzk-bench block is open
+    # The line before the chunk (``classify``'s edges): a C++ line; or a tracing line left out,
+    # as its number and timestamp (a clock line if the chunk begins with a C++ line). So the
+    # clock lines are those of the whole input, wherever its chunks end.
+    after_cpp: bool = False
+    tail: tuple[int, str] | None = None
 
 
 class LineParser:
@@ -150,15 +155,18 @@ class LineParser:
         self.next_line = first_line
         self.misc = MiscParser(source, self.acc)
         self._torn: tuple[int, str] | None = None  # (line number, head line) awaiting its tail
+        self._after_cpp = False  # (``Carry.after_cpp`` and ``Carry.tail``)
+        self._tail: tuple[int, str] | None = None
 
     def carry(self) -> Carry:
         """The state the next chunk of this input starts from."""
-        return Carry(self.next_line, self._torn, self.misc.bench_open)
+        return Carry(self.next_line, self._torn, self.misc.bench_open, self._after_cpp, self._tail)
 
     def resume(self, carry: Carry) -> None:
         """Continue from ``carry`` (a chunk of an input parsed apart from the ones before it)."""
         self.next_line, self._torn = carry.next_line, carry.torn
         self.misc.bench_open = carry.bench_open
+        self._after_cpp, self._tail = carry.after_cpp, carry.tail
 
     def feed(self, text: str | bytes) -> list[Event]:
         """Parse a chunk of whole lines (each ending in a newline; a ``str``, or valid UTF-8 as
@@ -171,10 +179,17 @@ class LineParser:
         arr, cut = split_lines(text, MAX_LINE)
         self.acc.oversized_lines += cut
         n = len(arr)
-        chunk = classify(arr, full=self.full)
+        chunk = classify(arr, full=self.full, after_cpp=self._after_cpp)
         counts = chunk.counts
         lineno = self.next_line
         self.next_line += n
+        tail = None
+        if n and not self.full:
+            tail, self._tail = self._tail, None
+            self._after_cpp = chunk.last_cpp
+            if chunk.last_left:
+                last = arr[n - 1].as_py()
+                self._tail = (lineno + n - 1, last.split(" ", 1)[0])
         index = chunk.index
         size = len(index)
         groups = extract_fixed(
@@ -191,6 +206,9 @@ class LineParser:
             done[g.rows] = True
         rest = np.flatnonzero(~done)
         part = ParsedChunk(self.source, size, groups)
+        if tail is not None and chunk.first_cpp:
+            # The previous chunk's last line, a tracing line before this C++ line: a clock line.
+            part.head.append(Event(tail[0], self.source, Family.TRACING, "clock", {"ts": tail[1]}))
         # The other lines one by one: an event (or, for a repaired torn line, a list) per row.
         put = part.rest
         skip = -1

@@ -80,6 +80,12 @@ class Classified:
     #: per selected line: it starts with ``TIMING_PREFIX``, ``NTT_H_PREFIX``, ``TIMELINE_PREFIX``
     #: (the column-wise parse picks its lines by these)
     prefixed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    #: The chunk's edges, for the clock lines beside a C++ line of the next or the previous
+    #: chunk (``LineParser`` joins them): its first line is a C++ line, its last one is, and
+    #: its last one is a tracing line left out (that would be a clock line before a C++ line).
+    first_cpp: bool = False
+    last_cpp: bool = False
+    last_left: bool = False
 
 
 #: The lines' buffers are made by a loop of the C library's ``memchr`` and ``memcpy`` in the
@@ -123,9 +129,11 @@ def split_lines(text: str | bytes, max_line: int) -> tuple[pa.StringArray, int]:
     return arr, cut
 
 
-def classify(arr: pa.StringArray, *, full: bool) -> Classified:
+def classify(arr: pa.StringArray, *, full: bool, after_cpp: bool = False) -> Classified:
     """Count every line of ``arr`` under its family and pick the lines to parse: all of them
-    with ``full``, else those analysis needs (see the module text)."""
+    with ``full``, else those analysis needs (see the module text). ``after_cpp``: the line
+    before the chunk is a C++ line (its first line, if a tracing line, is then a clock line,
+    as within a chunk)."""
     n = len(arr)
     cpp, is_timeline, timing_lines, ntt_h_lines, blank = _prefixes(arr)
     # The tracing header is looked for on the lines that start with neither ``CUZK_`` nor
@@ -159,6 +167,8 @@ def classify(arr: pa.StringArray, *, full: bool) -> Classified:
     if len(cpp) > 1:
         near[:-1] |= cpp[1:]
         near[1:] |= cpp[:-1]
+    if after_cpp and n:
+        near[0] = True
     clock = near & is_tracing & ~relevant
     selected |= clock
     index = np.flatnonzero(selected)
@@ -175,6 +185,9 @@ def classify(arr: pa.StringArray, *, full: bool) -> Classified:
         clock[index],
         is_tracing[index],
         prefixed,
+        first_cpp=bool(n and cpp[0]),
+        last_cpp=bool(n and cpp[-1]),
+        last_left=bool(n and is_tracing[-1] and not selected[-1]),
     )
 
 

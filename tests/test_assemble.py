@@ -685,13 +685,15 @@ def test_a_single_prep_line_is_weighed_as_the_search_weighs_it(  # noqa: PLR0913
 
 
 @pytest.mark.parametrize("name", ["era-main", "era-phase12", "phase12-2gpu-gw2"])
-def test_lines_out_of_order_keep_few_blocks_open(name: str, tmp_path: Path) -> None:
+def test_lines_out_of_order_keep_few_blocks_and_calls_open(name: str) -> None:
     # A log whose lines were sorted (``sort daemon.log``): the GPU regions' first lines come
-    # together, each opening a block. The blocks open at once stay a few a GPU (each line is
-    # weighed against every open block, in every hypothesis of a beam: with the blocks
-    # unbounded, a 10 MB log sorted took minutes and gigabytes), every line is counted, and
-    # the regions cut short say so.
+    # together, each opening a block, and the GPU_START lines come apart from the lines that
+    # end their calls. The blocks open at once stay a few a GPU and the calls a few a worker
+    # (each line is weighed against every open block, in every hypothesis of a beam, and
+    # against every open call: unbounded, a 25 MB log sorted took minutes and gigabytes),
+    # every line is counted, and the regions cut short say so.
     from cuzk_diag.ingest.assemble import Assembler
+    from cuzk_diag.ingest.assemble.emit import OPEN_CALLS_PER_WORKER, OPEN_CALLS_SPARE
     from cuzk_diag.ingest.assemble.gpu import OPEN_PER_GPU, OPEN_SPARE
     from cuzk_diag.ingest.parse import LineParser
 
@@ -699,13 +701,42 @@ def test_lines_out_of_order_keep_few_blocks_open(name: str, tmp_path: Path) -> N
     data = b"".join(sorted(lines))
     acc = Accounting()
     asm, parser = Assembler(acc), LineParser(0, acc, full=False)
-    most, out = 0, []
+    blocks, calls, out = 0, 0, []
     for ev in [*parser.feed_parts(data).events(), *parser.close()]:
         out += asm.feed(ev)
-        most = max(most, len(asm.blocks))
+        blocks, calls = max(blocks, len(asm.blocks)), max(calls, len(asm.calls))
     out += asm.finish()
-    gpus = max(len(asm.gpus_seen), asm.info.n_gpus or 0, 1)
-    assert most <= OPEN_PER_GPU * gpus + OPEN_SPARE
+    info = asm.info
+    gpus = max(len(asm.gpus_seen), info.n_gpus or 0, 1)
+    workers = max(len(info.worker_gpu), (info.gw or 1) * gpus, 8)
+    assert blocks <= OPEN_PER_GPU * gpus + OPEN_SPARE
+    assert calls <= OPEN_CALLS_PER_WORKER * workers + OPEN_CALLS_SPARE + 1
     assert acc.lines_total == len(lines)
     cut = [rec for rec in out if "gpu_region_cut_short" in (rec["extra"] or "")]
     assert all(rec["status"] == "incomplete" and rec["attr_gpu"] == "ambiguous" for rec in cut)
+
+
+def test_a_shuffled_log_keeps_few_calls_open() -> None:
+    # Lines shuffled in a fixed order (a collector merging streams badly): the open calls stay
+    # bounded as above, and the log is read to its end with every line counted.
+    import random
+    from dataclasses import replace
+
+    from cuzk_diag.ingest.assemble import Assembler
+    from cuzk_diag.ingest.assemble.emit import OPEN_CALLS_PER_WORKER, OPEN_CALLS_SPARE
+    from cuzk_diag.ingest.parse import LineParser
+
+    cfg = SimConfig(era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=3)
+    lines = simulate(replace(cfg, target_bytes=400_000)).data.splitlines(keepends=True)
+    random.Random(7).shuffle(lines)
+    acc = Accounting()
+    asm, parser = Assembler(acc), LineParser(0, acc, full=False)
+    calls = 0
+    for ev in [*parser.feed_parts(b"".join(lines)).events(), *parser.close()]:
+        asm.feed(ev)
+        calls = max(calls, len(asm.calls))
+    asm.finish()
+    info = asm.info
+    workers = max(len(info.worker_gpu), (info.gw or 1) * max(info.n_gpus or 0, 1), 8)
+    assert calls <= OPEN_CALLS_PER_WORKER * workers + OPEN_CALLS_SPARE + 1
+    assert acc.lines_total == len(lines)

@@ -5,7 +5,7 @@ from cuzk_diag.ingest.assemble.blocks cimport Block, _copy_fields
 from cuzk_diag.ingest.assemble.calls cimport Call, _call_done, _int0, _t0
 from cuzk_diag.ingest.assemble.state cimport State
 from cuzk_diag.ingest.assemble.identity cimport _first_started
-from cuzk_diag.ingest.assemble.emit cimport maybe_emit
+from cuzk_diag.ingest.assemble.emit cimport maybe_emit, open_call
 
 # ``put_cpu`` and ``cpu_line`` as C functions (``put_cpu`` is also the method
 # ``CpuSide._put_cpu``):

@@ -23,7 +23,7 @@ from cuzk_diag.ingest.assemble.calls import (
     _int0,
     _t0,
 )
-from cuzk_diag.ingest.assemble.emit import maybe_emit
+from cuzk_diag.ingest.assemble.emit import maybe_emit, open_call
 from cuzk_diag.ingest.assemble.identity import _best_fits, _clock_costs, _first_started
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
@@ -193,7 +193,7 @@ class CpuSide(State):
         # stderr-only / C++-only logs: every call starts with T1.
         self.seq += 1
         call = Call(self.seq, None, None, None, None, self.segment, ev.source)
-        self.calls.append(call)
+        open_call(self, call)
         return call
 
     def _reclaim(self, call: Call, kind: str, keys: tuple[str, ...]) -> None:

@@ -14,6 +14,7 @@ cdef bint _owner_settled(State self, Call call)
 # ``maybe_emit`` and ``emit`` (``emit`` also ``Emission._emit``) as C functions: cpu.pxd, gpu.pxd,
 # identity.pxd, timeline.pxd and the module itself call them directly.
 cpdef maybe_emit(State self, Call call)
+cpdef open_call(State self, Call call)
 cpdef emit(State self, Call call)
 
 # The kinds' bits in ``Call.kinds`` (calls.py's ``KIND_BIT``) this module tests, as C integers.

@@ -51,6 +51,30 @@ def _into_record(src: dict[str, Value], rec: dict[str, Any], extra: dict[str, Va
             extra[k] = v
 
 
+#: Calls open at once beyond which the oldest ends (``open_call``): this many a worker (of
+#: those the log names, eight at least), and this many more.
+OPEN_CALLS_PER_WORKER = 4
+OPEN_CALLS_SPARE = 32
+
+
+def open_call(self: State, call: Call) -> None:
+    """``call`` is open (among ``State.calls``, the latest).
+
+    A call is open from its first line to its last: a few a worker at most. More open than
+    that means lines out of their printed order (a sorted or shuffled log): the oldest end
+    here, as at the end of the input. (Each TIMELINE and C++ line is weighed against the open
+    calls: this bounds the work of a line.)"""
+    calls = self.calls
+    calls.append(call)
+    info = self.info
+    gpus = max(info.n_gpus or 0, len(self.gpus_seen), 1)
+    workers = max(len(info.worker_gpu), (info.gw or 1) * gpus, 8)
+    cap = OPEN_CALLS_PER_WORKER * workers + OPEN_CALLS_SPARE
+    if len(calls) > cap:
+        for old in calls[: len(calls) - cap]:
+            emit(self, old)
+
+
 def maybe_emit(self: State, call: Call) -> None:
     """Emit a call once nothing more can arrive for it."""
     c: Call  # (the calls counted below)

@@ -4,7 +4,7 @@ from cuzk_diag.event cimport Event
 cimport cython
 from cuzk_diag.ingest.assemble.blocks cimport Block
 from cuzk_diag.ingest.assemble.calls cimport Call
-from cuzk_diag.ingest.assemble.emit cimport maybe_emit
+from cuzk_diag.ingest.assemble.emit cimport maybe_emit, open_call
 from cuzk_diag.ingest.assemble.lockfit cimport lock_miss
 from cuzk_diag.ingest.assemble.state cimport State
 

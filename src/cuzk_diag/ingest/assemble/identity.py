@@ -19,7 +19,7 @@ from cuzk_diag.ingest.assemble.calls import (
     Call,
     Clock,
 )
-from cuzk_diag.ingest.assemble.emit import maybe_emit
+from cuzk_diag.ingest.assemble.emit import maybe_emit, open_call
 from cuzk_diag.ingest.assemble.lockfit import lock_miss
 from cuzk_diag.ingest.assemble.state import State
 from cuzk_diag.records import (
@@ -227,7 +227,7 @@ class Identity(State):
                 return c
         self.seq += 1
         call = Call(self.seq, None, None, None, None, self.segment, ev.source)
-        self.calls.append(call)
+        open_call(self, call)
         return call
 
     def _rebind(self, blk: Block, call: Call) -> None:

@@ -13,7 +13,7 @@ from cuzk_diag.ingest.assemble.calls import (
     MaybeInt,
     _ts_ms,
 )
-from cuzk_diag.ingest.assemble.emit import maybe_emit
+from cuzk_diag.ingest.assemble.emit import maybe_emit, open_call
 from cuzk_diag.ingest.assemble.identity import confirm_by_prove_start, confirm_by_t7
 from cuzk_diag.ingest.assemble.runinfo import note_run_info, timeline_key
 from cuzk_diag.ingest.assemble.state import State
@@ -86,7 +86,7 @@ def start_call(
     call.lines.append(ev.line)
     if worker is not None:
         call.gpu = self._gpu_of(worker)
-    self.calls.append(call)
+    open_call(self, call)
 
 
 def end_call(self: State, job: str, part: MaybeInt, ev: Event) -> None:
@@ -219,7 +219,7 @@ class EngineEvents(State):
         call = Call(self.seq, job, part, worker, None, self.segment, ev.source)
         call.gpu = self._gpu_of(worker)
         call.tl = tl
-        self.calls.append(call)
+        open_call(self, call)
         for c in self.calls:
             if c.job_id is None and c.block is not None:
                 self._rebind(c.block, call)

@@ -66,6 +66,8 @@ def open_call(self: State, call: Call) -> None:
     calls: this bounds the work of a line.)"""
     calls = self.calls
     calls.append(call)
+    if len(calls) <= OPEN_CALLS_PER_WORKER * 8 + OPEN_CALLS_SPARE:
+        return  # (the fewest allowed: the cap is worked out only beyond them)
     info = self.info
     gpus = max(info.n_gpus or 0, len(self.gpus_seen), 1)
     workers = max(len(info.worker_gpu), (info.gw or 1) * gpus, 8)

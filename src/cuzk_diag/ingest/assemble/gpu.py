@@ -74,6 +74,8 @@ def open_block(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> Block
     # their printed order (a sorted or shuffled log): the oldest ends there, cut short. (Each
     # line is weighed against every open block, in every hypothesis of a beam: this bounds
     # the work of a line.)
+    if len(self.blocks) <= OPEN_PER_GPU + OPEN_SPARE:
+        return blk  # (the fewest allowed: the cap is worked out only beyond them)
     cap = OPEN_PER_GPU * max(len(self.gpus_seen), self.info.n_gpus or 0, 1) + OPEN_SPARE
     while len(self.blocks) > cap and self.beam is None:
         oldest = self.blocks[0]

@@ -225,6 +225,34 @@ def test_unreadable_file_is_reported_and_the_rest_written(tmp_path: Path) -> Non
     assert list(read_table(tmp_path / "ds", "runs").to_pandas()["host"]) == ["good"]
 
 
+def test_every_kind_of_input_is_read_or_reported_as_failed(tmp_path: Path) -> None:
+    # A zstd and a UTF-16 log are read as the other commands read them; an empty file, a
+    # broken link and a FIFO named like a log are each reported with their reason (none is
+    # opened for reading: a FIFO would wait for a writer), and the rest is written.
+    import os
+
+    zstandard = pytest.importorskip("zstandard")
+    logs = tmp_path / "logs"
+    write_fleet(logs, [HostSpec("good")], base={**BASE, "proofs": 1}, runs=1)
+    text = next(logs.rglob("*.log")).read_bytes()
+    for host in ("zst", "utf16", "empty", "link", "fifo"):
+        (logs / host).mkdir()
+    (logs / "zst" / "daemon.log.zst").write_bytes(zstandard.ZstdCompressor().compress(text))
+    (logs / "utf16" / "daemon.log").write_bytes(text.decode().encode("utf-16"))
+    (logs / "empty" / "daemon.log").write_bytes(b"")
+    (logs / "link" / "daemon.log").symlink_to(tmp_path / "gone.log")
+    os.mkfifo(logs / "fifo" / "daemon.log")
+    res = CliRunner().invoke(cli, ["fleet", str(logs), "-o", str(tmp_path / "ds"), "-j", "1"])
+    assert res.exit_code == ExitCode.USAGE, res.output
+    assert "internal error" not in res.output
+    errors = [ln for ln in res.output.splitlines() if ln.startswith("cuzk-diag: error:")]
+    assert len(errors) == 3, res.output
+    assert any("empty" in ln for ln in errors)
+    assert sum("not a regular file" in ln for ln in errors) == 2
+    hosts = sorted(read_table(tmp_path / "ds", "runs").to_pandas()["host"])
+    assert hosts == ["good", "utf16", "zst"]
+
+
 # -- the fleet report ---------------------------------------------------------------------------
 
 

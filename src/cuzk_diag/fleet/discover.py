@@ -95,6 +95,8 @@ class Discovery:
 
 
 def content_hash(path: str, size: int) -> str:
+    if not is_url(path) and not os.path.isfile(path):
+        return ""  # (a broken link, FIFO or device: never opened; its unit fails when read)
     h = hashlib.sha256()
     with open_binary(path) as fh:
         h.update(fh.read(_HASH_SPAN))
@@ -155,8 +157,11 @@ def discover(inputs: Sequence[str], host_from: str | None = None) -> Discovery:
         if is_url(path):
             size, mtime = stats[path]
         else:
-            st = os.stat(path)
-            size, mtime = st.st_size, st.st_mtime_ns
+            try:
+                st = os.stat(path)
+                size, mtime = st.st_size, st.st_mtime_ns
+            except OSError:  # (a broken link: its unit fails when read, with the reason)
+                size, mtime = 0, 0
         lf = LogFile(path, size, mtime, hint)
         group = f"{hint or ''}\0{real.rsplit('/', 1)[0]}/{rotation_base(path)}"
         groups.setdefault(group, []).append(lf)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -38,7 +38,7 @@ def start_lines(path: str) -> list[int]:
     """Line numbers (1-based) where a run of the daemon starts in ``path``."""
     out: list[int] = []
     stream, _ = open_input(path)
-    with input_errors(path), stream:
+    with input_errors(path), closing(stream):
         line = 1
         carry = b""
         daemon_pending = False  # a daemon start line whose engine start is still to come
@@ -129,7 +129,7 @@ def materialised(pieces: Sequence[Piece], tmp: str) -> Iterator[tuple[list[str],
 
 def _copy_lines(piece: Piece, dest: str) -> None:
     stream, _ = open_input(piece.path)
-    with input_errors(piece.path), stream, open(dest, "wb") as out:
+    with input_errors(piece.path), closing(stream), open(dest, "wb") as out:
         line = 1
         carry = b""
         while True:

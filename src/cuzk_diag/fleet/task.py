@@ -52,6 +52,11 @@ def process_unit(unit: Unit, host_source: str, config: Config | None = None) -> 
     result = UnitResult(unit.unit_id, safe_host(unit.host_hint), bytes_read=unit.size)
     parts, runs, finds = [], [], []
     try:
+        for path in unit.paths:
+            if not is_url(path) and not os.path.isfile(path):
+                raise InputError(
+                    f"{path}: not a regular file (a broken link, FIFO, socket or device)"
+                )
         with local_copies(unit.paths) as local, tempfile.TemporaryDirectory() as tmp:
             original = dict(zip(local, unit.paths, strict=True))
             for index, pieces in enumerate(split_runs(local)):

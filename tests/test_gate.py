@@ -111,7 +111,15 @@ def test_parse_bound(text, metric, op, value):
 
 
 @pytest.mark.parametrize(
-    "text", ["s_per_proof", "s_per_proof <= forty", "<= 40", "gpu_total_ms.p42 <= 3"]
+    "text",
+    [
+        "s_per_proof",
+        "s_per_proof <= forty",
+        "<= 40",
+        "gpu_total_ms.p42 <= 3",
+        "s_per_proof <= 1e999",  # (beyond a float: refused, not an internal error later)
+        "s_per_proof >= -1e400",
+    ],
 )
 def test_parse_bound_rejects(text):
     with pytest.raises(ConfigError):

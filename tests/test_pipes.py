@@ -89,3 +89,59 @@ def test_a_line_export_to_stdout_while_stopped_and_continued_is_the_same(tmp_pat
     subprocess.run([*base, str(log), "-o", str(target)], check=True, env=child_env())
     out = _stopped_and_continued([*base, str(log), "-o", "-"])
     assert len(out) > 5_000_000 and out == target.read_bytes()
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "example.log"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["analyze", str(EXAMPLE)],
+        ["analyze", str(EXAMPLE), "--format", "json", "-o", "/dev/full"],
+        ["export", str(EXAMPLE), "--format", "csv", "-o", "-"],
+        ["rules"],
+    ],
+)
+def test_a_full_disk_is_an_error_message_not_a_traceback(args: list[str]) -> None:
+    """Output that cannot be written (a full disk: ``/dev/full``): one error line, exit 2, and
+    no traceback, also from the interpreter's last flush of stdout."""
+    with open("/dev/full", "wb") as full:
+        res = subprocess.run(
+            [sys.executable, "-m", "cuzk_diag", *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            env=child_env(),
+            timeout=120,
+        )
+    err = res.stderr.decode()
+    assert res.returncode == 2, err
+    assert "No space left on device" in err
+    assert "Traceback" not in err and "internal error" not in err and "Exception" not in err
+
+
+def test_a_closed_stdout_is_an_error_message_and_a_file_output_still_works(
+    tmp_path: Path,
+) -> None:
+    """Started with stdout closed (``>&-``): a report to stdout is an error line (exit 2); a
+    report to a file is written as ever."""
+    base = [sys.executable, "-m", "cuzk_diag", "analyze", str(EXAMPLE)]
+
+    def run(*more: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [*base, *more],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=child_env(),
+            timeout=120,
+            preexec_fn=lambda: os.close(1),
+        )
+
+    res = run()
+    assert res.returncode == 2 and b"stdout is closed" in res.stderr, res.stderr
+    assert b"Traceback" not in res.stderr
+    target = tmp_path / "report.json"
+    res = run("--format", "json", "-o", str(target))
+    assert res.returncode == 0, res.stderr
+    assert target.read_text().startswith("{")

@@ -548,8 +548,16 @@ def parse_condition(metric: str, text: str, origin: Origin = Origin.CONFIG) -> B
 
 def _bound(metric: str, op: str, num: str, pct: str, origin: Origin) -> Bound:
     _validate_metric_name(metric)
-    value = float(num) / (100.0 if pct else 1.0)
+    value = _finite(num, f"bound {num!r} for {metric!r}") / (100.0 if pct else 1.0)
     return Bound(canonical_metric(metric), "==" if op == "=" else op, value, origin)
+
+
+def _finite(num: str, what: str) -> float:
+    """``num`` as a float; a ConfigError for a number beyond a float's range (``1e999``)."""
+    value = float(num)
+    if not math.isfinite(value):
+        raise ConfigError(f"{what} is beyond the range of numbers (at most about 1.8e308)")
+    return value
 
 
 def parse_regression(text: str, origin: Origin = Origin.CLI) -> Regression:
@@ -580,7 +588,7 @@ def parse_regression_limit(metric: str, limit: Any, origin: Origin = Origin.CONF
             "(expected '+5%', '-3%', '+50' or 'off')"
         )
     sign, num, pct = m.groups()
-    mag = float(num) / (100.0 if pct else 1.0)
+    mag = _finite(num, f"regression limit {limit!r} for {metric!r}") / (100.0 if pct else 1.0)
     return Regression(metric, -mag if sign == "-" else mag, bool(pct), origin)
 
 

@@ -11,6 +11,7 @@ comes apart. Here every write goes on until all of its bytes are written.
 
 from __future__ import annotations
 
+import errno
 import io
 import sys
 import time
@@ -48,6 +49,8 @@ def whole_stdio() -> None:
     stream on the same descriptor (its encoding, errors and line buffering), over a
     ``WholeWrites``. For a process of its own (the installed command); a stream without a
     descriptor (a test's capture) stays as it is."""
+    if sys.stdout is None:  # (the process started with its stdout closed: ``>&-``)
+        sys.stdout = ClosedOutput()
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         try:
@@ -63,3 +66,15 @@ def whole_stdio() -> None:
             continue
         raw = WholeWrites(fd, "wb", closefd=False)
         setattr(sys, name, io.TextIOWrapper(io.BufferedWriter(raw), **settings))
+
+
+class ClosedOutput(io.TextIOBase):
+    """The stdout of a process started without one: a write fails as a write to a closed
+    descriptor does (``OSError``, which the command reports), where ``None`` failed with an
+    ``AttributeError`` in whatever wrote first."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        raise OSError(errno.EBADF, "stdout is closed")

@@ -206,6 +206,19 @@ def _run(
         raise
     except CuzkDiagError as exc:
         click.echo(error_line(str(exc)), err=True)
+        try:
+            sys.stdout.flush()  # (what it holds goes out now, or, if it cannot, nowhere)
+        except (OSError, ValueError):
+            silence_stdout()
+        return ExitCode.USAGE
+    except OSError as exc:
+        # A write the system refused (stdout or ``-o`` on a full disk, a closed stdout; reads
+        # of inputs say which input): a message, and stdout quiet for the final flush.
+        if debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else "cannot write the output: "
+        click.echo(error_line(f"{where}{exc.strerror or exc}"), err=True)
+        silence_stdout()
         return ExitCode.USAGE
     except Exception as exc:  # the last line of defence: a message, not a traceback
         if debug:

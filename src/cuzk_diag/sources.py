@@ -331,10 +331,13 @@ class ZstdReader:
         self._pos = 0
         self._out = b""  # decompressed bytes not returned yet
         self._in_frame = False
+        self._error: Exception | None = None  # raised once the bytes before it are returned
 
     def read1(self, n: int = 1 << 16) -> bytes:
         n = n if n and n > 0 else 1 << 16
         while not self._out:
+            if self._error is not None:
+                raise self._error
             if self._pos >= len(self._pending):
                 self._pending = memoryview(self._read(1 << 16))
                 self._pos = 0
@@ -345,15 +348,19 @@ class ZstdReader:
             piece = self._pending[self._pos : self._pos + self.PIECE]
             self._pos += self.PIECE
             out = []
-            while piece:
-                out.append(self._dobj.decompress(piece))
-                if self._dobj.eof:
-                    piece = self._dobj.unused_data
-                    self._dobj = self._dctx.decompressobj()
-                    self._in_frame = False
-                else:
-                    piece = b""
-                    self._in_frame = True
+            try:
+                while piece:
+                    out.append(self._dobj.decompress(piece))
+                    if self._dobj.eof:
+                        piece = self._dobj.unused_data
+                        self._dobj = self._dctx.decompressobj()
+                        self._in_frame = False
+                    else:
+                        piece = b""
+                        self._in_frame = True
+            except Exception as exc:  # zstandard.ZstdError: damage, or bytes after the frames
+                # (The bytes of the frames before it are data: returned first.)
+                self._error = exc
             self._out = b"".join(out)
         data, self._out = self._out[:n], self._out[n:]
         return data

@@ -333,6 +333,24 @@ def test_bytes_after_the_compressed_data_lose_no_line_of_it(tmp_path: Path, kind
         assert list(acc["truncated_inputs"]) == damaged
 
 
+def test_a_zstd_log_that_begins_with_a_skippable_frame_is_read(tmp_path: Path) -> None:
+    """``pzstd`` and seekable zstd files begin with a skippable frame (and hold more between
+    their frames): read as zstd, every line, where it was refused as binary data."""
+    import struct
+
+    zstandard = pytest.importorskip("zstandard")
+    data = EXAMPLE.read_bytes()
+    skip = struct.pack("<II", 0x184D2A50, 4) + bytes(4)
+    half = len(data) // 2
+    frames = [zstandard.ZstdCompressor().compress(part) for part in (data[:half], data[half:])]
+    path = tmp_path / "daemon.log.zst"
+    path.write_bytes(skip + frames[0] + skip + frames[1])
+    code, out, err = invoke("analyze", str(path), "--format", "json")
+    assert code == ExitCode.OK, err
+    acc = json.loads(out)["accounting"]
+    assert acc["lines_total"] == data.count(b"\n") and not acc["truncated_inputs"]
+
+
 def test_the_truncation_policy_of_check_is_configurable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

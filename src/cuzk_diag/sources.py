@@ -136,7 +136,7 @@ def sniff(head: bytes) -> str:
     """The kind of an input from its first ``MAGIC_BYTES`` bytes."""
     if head.startswith(_GZIP_MAGIC):
         return GZIP
-    if head.startswith(_ZSTD_MAGIC):
+    if head.startswith(_ZSTD_MAGIC) or _skippable_frame(head):
         return ZSTD
     if head.startswith(_PARQUET_MAGIC):
         return PARQUET
@@ -149,6 +149,12 @@ def sniff(head: bytes) -> str:
     if len(head) >= 4 and head[1] and head[3] and not head[0] and not head[2]:
         return UTF16_BE
     return TEXT
+
+
+def _skippable_frame(head: bytes) -> bool:
+    """A zstd skippable frame (magic 0x184D2A50 to 0x184D2A5F, little-endian), with which
+    ``pzstd`` and seekable zstd files begin."""
+    return len(head) >= 4 and head[0] & 0xF0 == 0x50 and head[1:4] == b"\x2a\x4d\x18"
 
 
 @dataclass(slots=True)

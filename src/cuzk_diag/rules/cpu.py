@@ -170,7 +170,9 @@ class CpuCriticalPath(Rule):
             else ""
         )
         if bmed >= o["min_barrier_ms"] and share >= o["min_barrier_share"]:
-            mask = barrier >= o["min_barrier_ms"]
+            # (Of the calls counted in ``total``: with a gpu_total_ms too, as a damaged line
+            # may leave a call without one.)
+            mask = (barrier >= o["min_barrier_ms"]) & g.notna()
             f = ctx.facts
             util = f.held_util if f.held_util is not None else f.gpu_util
             wait = ctx.facts.lock_wait_ms
@@ -197,6 +199,8 @@ class CpuCriticalPath(Rule):
             )
         elif gw == 1 and cpu_path is not None and kernel > 0 and cpu_path > o["cpu_ratio"] * kernel:
             mask = cpu > o["cpu_ratio"] * (g - barrier.fillna(0))
+            # (Of the calls with both sides of that comparison: its own total, not the barrier's.)
+            evidence["total"] = int((cpu.notna() & g.notna()).sum())
             floor_txt = (
                 f"; with one worker per GPU it sets a floor of {ppp:g} × {cpu_path / 1000:.2f} s"
                 f" = {floor:.1f} s/proof"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections import Counter
@@ -503,6 +504,42 @@ def test_nul_run_before_a_whole_line_is_a_hole_not_damage(tmp_path: Path) -> Non
     assert len(res.partitions) == EXAMPLE_CALLS
     assert set(res.partitions["status"]) == {"ok"}
     assert res.accounting.malformed == 0
+
+
+@pytest.mark.parametrize("mib", [3, 9])
+def test_a_hole_longer_than_a_line_is_a_hole_in_a_file_and_in_a_stream(mib: int) -> None:
+    # A hole longer than a line may be (MAX_LINE), and longer than a chunk (9 MiB): the line
+    # after it is read whole from a file and from a stream that comes in pieces (stdin, live
+    # mode), as without the hole.
+    from cuzk_diag.sources import SourceStats, read_chunks
+
+    lines = _example_lines()
+    i = next(k for k, ln in enumerate(lines) if ln.startswith(b"CUZK_TIMING: gpu_tid=0 tail"))
+    lines[i] = b"\x00" * (mib << 20) + lines[i]
+    data = b"\n".join(lines)
+
+    class Pieces(io.RawIOBase):  # a pipe: at most 64 KiB a read
+        def __init__(self) -> None:
+            self.at = 0
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, b: Any) -> int:
+            n = min(len(b), 65536, len(data) - self.at)
+            b[:n] = data[self.at : self.at + n]
+            self.at += n
+            return n
+
+    def text(stream: Any, follow: bool) -> bytes:
+        stats = SourceStats("log")
+        out = b"".join(read_chunks(stream, stats, follow=follow))
+        assert stats.oversized_lines == 0
+        return out
+
+    expected = b"\n".join(_example_lines())
+    assert text(io.BytesIO(data), False) == expected
+    assert text(io.BufferedReader(Pieces()), True) == expected
 
 
 def test_cpp_only_capture_with_malformed_lines_keeps_well_formed_calls(tmp_path: Path) -> None:

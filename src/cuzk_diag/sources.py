@@ -462,6 +462,11 @@ def read_chunks(
         buf = carry + block if carry else block
         cut = buf.rfind(b"\n") + 1
         if not cut:
+            if len(buf) > MAX_LINE and buf[:1] == b"\x00":
+                # A hole (a run of NULs, see the module text) longer than a line may be: it
+                # is no line, and the line after it is read whole, however the input comes in
+                # pieces (a pipe, live mode, a hole longer than a chunk).
+                buf = buf.lstrip(b"\x00")
             if len(buf) > MAX_LINE:
                 # One enormous line: keep its head, skip until its end, count it.
                 stats.oversized_lines += 1

@@ -542,6 +542,30 @@ def test_a_hole_longer_than_a_line_is_a_hole_in_a_file_and_in_a_stream(mib: int)
     assert text(io.BufferedReader(Pieces()), True) == expected
 
 
+@pytest.mark.parametrize("size", [100, 3 << 20])
+def test_a_line_of_nuls_only_is_a_blank_line_from_a_file_and_from_stdin(
+    tmp_path: Path, size: int
+) -> None:
+    # A hole before an empty line: blank, neither damaged nor oversized, from a file and from
+    # a stream alike (before: damaged, and oversized from a file only or a stream only).
+    lines = _example_lines()
+    lines.insert(400, b"\x00" * size)
+    path = tmp_path / "nuls.log"
+    path.write_bytes(b"\n".join(lines))
+    from click.testing import CliRunner
+
+    from cuzk_diag.cli import cli
+
+    base = load_run([str(EXAMPLE)]).accounting.by_family["blank"]
+    for args, stdin in (([str(path)], None), (["-"], path.read_bytes())):
+        res = CliRunner().invoke(cli, ["analyze", *args, "--format", "json"], input=stdin)
+        assert res.exit_code == 0, res.output
+        acc = json.loads(res.stdout)["accounting"]
+        assert acc["lines_total"] == path.read_bytes().count(b"\n")
+        assert acc["by_family"]["blank"] == base + 1, acc
+        assert acc["malformed"] == 0 and acc["oversized_lines"] == 0, acc
+
+
 def test_cpp_only_capture_with_malformed_lines_keeps_well_formed_calls(tmp_path: Path) -> None:
     # No TIMELINE: records come from the C++ lines alone; a garbage line adds none.
     sim = simulate(

@@ -625,6 +625,8 @@ def utf8_valid(data: bytes) -> bool:
 def _nul_line(m: re.Match[str]) -> str:
     ln = m.group(0)
     rest = ln.lstrip(DAMAGED)
+    if not rest:
+        return rest  # a hole before an empty line (a line of NULs only)
     if len(rest) < len(ln) and DAMAGED not in rest and _LINE_START_RE.match(rest) is not None:
         return rest  # a hole before a whole line
     text = ln.replace(DAMAGED, "")

@@ -15,6 +15,7 @@ cdef bint _owner_settled(State self, Call call)
 # identity.pxd, timeline.pxd and the module itself call them directly.
 cpdef maybe_emit(State self, Call call)
 cpdef open_call(State self, Call call)
+cpdef long gpus_named(State self) except -1
 cpdef emit(State self, Call call)
 
 # The kinds' bits in ``Call.kinds`` (calls.py's ``KIND_BIT``) this module tests, as C integers.

@@ -52,9 +52,16 @@ def _into_record(src: dict[str, Value], rec: dict[str, Any], extra: dict[str, Va
 
 
 #: Calls open at once beyond which the oldest ends (``open_call``): this many a worker (of
-#: those the log names, eight at least), and this many more.
+#: those the log names, ``FEWEST_WORKERS`` at least), and this many more.
 OPEN_CALLS_PER_WORKER = 4
 OPEN_CALLS_SPARE = 32
+FEWEST_WORKERS = 8
+
+
+def gpus_named(self: State) -> int:
+    """The GPUs the log names so far (its startup line's count, or those its one-time lines
+    named), one at least: what the bounds on open blocks and calls count by."""
+    return max(self.info.n_gpus or 0, len(self.gpus_seen), 1)
 
 
 def open_call(self: State, call: Call) -> None:
@@ -66,11 +73,10 @@ def open_call(self: State, call: Call) -> None:
     calls: this bounds the work of a line.)"""
     calls = self.calls
     calls.append(call)
-    if len(calls) <= OPEN_CALLS_PER_WORKER * 8 + OPEN_CALLS_SPARE:
+    if len(calls) <= OPEN_CALLS_PER_WORKER * FEWEST_WORKERS + OPEN_CALLS_SPARE:
         return  # (the fewest allowed: the cap is worked out only beyond them)
     info = self.info
-    gpus = max(info.n_gpus or 0, len(self.gpus_seen), 1)
-    workers = max(len(info.worker_gpu), (info.gw or 1) * gpus, 8)
+    workers = max(len(info.worker_gpu), (info.gw or 1) * gpus_named(self), FEWEST_WORKERS)
     cap = OPEN_CALLS_PER_WORKER * workers + OPEN_CALLS_SPARE
     if len(calls) > cap:
         for old in calls[: len(calls) - cap]:

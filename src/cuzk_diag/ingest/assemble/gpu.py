@@ -25,7 +25,7 @@ from cuzk_diag.ingest.assemble.calls import (
     Clock,
     _int0,
 )
-from cuzk_diag.ingest.assemble.emit import maybe_emit
+from cuzk_diag.ingest.assemble.emit import gpus_named, maybe_emit
 from cuzk_diag.ingest.assemble.identity import bind_block
 from cuzk_diag.ingest.assemble.lockfit import gpu_free_at, lock_miss
 from cuzk_diag.ingest.assemble.state import State
@@ -76,7 +76,7 @@ def open_block(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> Block
     # the work of a line.)
     if len(self.blocks) <= OPEN_PER_GPU + OPEN_SPARE:
         return blk  # (the fewest allowed: the cap is worked out only beyond them)
-    cap = OPEN_PER_GPU * max(len(self.gpus_seen), self.info.n_gpus or 0, 1) + OPEN_SPARE
+    cap = OPEN_PER_GPU * gpus_named(self) + OPEN_SPARE
     while len(self.blocks) > cap and self.beam is None:
         oldest = self.blocks[0]
         oldest.extra["gpu_region_cut_short"] = 1

@@ -94,9 +94,15 @@ class Discovery:
     skipped: list[str] = field(default_factory=list)  # walked files whose names are not logs
 
 
+def no_regular_file(path: str) -> bool:
+    """A local path that is no regular file (a broken link, a FIFO, a socket or a device):
+    never opened (a FIFO would wait for a writer); its unit fails with the reason."""
+    return not is_url(path) and not os.path.isfile(path)
+
+
 def content_hash(path: str, size: int) -> str:
-    if not is_url(path) and not os.path.isfile(path):
-        return ""  # (a broken link, FIFO or device: never opened; its unit fails when read)
+    if no_regular_file(path):
+        return ""
     h = hashlib.sha256()
     with open_binary(path) as fh:
         h.update(fh.read(_HASH_SPAN))

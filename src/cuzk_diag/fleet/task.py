@@ -25,7 +25,7 @@ from cuzk_diag.analysis import Analysis, analyze_run
 from cuzk_diag.config import Config
 from cuzk_diag.errors import CuzkDiagError, InputError
 from cuzk_diag.facts import kernel_time
-from cuzk_diag.fleet.discover import Unit, is_url, open_binary, safe_host
+from cuzk_diag.fleet.discover import Unit, is_url, no_regular_file, open_binary, safe_host
 from cuzk_diag.fleet.runs import materialised, split_runs
 from cuzk_diag.fleet.schema import FINDING_SCHEMA, RUN_SCHEMA, partition_schema
 from cuzk_diag.frame import table_to_frame
@@ -53,7 +53,7 @@ def process_unit(unit: Unit, host_source: str, config: Config | None = None) -> 
     parts, runs, finds = [], [], []
     try:
         for path in unit.paths:
-            if not is_url(path) and not os.path.isfile(path):
+            if no_regular_file(path):
                 raise InputError(
                     f"{path}: not a regular file (a broken link, FIFO, socket or device)"
                 )

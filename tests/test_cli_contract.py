@@ -219,6 +219,49 @@ def test_utf16_and_bom_logs_are_decoded(tmp_path: Path, encoding: str) -> None:
     assert doc["accounting"]["decode_errors"] == 0
 
 
+def test_a_utf8_log_that_begins_with_nuls_between_letters_is_read_as_utf8(tmp_path: Path) -> None:
+    # Its first four bytes look like UTF-16 without a byte-order mark; the rest of its first
+    # line does not: a file, stdin (live mode) and a pipe given by name read it as UTF-8.
+    log = tmp_path / "daemon.log"
+    log.write_bytes(b"a\0b\0 junk before the daemon's first line\n" + INCIDENT.read_bytes())
+    ref = json.loads(invoke("analyze", str(INCIDENT), "--format", "json")[1])
+    runs = {
+        "file": cuzk("analyze", str(log), "--format", "json", "-q"),
+        "stdin": cuzk("analyze", "-", "--format", "json", "-q", input=log.read_bytes()),
+        "pipe": subprocess.run(
+            ["bash", "-c", f"{sys.executable} -m cuzk_diag analyze <(cat {log}) --format json -q"],
+            capture_output=True,
+            timeout=120,
+        ),
+    }
+    for how, proc in runs.items():
+        assert proc.returncode == ExitCode.OK, (how, proc.stderr)
+        doc = json.loads(proc.stdout)
+        acc, ref_acc = doc["accounting"], ref["accounting"]
+        assert acc["lines_total"] == ref_acc["lines_total"] + 1, how
+        assert acc["decode_errors"] == 0, how
+        assert doc["facts"]["partitions"] == ref["facts"]["partitions"], how
+
+
+def test_utf16_without_a_byte_order_mark_is_told_by_more_than_four_bytes() -> None:
+    from cuzk_diag.sources import MAGIC_BYTES, TEXT, UTF16_BE, UTF16_LE, sample_size, sniff
+
+    line = "2026-01-01T00:00:00Z INFO cuzk_server: engine started\n"
+    for enc, kind in (("utf-16-le", UTF16_LE), ("utf-16-be", UTF16_BE)):
+        data = line.encode(enc)
+        assert sample_size(data[:MAGIC_BYTES]) > MAGIC_BYTES
+        assert sniff(data[: sample_size(data)]) == kind
+    junk = b"a\0b\0" + line.encode()
+    assert sample_size(junk[:MAGIC_BYTES]) > MAGIC_BYTES
+    assert sniff(junk[: sample_size(junk)]) == TEXT
+    # A word of another script in a UTF-16 log's first units leaves it UTF-16.
+    mixed = ("ab" + "\u00e9\u4e2d" + line).encode("utf-16-le")
+    assert sniff(mixed[: sample_size(mixed)]) == UTF16_LE
+    # An input of four bytes in all cannot tell more.
+    assert sniff(b"a\0b\0") == UTF16_LE
+    assert sample_size(line.encode()) == MAGIC_BYTES
+
+
 # -- pipes and FIFOs are sniffed without losing bytes ---------------------------------------
 
 

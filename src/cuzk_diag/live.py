@@ -63,9 +63,10 @@ from cuzk_diag.sources import (
     SourceStats,
     decoded,
     input_errors,
-    peek_head,
     read_chunks,
+    sample_size,
     sniff,
+    sniff_stream,
 )
 
 #: Duration columns a sketch is kept for (``*_ms`` fields that are not TIMELINE offsets).
@@ -1082,8 +1083,8 @@ def _open_stream(
             fd = sys.stdin.fileno()
         except (AttributeError, OSError, ValueError):
             # stdin replaced by an in-memory stream (tests, embedding): read it as it is.
-            head, stream = peek_head(sys.stdin.buffer, MAGIC_BYTES)
-            return _log_stream(stream, head, display), display, lambda: None
+            kind, stream = sniff_stream(sys.stdin.buffer)
+            return _log_stream(stream, kind, display), display, lambda: None
         raw = _FdStream(fd, stop, owned=False)
     else:
         display = name
@@ -1091,17 +1092,17 @@ def _open_stream(
             fd = os.open(name, os.O_RDONLY)
         raw = _FdStream(fd, stop, owned=True)
     try:
-        stream = _log_stream(raw, raw.peek_magic(MAGIC_BYTES), display)
+        head = raw.peek_magic(MAGIC_BYTES)
+        stream = _log_stream(raw, sniff(raw.peek_magic(sample_size(head))), display)
     except InputError:
         raw.close()
         raise
     return stream, display, raw.close
 
 
-def _log_stream(raw: Any, head: bytes, display: str) -> Any:
-    """The log bytes of ``raw`` (decompressed or transcoded by its first bytes); a Parquet
-    export is refused: live mode reads logs as they grow."""
-    kind = sniff(head)
+def _log_stream(raw: Any, kind: str, display: str) -> Any:
+    """The log bytes of ``raw`` (decompressed or transcoded by ``kind``, ``sniff`` of its first
+    bytes); a Parquet export is refused: live mode reads logs as they grow."""
     if kind == PARQUET:
         raise InputError(
             f"{display}: is a Parquet export, not a log; live mode (stdin, --follow, --live) reads "

@@ -128,12 +128,15 @@ UTF8_BOM = "utf-8-sig"
 UTF16 = "utf-16"  # with a byte-order mark
 UTF16_LE = "utf-16-le"
 UTF16_BE = "utf-16-be"
-#: Bytes ``sniff`` looks at.
+#: Bytes ``sniff`` looks at; where they look like UTF-16 without a byte-order mark, it looks at
+#: this many (``sample_size``) to tell such a log from one in UTF-8 that begins with NUL bytes
+#: between letters (a torn write, junk).
 MAGIC_BYTES = 4
+UTF16_SAMPLE = 64
 
 
 def sniff(head: bytes) -> str:
-    """The kind of an input from its first ``MAGIC_BYTES`` bytes."""
+    """The kind of an input from its first ``MAGIC_BYTES`` bytes (``sample_size`` of them)."""
     if head.startswith(_GZIP_MAGIC):
         return GZIP
     if head.startswith(_ZSTD_MAGIC) or _skippable_frame(head):
@@ -144,11 +147,42 @@ def sniff(head: bytes) -> str:
         return UTF8_BOM
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return UTF16
-    if len(head) >= 4 and head[0] and head[2] and not head[1] and not head[3]:
+    if _utf16_text(head, 0):
         return UTF16_LE  # ASCII text in UTF-16 without a byte-order mark
-    if len(head) >= 4 and head[1] and head[3] and not head[0] and not head[2]:
+    if _utf16_text(head, 1):
         return UTF16_BE
     return TEXT
+
+
+def _ascii_units(head: bytes, low: int) -> list[bool]:
+    """Whether each whole two-byte unit of ``head`` is an ASCII character in UTF-16 (its byte
+    ``low`` not NUL, the other NUL)."""
+    return [bool(head[i + low]) and not head[i + 1 - low] for i in range(0, len(head) - 1, 2)]
+
+
+def _utf16_text(head: bytes, low: int) -> bool:
+    """Text in UTF-16 without a byte-order mark (``low``: 0 little-endian, 1 big-endian): its
+    first two units ASCII, and three in four of those ``head`` holds. (A log's lines are ASCII
+    but for a rare word; a UTF-8 log whose first bytes are ``a\0b\0`` goes on in bytes that are
+    not NUL.)"""
+    units = _ascii_units(head, low)
+    return len(units) >= 2 and units[0] and units[1] and 4 * sum(units) >= 3 * len(units)
+
+
+def sample_size(head: bytes) -> int:
+    """The bytes ``sniff`` needs to tell the kind of an input whose first ``MAGIC_BYTES`` bytes
+    are ``head``: more only where they look like UTF-16 without a byte-order mark."""
+    first = head[:MAGIC_BYTES]
+    return UTF16_SAMPLE if _utf16_text(first, 0) or _utf16_text(first, 1) else MAGIC_BYTES
+
+
+def sniff_stream(stream: BinaryIO) -> tuple[str, BinaryIO]:
+    """``sniff`` of a stream's first bytes, and a stream that still yields them (the bytes it
+    needs, ``sample_size``: fewer at the end of the input)."""
+    head, stream = peek_head(stream, MAGIC_BYTES)
+    if sample_size(head) > len(head):
+        head, stream = peek_head(stream, sample_size(head))
+    return sniff(head), stream
 
 
 def _skippable_frame(head: bytes) -> bool:
@@ -204,8 +238,8 @@ def open_source(name: str) -> Source:
             regular = stat.S_ISREG(os.fstat(raw.fileno()).st_mode)
         except (OSError, ValueError):
             regular = False
-    head, raw = peek_head(raw, MAGIC_BYTES)
-    return Source(name, display, raw, sniff(head), regular)
+    kind, raw = sniff_stream(raw)
+    return Source(name, display, raw, kind, regular)
 
 
 class _Window:
@@ -690,7 +724,7 @@ def input_size(name: str) -> int | None:
         if not stat.S_ISREG(st.st_mode):
             return None
         with open(name, "rb") as fh:
-            head = fh.read(MAGIC_BYTES)
+            head = fh.read(UTF16_SAMPLE)
     except OSError:
         return None
     return st.st_size if sniff(head) == TEXT else None

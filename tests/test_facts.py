@@ -398,6 +398,36 @@ def test_two_gpus_have_separate_utilisation() -> None:
     assert sum(u.calls for u in f.per_gpu) == 80
 
 
+def test_a_view_whose_durations_pass_the_span_is_left_out_not_shown_in_thousands_of_per_cent() -> (
+    None
+):
+    # Two calls of one GPU, 4 s of span: the lock can be held 4 s at most (and a millisecond a
+    # call, and 2 %, for rounding). A damaged line's kernel stage of 11 digits cannot be true.
+    def rows(held: int, kernel: int) -> list[dict[str, Any]]:
+        return [
+            _row(0, job_id="a", worker=0, gpu=0, start_ms=0, end_ms=2000, gpu_total_ms=held,
+                 ntt_msm_h_ms=kernel, batch_add_ms=0, tail_msm_ms=0),
+            _row(1, job_id="a", worker=1, gpu=0, start_ms=2000, end_ms=4000, gpu_total_ms=held,
+                 ntt_msm_h_ms=500, batch_add_ms=0, tail_msm_ms=0),
+        ]  # fmt: skip
+
+    f = compute_facts(make_run(rows(1900, 99_999_999_999)).partitions, RunInfo(gw=2))
+    (u,) = f.per_gpu
+    assert f.held_util == pytest.approx(3800 / 4000) and u.held_util == f.held_util
+    assert f.kernel_util is None and u.kernel_util is None and f.kernel_source is None
+    assert u.kernel_ms == 99_999_999_999 + 500  # (the sum itself stays, as the log gave it)
+    assert f.over_span == ["kernel"] and f.to_dict()["over_span"] == ["kernel"]
+    lines = utilisation_lines(f)
+    assert any("kernels" in ln and "more than the span" in ln for ln in lines)
+    assert not any("%" in ln and len(ln.split("%")[0].split()[-1]) > 6 for ln in lines)
+    # Rounding is not damage: the lock held 2 % and a millisecond a call past the span.
+    edge = compute_facts(make_run(rows(2041, 100)).partitions, RunInfo(gw=2))
+    assert edge.over_span == [] and edge.held_util == pytest.approx(4082 / 4000)
+    both = compute_facts(make_run(rows(2042, 99_999)).partitions, RunInfo(gw=2))
+    assert both.over_span == ["held", "kernel"] and both.held_util is None
+    assert both.barrier_share is None  # (a share of a held time that cannot be true)
+
+
 def test_merged_interval_utilisation_and_gaps() -> None:
     rows = [
         _row(0, job_id="a", worker=0, gpu=0, start_ms=0, end_ms=1000, gpu_total_ms=400),

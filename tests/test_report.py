@@ -73,6 +73,33 @@ def test_only_console_imports_rich() -> None:
 # -- JSON -----------------------------------------------------------------------------------------
 
 
+def test_a_damaged_kernel_duration_is_named_not_shown_as_a_share(tmp_path: Path) -> None:
+    # One CUZK_NTT_H line of the log with an 11-digit kernel time: no report claims the GPU ran
+    # its kernels millions of per cent of the span; each says the view is left out, and why.
+    from cuzk_diag.pipeline import load_run
+
+    text = (ROOT / "fixtures" / "sim" / "concurrent-curio.log").read_text(encoding="utf-8")
+    log = tmp_path / "damaged-digits.log"
+    log.write_text(text.replace("ntt_kernels=1ms", "ntt_kernels=99999999999ms", 1))
+    result = analyze_run(load_run([str(log)]))
+    doc = json.loads(_render(result, "json"))
+    jsonschema.validate(doc, report_schema())
+    assert doc["facts"]["over_span"] == ["kernel"] and doc["facts"]["kernel_util"] is None
+    assert all(u["kernel_util"] is None for u in doc["facts"]["per_gpu"])
+    (idle,) = [f for f in doc["findings"] if f["name"] == "gpu-idle"]
+    assert "kernel stage durations add up to more than the span" in idle["message"]
+    for fmt in ("console", "markdown", "html"):
+        out = _render(result, fmt)
+        assert "more than the span" in out, fmt
+        assert not re.search(r"\d{5,}(\.\d)?%", out), fmt
+
+
+def _render(result: Analysis, fmt: str) -> str:
+    buf = io.StringIO()
+    render(fmt, result, buf, color="never")
+    return buf.getvalue()
+
+
 @pytest.mark.parametrize("name", sorted(ALL_RUNS))
 def test_json_matches_documented_schema(name: str) -> None:
     doc = json.loads(rendered(name, "json"))

@@ -723,6 +723,27 @@ class IdleGaps:
         return [self[int(i)] for i in order]
 
 
+#: How far a lock-held or kernel view's sum may pass its span. A GPU's calls hold its lock one
+#: at a time, inside the span, and run their kernels under it: only the rounding of their whole
+#: milliseconds (one a call) and the two clocks' disagreement (a part in fifty) can take the sum
+#: past the span. Beyond that, a duration in it cannot be true (a damaged line's digits), and
+#: the view is not shown (``RunFacts.over_span``) rather than a share of thousands of per cent.
+OVER_SPAN = 1.02
+
+
+def over_span(total_ms: float, span_ms: float, calls: int) -> bool:
+    """Whether ``total_ms`` of the ``calls`` of a span of ``span_ms`` passes it by more than
+    rounding and the clocks explain (``OVER_SPAN``)."""
+    return total_ms > span_ms * OVER_SPAN + calls
+
+
+def share_of_span(total_ms: float, span_ms: float, calls: int) -> float | None:
+    """``total_ms`` as a share of ``span_ms``: None without either, or ``over_span``."""
+    if span_ms <= 0 or total_ms <= 0 or over_span(total_ms, span_ms, calls):
+        return None
+    return total_ms / span_ms
+
+
 @dataclass(frozen=True, slots=True)
 class GpuUsage:
     """Utilisation of one GPU over its first-start..last-end span, in three views.
@@ -749,11 +770,11 @@ class GpuUsage:
 
     @property
     def held_util(self) -> float | None:
-        return self.held_ms / self.span_ms if self.span_ms > 0 and self.held_ms > 0 else None
+        return share_of_span(self.held_ms, self.span_ms, self.calls)
 
     @property
     def kernel_util(self) -> float | None:
-        return self.kernel_ms / self.span_ms if self.span_ms > 0 and self.kernel_ms > 0 else None
+        return share_of_span(self.kernel_ms, self.span_ms, self.calls)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -1114,6 +1135,7 @@ class RunFacts:
     kernel_util: float | None = None  # kernel view: Σ measured kernel stages / span
     held_source: str | None = None  # the field(s) of the lock-held view
     kernel_source: str | None = None  # the field(s) of the kernel view
+    over_span: list[str] = field(default_factory=list)  # views not shown: Σ past the span
     barrier_share: float | None = None  # Σ barrier wait / Σ lock held (calls in the span)
     barrier_method: str | None = None  # measured | estimated | upper_bound
     per_gpu: list[GpuUsage] = field(default_factory=list)
@@ -1179,6 +1201,7 @@ class RunFacts:
             "kernel_util": self.kernel_util,
             "held_source": self.held_source,
             "kernel_source": self.kernel_source,
+            "over_span": list(self.over_span),
             "barrier_share": self.barrier_share,
             "barrier_method": self.barrier_method,
             "per_gpu": [u.to_dict() for u in self.per_gpu],
@@ -1384,9 +1407,15 @@ def compute_facts(
             f.gpu_util = sum(u.busy_ms for u in f.per_gpu) / span
             held = sum(u.held_ms for u in f.per_gpu)
             kernel = sum(u.kernel_ms for u in f.per_gpu)
-            f.held_util = held / span if held > 0 else None
-            f.kernel_util = kernel / span if kernel > 0 else None
-            if held > 0 and barrier.notna().any():
+            calls = sum(u.calls for u in f.per_gpu)
+            f.held_util = share_of_span(held, span, calls)
+            f.kernel_util = share_of_span(kernel, span, calls)
+            f.over_span = [
+                view
+                for view, total in (("held", held), ("kernel", kernel))
+                if over_span(total, span, calls)
+            ]
+            if f.held_util is not None and barrier.notna().any():
                 f.barrier_share = sum(u.barrier_ms for u in f.per_gpu) / held
                 f.barrier_method = barrier_method
         f.held_source = lock_held_time(df)[1] if f.held_util is not None else None

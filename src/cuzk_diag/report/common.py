@@ -185,16 +185,26 @@ def _share(v: float) -> str:
     return f"{100 * v:.0f}%"
 
 
+#: A view whose durations add up to more than its span (``RunFacts.over_span``), in words.
+OVER_SPAN_TEXT = "not shown: its durations add up to more than the span (a damaged value)"
+
+
+def _view(f: RunFacts, view: str, source: str, missing: str) -> str:
+    """A utilisation view's share and what it sums, or why it has none."""
+    util: float | None = getattr(f, f"{view}_util")
+    if util is not None:
+        return f"{pct(util)}: {source}"
+    return OVER_SPAN_TEXT if view in f.over_span else f"n/a ({missing})"
+
+
 def utilisation_lines(f: RunFacts) -> list[str]:
     """The three utilisation views, what each counts, and the gaps between them in words."""
     held_src = _VIEW_FIELDS.get(f.held_source or "", f"Σ {f.held_source}")
     kernel_src = _VIEW_FIELDS.get(f.kernel_source or "", "Σ NTT_H kernels + batch_add + tail_msm")
     lines = [
         f"scheduler {pct(f.gpu_util)} of the {secs(f.span_ms)} span: merged GPU_START..GPU_END",
-        f"lock held {pct(f.held_util)}"
-        + (f": {held_src}" if f.held_util is not None else " (no gpu_total_ms or mutex_held_ms)"),
-        f"kernels   {pct(f.kernel_util)}"
-        + (f": {kernel_src}" if f.kernel_util is not None else " (no kernel stage timings)"),
+        "lock held " + _view(f, "held", held_src, "no gpu_total_ms or mutex_held_ms"),
+        "kernels   " + _view(f, "kernel", kernel_src, "no kernel stage timings"),
     ]
     if f.held_util and f.kernel_util is not None:
         not_kernel = max(0.0, 1.0 - f.kernel_util / f.held_util)

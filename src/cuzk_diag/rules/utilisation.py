@@ -10,6 +10,9 @@ from cuzk_diag.facts import GAP_BUCKETS
 from cuzk_diag.records import Finding, Severity
 from cuzk_diag.rules.base import Option, Rule, RuleContext, ms, pct, register
 
+#: The views ``RunFacts.over_span`` names, in words.
+_OVER_SPAN_VIEWS = {"held": "lock-held", "kernel": "kernel stage"}
+
 
 def _secs(x: float | None) -> str:
     return "n/a" if x is None else f"{x / 1000:,.1f} s"
@@ -53,6 +56,11 @@ class GpuIdle(Rule):
     wait and from Phase 12 on the b_g2/finalize tail, and the lock-held view includes the GPU
     thread's barrier wait for the CPU, which is why the kernel view is given too. Short runs
     are dominated by fill and drain.
+
+    A lock-held or kernel view whose durations add up to more than the span (by more than 2 %
+    and a millisecond a call, which rounding and the two clocks explain) is left out, and the
+    message says so: a GPU's calls hold its lock one at a time inside the span, so one of those
+    durations is a damaged value (`over_span` in the run facts).
     """
 
     code = "CZ401"
@@ -110,6 +118,12 @@ class GpuIdle(Rule):
             )
         elif f.held_util is not None:
             msg += f". The lock is held {pct(f.held_util)} of the span"
+        if f.over_span:
+            views = " and the ".join(_OVER_SPAN_VIEWS[v] for v in f.over_span)
+            msg += (
+                f". The {views} durations add up to more than the span: one of them is a "
+                "damaged value, and the view is left out"
+            )
         if len(f.per_gpu) > 1:
             msg += " (" + ", ".join(f"GPU {k}: {pct(v)}" for k, v in per_gpu.items()) + ")"
         msg += "."

@@ -518,19 +518,6 @@ def test_a_hole_longer_than_a_line_is_a_hole_in_a_file_and_in_a_stream(mib: int)
     lines[i] = b"\x00" * (mib << 20) + lines[i]
     data = b"\n".join(lines)
 
-    class Pieces(io.RawIOBase):  # a pipe: at most 64 KiB a read
-        def __init__(self) -> None:
-            self.at = 0
-
-        def readable(self) -> bool:
-            return True
-
-        def readinto(self, b: Any) -> int:
-            n = min(len(b), 65536, len(data) - self.at)
-            b[:n] = data[self.at : self.at + n]
-            self.at += n
-            return n
-
     def text(stream: Any, follow: bool) -> bytes:
         stats = SourceStats("log")
         out = b"".join(read_chunks(stream, stats, follow=follow))
@@ -539,7 +526,70 @@ def test_a_hole_longer_than_a_line_is_a_hole_in_a_file_and_in_a_stream(mib: int)
 
     expected = b"\n".join(_example_lines())
     assert text(io.BytesIO(data), False) == expected
-    assert text(io.BufferedReader(Pieces()), True) == expected
+    assert text(io.BufferedReader(_Pieces(data)), True) == expected
+
+
+class _Pieces(io.RawIOBase):
+    """``data`` as a pipe gives it: at most 64 KiB a read."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.at = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = min(len(b), 65536, len(self.data) - self.at)
+        b[:n] = self.data[self.at : self.at + n]
+        self.at += n
+        return n
+
+
+#: Lines longer than a line may be (``MAX_LINE``) whose cleaning shortens them, or whose
+#: characters are fewer than their bytes.
+LONG_LINES = {
+    "nul past the limit": b"CUZK_TIMING: x" + b"y" * (3 << 20) + b"\x00",
+    "nuls in the line": b"CUZK_TIMING: " + b"\x00" * (3 << 20),
+    "cr past the limit": b"z" * (2 << 20) + b"\rCUZK_TIMING: gpu_tid=0 split_vectors_ms=5",
+    "two-byte characters": "\u00e9".encode() * (3 << 19),
+    "colour escapes": b"\x1b[31m" * 300_000 + b"CUZK_TIMING: gpu_tid=0 split_vectors_ms=5",
+    "a hole, then a line": b"\x00" * (900 << 10) + b"CUZK_TIMING: a=" + b"1" * (200 << 10),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LONG_LINES))
+def test_a_long_line_is_the_same_line_from_a_file_and_in_pieces(tmp_path: Path, name: str) -> None:
+    # The limit applies to a line's bytes as read, before any cleaning, wherever it ends in a
+    # chunk: a file read in chunks and a stream read in pieces (stdin, live mode) hand on the
+    # same text and count the same lines as oversized, and the commands count them alike.
+    from click.testing import CliRunner
+
+    from cuzk_diag.cli import cli
+    from cuzk_diag.sources import SourceStats, read_chunks
+
+    lines = _example_lines()
+    lines.insert(400, LONG_LINES[name])
+    data = b"\n".join(lines)
+
+    def read(stream: Any, follow: bool) -> tuple[bytes, int]:
+        stats = SourceStats("log")
+        out = b"".join(read_chunks(stream, stats, follow=follow))
+        return out, stats.oversized_lines
+
+    whole = read(io.BytesIO(data), False)
+    assert whole == read(io.BufferedReader(_Pieces(data)), True)
+    assert whole[1] == (name != "a hole, then a line")
+    path = tmp_path / "long.log"
+    path.write_bytes(data)
+    counts = []
+    for args, stdin in (([str(path)], None), (["-"], data)):
+        res = CliRunner().invoke(cli, ["analyze", *args, "--format", "json"], input=stdin)
+        assert res.exit_code == 0, res.output
+        acc = json.loads(res.stdout)["accounting"]
+        assert acc["lines_total"] == data.count(b"\n")
+        counts.append({k: acc[k] for k in ("by_family", "oversized_lines", "malformed")})
+    assert counts[0] == counts[1]
 
 
 @pytest.mark.parametrize("size", [100, 3 << 20])

@@ -14,6 +14,10 @@ tracing) with a NUL byte anywhere else is damaged (its text before or after the 
 belong to another line): it is handed on starting with ``DAMAGED`` so that the parser counts it as
 malformed and reads no value from it. Other lines with NUL bytes stay other lines.
 
+A line longer than ``MAX_LINE`` bytes as read is cut to them and counted (``oversized_lines``)
+before any cleaning, however the input comes (a file in chunks, a pipe in pieces), so that a
+log's lines are the same either way; a run of NULs it begins with is a hole, dropped first.
+
 A chunk is handed on as bytes: most chunks need none of the text-level cleaning (no invalid
 UTF-8, ESC, NUL or journald prefix), and those go on as they were read, without a decode into a
 ``str`` and an encode back for the parser's Arrow arrays.
@@ -560,7 +564,10 @@ def _skip_to_newline(
 
 def clean_chunk(data: bytes, stats: SourceStats) -> bytes:
     """Normalise line ends, replace invalid UTF-8, strip ANSI and journald prefixes, chunk-wide:
-    the cleaned lines as UTF-8 (``data`` itself when only its line ends needed a look)."""
+    the cleaned lines as UTF-8 (``data`` itself when only its line ends needed a look). Lines
+    longer than ``MAX_LINE`` bytes as read are cut first (``_cut_long_lines``)."""
+    if len(data) > MAX_LINE and _has_long_line(data):
+        data = _cut_long_lines(data, stats)
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")
         if b"\r" in data:
@@ -590,6 +597,32 @@ def clean_chunk(data: bytes, stats: SourceStats) -> bytes:
 
 
 _DAMAGED_BYTE = DAMAGED.encode()
+
+
+def _has_long_line(data: bytes) -> bool:
+    """Whether a line of ``data`` is longer than ``MAX_LINE`` bytes. Such a line holds a whole
+    half-``MAX_LINE`` window of the bytes without a newline: one ``bytes.find`` a window (the C
+    library's ``memchr``, which stops at the window's first newline) rules them out."""
+    half = MAX_LINE // 2
+    return any(data.find(b"\n", k, k + half) < 0 for k in range(0, len(data) - half + 1, half))
+
+
+def _cut_long_lines(data: bytes, stats: SourceStats) -> bytes:
+    """Each line of ``data`` longer than ``MAX_LINE`` bytes as it was read, before any cleaning
+    (which may shorten it: its NUL bytes, CRs and escapes go): a run of NULs it begins with is
+    a hole, dropped; what is left past ``MAX_LINE`` is cut, and the line counted as oversized.
+    The rule ``read_chunks`` applies to a line longer than what it holds, so that a log's
+    lines are the same read from a file or in pieces (stdin, live mode)."""
+    lines = data.split(b"\n")
+    for i, line in enumerate(lines):
+        if len(line) > MAX_LINE:
+            if line[:1] == b"\x00":
+                line = line.lstrip(b"\x00")
+            if len(line) > MAX_LINE:
+                stats.oversized_lines += 1
+                line = line[:MAX_LINE]
+            lines[i] = line
+    return b"\n".join(lines)
 
 
 def _plain(data: bytes) -> bool:

@@ -63,6 +63,13 @@ cdef class Block:
 
 # Module constants read only here, as C variables of their type (a ``.get`` on them is then a
 # dict lookup, not a method found by name).
+cdef extern from "Python.h":
+    dict _PyDict_NewPresized(Py_ssize_t minused)
+
+cdef bint COMPILED
+cdef Py_ssize_t BLOCK_SLOTS
+cpdef dict presized(Py_ssize_t n)
+
 cdef dict _FIXED_OFFSET, _OWN_OFFSET, _RENAME, _TID_PRED, _AFTER
 cdef tuple _NEED, _NEED_NTT, _NEED_MAIN, _FIXED_AT, _OWN_AT, _AFTER_BIT_AT, _RENAME_AT
 cdef long _NEED_MASK, _NEED_NTT_MASK, _NEED_MAIN_MASK

@@ -4,6 +4,10 @@
 # cimport it).
 cimport cython
 
+from cuzk_diag.ingest.assemble.blocks cimport presized
+
+cdef Py_ssize_t CALL_SLOTS
+
 cdef class Call:
     cdef public object job_id
     cdef public object partition

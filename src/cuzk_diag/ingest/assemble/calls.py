@@ -7,6 +7,7 @@ from typing import TypeAlias
 
 from cuzk_diag.ingest.assemble.blocks import (
     Block,
+    presized,
 )
 from cuzk_diag.records import (
     Attribution,
@@ -146,6 +147,10 @@ def _epoch_minute(minute: str) -> int | None:
     return sec
 
 
+#: Room the fields of a call are made with (``presized``): one of main code holds 7-9.
+CALL_SLOTS = 10
+
+
 class Call:
     """One C++ proving call: TIMELINE identity, CPU-side lines and (bound later) its block."""
 
@@ -190,7 +195,7 @@ class Call:
         self.gpu: int | None = None
         self.start = start
         self.seq = seq
-        self.fields: dict[str, Value] = {}
+        self.fields: dict[str, Value] = presized(CALL_SLOTS)
         self.kinds = 0  # the CPU-side lines it holds, a bit per kind (``KIND_BIT``)
         self.block: Block | None = None
         self.ended = False  # nothing but late lines (T3, T8) can follow

@@ -1,5 +1,5 @@
 # The compiled build's view of emit.py: the extension types of blocks.pxd, calls.pxd and state.pxd.
-from cuzk_diag.ingest.assemble.blocks cimport Block
+from cuzk_diag.ingest.assemble.blocks cimport Block, presized
 from cuzk_diag.ingest.assemble.calls cimport Call, _span
 from cuzk_diag.ingest.assemble.state cimport State
 
@@ -8,6 +8,7 @@ from cuzk_diag.ingest.assemble.state cimport State
 cdef frozenset _RECORD_COLUMNS
 cdef dict _NO_FIELDS
 
+cdef Py_ssize_t RECORD_SLOTS
 cdef _into_record(dict src, dict rec, dict extra)
 cdef bint _owner_settled(State self, Call call)
 

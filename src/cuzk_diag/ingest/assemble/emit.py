@@ -12,6 +12,7 @@ from cuzk_diag.ingest.assemble.blocks import (
     _RECORD_COLUMNS,
     TOL_MS,
     Block,
+    presized,
 )
 from cuzk_diag.ingest.assemble.calls import (
     _NONE,
@@ -38,6 +39,10 @@ _CPU_EVERY = sum(KIND_BIT[k] for k in ("split_vectors", "prep_msm", "b_g2_msm", 
 
 #: The TIMELINE entry of a call without one (read, never written to).
 _NO_FIELDS: dict[str, Value] = {}
+
+
+#: Room a record is made with (``presized``): every column.
+RECORD_SLOTS = len(_RECORD_COLUMNS)
 
 
 def _into_record(src: dict[str, Value], rec: dict[str, Any], extra: dict[str, Value]) -> None:
@@ -145,26 +150,23 @@ def emit(self: State, call: Call) -> None:
         self.calls.remove(call)
     blk: Block | None = call.block
     tl: dict[str, Value] = call.tl if call.tl is not None else _NO_FIELDS
-    # (One dict display: made at its size at once, where a dict filled key by key grows
-    # twice on the way.)
-    rec: dict[str, Any] = {
-        "record": blk.seq if blk is not None else None,
-        "source": call.source,
-        "job_id": call.job_id,
-        "partition": call.partition,
-        "worker": call.worker,
-        "gpu": call.gpu if call.gpu is not None else self._only_gpu(),
-        "proof_kind": tl.get("proof_kind"),
-        "era": self.era.era,
-        "synth_start_ms": tl.get("synth_start_ms"),
-        "synth_end_ms": tl.get("synth_end_ms"),
-        "queue_ms": tl.get("queue_ms"),
-        "pickup_ms": tl.get("pickup_ms"),
-        "start_ms": tl.get("start_ms"),
-        "end_ms": tl.get("end_ms"),
-        "synth_ms": tl.get("synth_ms"),
-        "gpu_ms": tl.get("gpu_ms"),
-    }
+    rec = presized(RECORD_SLOTS)
+    rec["record"] = blk.seq if blk is not None else None
+    rec["source"] = call.source
+    rec["job_id"] = call.job_id
+    rec["partition"] = call.partition
+    rec["worker"] = call.worker
+    rec["gpu"] = call.gpu if call.gpu is not None else self._only_gpu()
+    rec["proof_kind"] = tl.get("proof_kind")
+    rec["era"] = self.era.era
+    rec["synth_start_ms"] = tl.get("synth_start_ms")
+    rec["synth_end_ms"] = tl.get("synth_end_ms")
+    rec["queue_ms"] = tl.get("queue_ms")
+    rec["pickup_ms"] = tl.get("pickup_ms")
+    rec["start_ms"] = tl.get("start_ms")
+    rec["end_ms"] = tl.get("end_ms")
+    rec["synth_ms"] = tl.get("synth_ms")
+    rec["gpu_ms"] = tl.get("gpu_ms")
     extra: dict[str, Value] = {}
     _into_record(call.fields, rec, extra)
     if blk is not None:

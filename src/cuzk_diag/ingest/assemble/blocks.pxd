@@ -63,8 +63,18 @@ cdef class Block:
 
 # Module constants read only here, as C variables of their type (a ``.get`` on them is then a
 # dict lookup, not a method found by name).
-cdef extern from "Python.h":
-    dict _PyDict_NewPresized(Py_ssize_t minused)
+# CPython's dict with room for n keys, private but exported by every version this package
+# runs on (3.11 to 3.14; Cython's own dict displays use it); a later version gets an empty
+# dict, which grows as it fills.
+cdef extern from *:
+    """
+    #if PY_VERSION_HEX < 0x030F0000
+    #define cuzk_dict_presized(n) _PyDict_NewPresized(n)
+    #else
+    #define cuzk_dict_presized(n) PyDict_New()
+    #endif
+    """
+    dict cuzk_dict_presized(Py_ssize_t n)
 
 cdef bint COMPILED
 cdef Py_ssize_t BLOCK_SLOTS

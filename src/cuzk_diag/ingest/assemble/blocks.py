@@ -90,11 +90,11 @@ BLOCK_SLOTS = 20
 
 
 def presized(n: int) -> dict[str, Any]:
-    """An empty dict with room for ``n`` keys (compiled; else a plain one). A dict filled key by
-    key from empty grows on the way, each time putting every key in again: a record's 50 keys
-    three times, a block's 16 twice."""
+    """An empty dict with room for ``n`` keys (compiled, see ``blocks.pxd``; else a plain one).
+    A dict filled key by key from empty grows on the way, each time putting every key in again:
+    a record's 49 keys three times, a block's 16 twice."""
     if COMPILED:
-        return _PyDict_NewPresized(n)  # type: ignore[name-defined,no-any-return]  # noqa: F821
+        return cuzk_dict_presized(n)  # type: ignore[name-defined,no-any-return]  # noqa: F821
     return {}
 
 

@@ -2,12 +2,14 @@
 # and the C functions of runinfo.pxd, emit.pxd and identity.pxd.
 from cuzk_diag.event cimport Event
 cimport cython
-from cuzk_diag.ingest.assemble.blocks cimport Block
+from cuzk_diag.ingest.assemble.blocks cimport Block, presized
 from cuzk_diag.ingest.assemble.calls cimport Call, _ts_ms
 from cuzk_diag.ingest.assemble.state cimport State
 from cuzk_diag.ingest.assemble.runinfo cimport note_run_info, timeline_key
 from cuzk_diag.ingest.assemble.emit cimport maybe_emit, open_call
 from cuzk_diag.ingest.assemble.identity cimport confirm_by_prove_start, confirm_by_t7
+
+cdef Py_ssize_t TL_SLOTS
 
 # The TIMELINE and tracing lines' functions as C functions: __init__.pxd cimports them for
 # ``feed_many``, which calls them for every such line.

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from cuzk_diag.event import Event
+from cuzk_diag.ingest.assemble.blocks import presized
 from cuzk_diag.ingest.assemble.calls import (
     KIND_BIT,
     Call,
@@ -21,6 +22,8 @@ from cuzk_diag.records import (
     Value,
 )
 
+#: Room a call's TIMELINE entry is made with (``presized``): it holds up to 9 keys.
+TL_SLOTS = 10
 #: The bits in ``Call.kinds`` of the kinds tested here (compiled, C integers of this module).
 _PREP_MSM = KIND_BIT["prep_msm"]
 _B_G2_MSM = KIND_BIT["b_g2_msm"]
@@ -45,7 +48,7 @@ def timeline_line(self: State, ev: Event, kind: str) -> None:
     job, part = key
     tl: dict[str, Value] | None = self.tl.get(key)
     if tl is None:
-        tl = self.tl[key] = {}
+        tl = self.tl[key] = presized(TL_SLOTS)
     off = ev.get("offset_ms")
     code = _TL_KINDS.get(kind, 0)
     if code == _SYNTH_START:

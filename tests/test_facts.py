@@ -426,6 +426,15 @@ def test_a_view_whose_durations_pass_the_span_is_left_out_not_shown_in_thousands
     both = compute_facts(make_run(rows(2042, 99_999)).partitions, RunInfo(gw=2))
     assert both.over_span == ["held", "kernel"] and both.held_util is None
     assert both.barrier_share is None  # (a share of a held time that cannot be true)
+    # One GPU's durations past its span leave the view out for the run, though the sum over
+    # both GPUs stays under theirs.
+    two = rows(2200, 100) + [
+        _row(2, job_id="b", worker=2, gpu=1, start_ms=0, end_ms=4000, gpu_total_ms=100),
+        _row(3, job_id="b", worker=3, gpu=1, start_ms=4000, end_ms=8000, gpu_total_ms=100),
+    ]
+    f2 = compute_facts(make_run(two).partitions, RunInfo(gw=2))
+    assert [u.held_util is None for u in f2.per_gpu] == [True, False]
+    assert f2.over_span == ["held"] and f2.held_util is None
 
 
 def test_merged_interval_utilisation_and_gaps() -> None:

@@ -1408,13 +1408,15 @@ def compute_facts(
             held = sum(u.held_ms for u in f.per_gpu)
             kernel = sum(u.kernel_ms for u in f.per_gpu)
             calls = sum(u.calls for u in f.per_gpu)
-            f.held_util = share_of_span(held, span, calls)
-            f.kernel_util = share_of_span(kernel, span, calls)
+            # (A view one GPU's durations cannot be true in is left out for the run too.)
             f.over_span = [
                 view
                 for view, total in (("held", held), ("kernel", kernel))
                 if over_span(total, span, calls)
+                or any(over_span(getattr(u, f"{view}_ms"), u.span_ms, u.calls) for u in f.per_gpu)
             ]
+            f.held_util = None if "held" in f.over_span else share_of_span(held, span, calls)
+            f.kernel_util = None if "kernel" in f.over_span else share_of_span(kernel, span, calls)
             if f.held_util is not None and barrier.notna().any():
                 f.barrier_share = sum(u.barrier_ms for u in f.per_gpu) / held
                 f.barrier_method = barrier_method

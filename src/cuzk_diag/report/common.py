@@ -189,12 +189,12 @@ def _share(v: float) -> str:
 OVER_SPAN_TEXT = "not shown: its durations add up to more than the span (a damaged value)"
 
 
-def _view(f: RunFacts, view: str, source: str, missing: str) -> str:
-    """A utilisation view's share and what it sums, or why it has none."""
-    util: float | None = getattr(f, f"{view}_util")
+def _view(util: float | None, over: bool, source: str, missing: str) -> str:
+    """A utilisation view's share and what it sums, or why it has none (``over``: it is in
+    ``RunFacts.over_span``; ``missing``: what it would be summed from)."""
     if util is not None:
         return f"{pct(util)}: {source}"
-    return OVER_SPAN_TEXT if view in f.over_span else f"n/a ({missing})"
+    return OVER_SPAN_TEXT if over else f"n/a ({missing})"
 
 
 def utilisation_lines(f: RunFacts) -> list[str]:
@@ -203,8 +203,10 @@ def utilisation_lines(f: RunFacts) -> list[str]:
     kernel_src = _VIEW_FIELDS.get(f.kernel_source or "", "Σ NTT_H kernels + batch_add + tail_msm")
     lines = [
         f"scheduler {pct(f.gpu_util)} of the {secs(f.span_ms)} span: merged GPU_START..GPU_END",
-        "lock held " + _view(f, "held", held_src, "no gpu_total_ms or mutex_held_ms"),
-        "kernels   " + _view(f, "kernel", kernel_src, "no kernel stage timings"),
+        "lock held "
+        + _view(f.held_util, "held" in f.over_span, held_src, "no gpu_total_ms or mutex_held_ms"),
+        "kernels   "
+        + _view(f.kernel_util, "kernel" in f.over_span, kernel_src, "no kernel stage timings"),
     ]
     if f.held_util and f.kernel_util is not None:
         not_kernel = max(0.0, 1.0 - f.kernel_util / f.held_util)

@@ -61,8 +61,6 @@ cdef class Block:
     cpdef bint closes_with(self, str kind, object tid)
     cpdef double relation_cost(self, str kind, long st)
 
-# Module constants read only here, as C variables of their type (a ``.get`` on them is then a
-# dict lookup, not a method found by name).
 # CPython's dict with room for n keys, private but exported by every version this package
 # runs on (3.11 to 3.14; Cython's own dict displays use it); a later version gets an empty
 # dict, which grows as it fills.
@@ -80,6 +78,8 @@ cdef bint COMPILED
 cdef Py_ssize_t BLOCK_SLOTS
 cpdef dict presized(Py_ssize_t n)
 
+# Module constants read only here, as C variables of their type (a ``.get`` on them is then a
+# dict lookup, not a method found by name).
 cdef dict _FIXED_OFFSET, _OWN_OFFSET, _RENAME, _TID_PRED, _AFTER
 cdef tuple _NEED, _NEED_NTT, _NEED_MAIN, _FIXED_AT, _OWN_AT, _AFTER_BIT_AT, _RENAME_AT
 cdef long _NEED_MASK, _NEED_NTT_MASK, _NEED_MAIN_MASK

@@ -504,6 +504,56 @@ def test_follow_waits_for_the_file_and_survives_rotation(
         assert final["report"][key] == ref[key], key
 
 
+@pytest.mark.parametrize("kind", ["gzip", "zstd", "utf-16"])
+def test_follow_refuses_a_file_that_is_no_plain_log(tmp_path: Path, kind: str) -> None:
+    # Read as it is, such a file was lines of garbage (a gzip'd example: 66 "other" lines, 65
+    # of them undecodable, and no word of why); now one error line, exit 2, at once.
+    import gzip
+
+    import zstandard
+
+    text = (Path(__file__).parents[1] / "fixtures" / "example.log").read_bytes()
+    data = {
+        "gzip": lambda: gzip.compress(text),
+        "zstd": lambda: zstandard.ZstdCompressor().compress(text),
+        "utf-16": lambda: text.decode().encode("utf-16"),
+    }[kind]()
+    path = tmp_path / "daemon.log"
+    path.write_bytes(data)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cuzk_diag", "analyze", "--follow", str(path), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == ExitCode.USAGE, proc.stderr
+    assert proc.stderr.startswith(f"cuzk-diag: error: {path}: is "), proc.stderr
+    assert "--follow reads a log in UTF-8" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_follow_drops_a_utf8_byte_order_mark_at_the_start_of_each_file(tmp_path: Path) -> None:
+    from cuzk_diag.follow import FollowFile
+
+    path = tmp_path / "daemon.log"
+    path.write_bytes(b"\xef\xbb\xbfCUZK_TIMING: gpu_tid=0 split_vectors_ms=5\n")
+    stop = threading.Event()
+    ff = FollowFile(str(path), stop, poll=0.01)
+    try:
+        assert ff.read1() == b"CUZK_TIMING: gpu_tid=0 split_vectors_ms=5\n"
+        path.write_bytes(b"\xef\xbb\xbf")  # truncated, and a new file's mark alone so far
+        got: list[bytes] = []
+        reader = threading.Thread(target=lambda: got.append(ff.read1()))
+        reader.start()
+        time.sleep(0.2)
+        with open(path, "ab") as fh:
+            fh.write(b"TIMELINE,5,GPU_END,job,x\n")
+        reader.join(timeout=5)
+        assert got == [b"TIMELINE,5,GPU_END,job,x\n"] and ff.truncations == 1
+    finally:
+        stop.set()
+        ff.close()
+
+
 def test_follow_survives_truncation(busy_log: Path, tmp_path: Path, live_procs: list[Live]) -> None:
     first, second = _halves(busy_log)
     path = tmp_path / "daemon.log"

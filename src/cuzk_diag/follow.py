@@ -4,7 +4,10 @@
 works on every filesystem) and returns ``b""`` only once ``stop`` is set. Rotation is noticed
 by the path naming another file (inode or device changed, or the path vanished and came back);
 the rest of the old file is read first. Truncation is noticed by the size falling below the
-read position; reading starts again at the beginning.
+read position; reading starts again at the beginning. A followed file must be a plain log:
+its first bytes (and a new file's, after a rotation or truncation) are looked at as ``sources``
+sniffs an input, a UTF-8 byte-order mark dropped, and a compressed, UTF-16 or Parquet file
+refused with a clear message (read as it is, it was lines of garbage).
 """
 
 from __future__ import annotations
@@ -14,8 +17,13 @@ import stat
 import threading
 from collections.abc import Callable
 
+from cuzk_diag.errors import InputError
+from cuzk_diag.sources import GZIP, PARQUET, TEXT, UTF8_BOM, ZSTD, sample_size, sniff
+
 #: Seconds between checks of an idle file: bounds the delay from a write to its read.
 POLL_SECONDS = 0.1
+#: What a followed file is, by its first bytes, when it is no plain log (UTF-16 otherwise).
+_NOT_PLAIN = {GZIP: "gzip-compressed", ZSTD: "zstd-compressed", PARQUET: "a Parquet export"}
 
 
 class FollowFile:
@@ -59,7 +67,12 @@ class FollowFile:
             assert self.fd is not None
             data = os.read(self.fd, n)
             if data:
+                first = self.pos == 0
                 self.pos += len(data)
+                if first:
+                    data = self._plain(data)
+                    if not data:
+                        continue  # (a byte-order mark alone so far)
                 self._last_byte = data[-1:]
                 return data
             if self._check_replaced() or self._check_truncated():
@@ -74,6 +87,20 @@ class FollowFile:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+    def _plain(self, head: bytes) -> bytes:
+        """The first bytes read of a file, less a UTF-8 byte-order mark; InputError where they
+        show a file that is no plain log (``sources.sniff``)."""
+        kind = sniff(head[: sample_size(head)])
+        if kind == UTF8_BOM:
+            return head[3:]
+        if kind == TEXT:
+            return head
+        what = _NOT_PLAIN.get(kind, "UTF-16 text")
+        raise InputError(
+            f"{self.path}: is {what}; --follow reads a log in UTF-8 as it is written: give the "
+            "file to analyze without --follow"
+        )
 
     # -- file changes ----------------------------------------------------------------------------
 

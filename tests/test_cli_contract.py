@@ -262,6 +262,47 @@ def test_utf16_without_a_byte_order_mark_is_told_by_more_than_four_bytes() -> No
     assert sample_size(line.encode()) == MAGIC_BYTES
 
 
+@pytest.mark.parametrize("compression", ["gzip", "zstd"])
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-8-sig"])
+def test_a_compressed_utf16_or_bom_log_is_transcoded(
+    tmp_path: Path, compression: str, encoding: str
+) -> None:
+    # The text inside a .gz or .zst is looked at as a plain input is: UTF-16 is transcoded and
+    # a byte-order mark dropped, from a file and from stdin alike.
+    import zstandard
+
+    text = INCIDENT.read_text(encoding="utf-8").encode(encoding)
+    packed = gzip.compress(text) if compression == "gzip" else zstandard.compress(text)
+    log = tmp_path / "daemon.log.z"
+    log.write_bytes(packed)
+    _, ref, _ = invoke("analyze", str(INCIDENT), "--format", "json")
+    ref_doc = json.loads(ref)
+    for args, stdin in (([str(log)], None), (["-"], packed)):
+        proc = cuzk("analyze", *args, "--format", "json", "-q", input=stdin)
+        assert proc.returncode == ExitCode.OK, proc.stderr
+        doc = json.loads(proc.stdout)
+        assert doc["facts"]["partitions"] == ref_doc["facts"]["partitions"]
+        assert doc["accounting"]["by_family"] == ref_doc["accounting"]["by_family"]
+        assert doc["accounting"]["decode_errors"] == 0
+
+
+@pytest.mark.parametrize("compression", ["gzip", "zstd"])
+def test_compressed_data_damaged_from_its_start_is_reported_not_decoded(
+    tmp_path: Path, compression: str
+) -> None:
+    # Looking at the decompressed text's first bytes meets the damage first: the input is
+    # still read as far as it goes (nothing) and its damage reported, as before.
+    magic = b"\x1f\x8b" if compression == "gzip" else b"\x28\xb5\x2f\xfd"
+    log = tmp_path / "daemon.log.z"
+    log.write_bytes(magic + b"\x07 this is no compressed data \xff\xfe" * 40)
+    code, out, err = invoke("analyze", str(log), "--format", "json")
+    assert "Traceback" not in err
+    doc = json.loads(out)
+    assert doc["accounting"]["lines_total"] == 0
+    (reason,) = doc["accounting"]["truncated_inputs"].values()
+    assert "compressed data" in reason, reason
+
+
 # -- pipes and FIFOs are sniffed without losing bytes ---------------------------------------
 
 

@@ -341,16 +341,32 @@ class Pushback:
 
 
 def decoded(raw: Any, kind: str) -> Any:
-    """``raw`` as a stream of UTF-8 log bytes: decompressed or transcoded by its ``kind``."""
+    """``raw`` as a stream of UTF-8 log bytes: decompressed or transcoded by its ``kind`` (and
+    a compressed log's text transcoded by its own first bytes, ``_text_of``)."""
     if kind == GZIP:
-        return gzip.GzipFile(fileobj=raw, mode="rb")
+        return _text_of(gzip.GzipFile(fileobj=raw, mode="rb"))
     if kind == ZSTD:
-        return ZstdReader(raw)
+        return _text_of(ZstdReader(raw))
     if kind in (UTF16, UTF16_LE, UTF16_BE):
         return Utf16Reader(raw, kind)
     if kind == UTF8_BOM:
         raw.read(3)
     return raw
+
+
+def _text_of(stream: Any) -> Any:
+    """A decompressed log as UTF-8 bytes: transcoded where its first bytes (``peek``ed: one
+    read, none consumed) show UTF-16 or a UTF-8 byte-order mark (a UTF-16 log compressed, as
+    Windows tools write them). Data damaged from its start is left for ``read_chunks``, which
+    reports it, and no byte is decoded before that."""
+    try:
+        head = bytes(stream.peek(UTF16_SAMPLE)[:UTF16_SAMPLE])
+    except (EOFError, OSError, zlib.error, zstd_error()):
+        return stream
+    kind = sniff(head[: sample_size(head)])
+    if kind in (UTF16, UTF16_LE, UTF16_BE, UTF8_BOM):
+        return decoded(stream, kind)
+    return stream
 
 
 class ZstdReader:
@@ -379,6 +395,19 @@ class ZstdReader:
 
     def read1(self, n: int = 1 << 16) -> bytes:
         n = n if n and n > 0 else 1 << 16
+        self._fill()
+        data, self._out = self._out[:n], self._out[n:]
+        return data
+
+    read = read1
+
+    def peek(self, n: int = 1) -> bytes:
+        """The next bytes, at least one unless at the end, without consuming them."""
+        self._fill()
+        return self._out
+
+    def _fill(self) -> None:
+        """Decompress until some bytes are there to return (none at the end of the data)."""
         while not self._out:
             if self._error is not None:
                 raise self._error
@@ -388,7 +417,7 @@ class ZstdReader:
                 if not self._pending:
                     if self._in_frame:
                         raise EOFError("zstd data ends inside a frame")
-                    return b""
+                    return
             piece = self._pending[self._pos : self._pos + self.PIECE]
             self._pos += self.PIECE
             out = []
@@ -406,10 +435,6 @@ class ZstdReader:
                 # (The bytes of the frames before it are data: returned first.)
                 self._error = exc
             self._out = b"".join(out)
-        data, self._out = self._out[:n], self._out[n:]
-        return data
-
-    read = read1
 
     def readable(self) -> bool:
         return True

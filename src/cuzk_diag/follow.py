@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 
 from cuzk_diag.errors import InputError
-from cuzk_diag.sources import GZIP, PARQUET, TEXT, UTF8_BOM, ZSTD, sample_size, sniff
+from cuzk_diag.sources import GZIP, PARQUET, TEXT, UTF8_BOM, ZSTD, sniff
 
 #: Seconds between checks of an idle file: bounds the delay from a write to its read.
 POLL_SECONDS = 0.1
@@ -91,7 +91,7 @@ class FollowFile:
     def _plain(self, head: bytes) -> bytes:
         """The first bytes read of a file, less a UTF-8 byte-order mark; InputError where they
         show a file that is no plain log (``sources.sniff``)."""
-        kind = sniff(head[: sample_size(head)])
+        kind = sniff(head)
         if kind == UTF8_BOM:
             return head[3:]
         if kind == TEXT:

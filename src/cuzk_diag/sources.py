@@ -132,6 +132,7 @@ UTF8_BOM = "utf-8-sig"
 UTF16 = "utf-16"  # with a byte-order mark
 UTF16_LE = "utf-16-le"
 UTF16_BE = "utf-16-be"
+_UTF16_KINDS = (UTF16, UTF16_LE, UTF16_BE)
 #: Bytes ``sniff`` looks at; where they look like UTF-16 without a byte-order mark, it looks at
 #: this many (``sample_size``) to tell such a log from one in UTF-8 that begins with NUL bytes
 #: between letters (a torn write, junk).
@@ -140,7 +141,8 @@ UTF16_SAMPLE = 64
 
 
 def sniff(head: bytes) -> str:
-    """The kind of an input from its first ``MAGIC_BYTES`` bytes (``sample_size`` of them)."""
+    """The kind of an input from its first ``MAGIC_BYTES`` bytes (``UTF16_SAMPLE`` where they
+    look like UTF-16 without a byte-order mark; ``head`` may hold more, which it leaves)."""
     if head.startswith(_GZIP_MAGIC):
         return GZIP
     if head.startswith(_ZSTD_MAGIC) or _skippable_frame(head):
@@ -169,7 +171,7 @@ def _utf16_text(head: bytes, low: int) -> bool:
     first two units ASCII, and three in four of those ``head`` holds. (A log's lines are ASCII
     but for a rare word; a UTF-8 log whose first bytes are ``a\0b\0`` goes on in bytes that are
     not NUL.)"""
-    units = _ascii_units(head, low)
+    units = _ascii_units(head[:UTF16_SAMPLE], low)
     return len(units) >= 2 and units[0] and units[1] and 4 * sum(units) >= 3 * len(units)
 
 
@@ -184,8 +186,9 @@ def sniff_stream(stream: BinaryIO) -> tuple[str, BinaryIO]:
     """``sniff`` of a stream's first bytes, and a stream that still yields them (the bytes it
     needs, ``sample_size``: fewer at the end of the input)."""
     head, stream = peek_head(stream, MAGIC_BYTES)
-    if sample_size(head) > len(head):
-        head, stream = peek_head(stream, sample_size(head))
+    need = sample_size(head)
+    if need > len(head):
+        head, stream = peek_head(stream, need)
     return sniff(head), stream
 
 
@@ -347,7 +350,7 @@ def decoded(raw: Any, kind: str) -> Any:
         return _text_of(gzip.GzipFile(fileobj=raw, mode="rb"))
     if kind == ZSTD:
         return _text_of(ZstdReader(raw))
-    if kind in (UTF16, UTF16_LE, UTF16_BE):
+    if kind in _UTF16_KINDS:
         return Utf16Reader(raw, kind)
     if kind == UTF8_BOM:
         raw.read(3)
@@ -363,8 +366,8 @@ def _text_of(stream: Any) -> Any:
         head = bytes(stream.peek(UTF16_SAMPLE)[:UTF16_SAMPLE])
     except (EOFError, OSError, zlib.error, zstd_error()):
         return stream
-    kind = sniff(head[: sample_size(head)])
-    if kind in (UTF16, UTF16_LE, UTF16_BE, UTF8_BOM):
+    kind = sniff(head)
+    if kind in _UTF16_KINDS or kind == UTF8_BOM:
         return decoded(stream, kind)
     return stream
 
@@ -525,11 +528,10 @@ def read_chunks(
         buf = carry + block if carry else block
         cut = buf.rfind(b"\n") + 1
         if not cut:
-            if len(buf) > MAX_LINE and buf[:1] == b"\x00":
-                # A hole (a run of NULs, see the module text) longer than a line may be: it
-                # is no line, and the line after it is read whole, however the input comes in
-                # pieces (a pipe, live mode, a hole longer than a chunk).
-                buf = buf.lstrip(b"\x00")
+            # (A hole longer than a line may be is dropped as it comes: the line after it is
+            # read whole, however the input comes in pieces: a pipe, live mode, a hole longer
+            # than a chunk.)
+            buf = _hole_dropped(buf)
             if len(buf) > MAX_LINE:
                 # One enormous line: keep its head, skip until its end, count it.
                 stats.oversized_lines += 1
@@ -632,6 +634,14 @@ def _has_long_line(data: bytes) -> bool:
     return any(data.find(b"\n", k, k + half) < 0 for k in range(0, len(data) - half + 1, half))
 
 
+def _hole_dropped(line: bytes) -> bytes:
+    """A line (or the start of one) longer than ``MAX_LINE`` bytes that begins with a run of
+    NULs, without it: the run is a hole (see the module text), no line."""
+    if len(line) > MAX_LINE and line[:1] == b"\x00":
+        return line.lstrip(b"\x00")
+    return line
+
+
 def _cut_long_lines(data: bytes, stats: SourceStats) -> bytes:
     """Each line of ``data`` longer than ``MAX_LINE`` bytes as it was read, before any cleaning
     (which may shorten it: its NUL bytes, CRs and escapes go): a run of NULs it begins with is
@@ -641,8 +651,7 @@ def _cut_long_lines(data: bytes, stats: SourceStats) -> bytes:
     lines = data.split(b"\n")
     for i, line in enumerate(lines):
         if len(line) > MAX_LINE:
-            if line[:1] == b"\x00":
-                line = line.lstrip(b"\x00")
+            line = _hole_dropped(line)
             if len(line) > MAX_LINE:
                 stats.oversized_lines += 1
                 line = line[:MAX_LINE]

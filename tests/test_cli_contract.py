@@ -10,6 +10,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -518,6 +519,81 @@ def test_an_integer_beyond_int64_in_live_mode_and_check(huge_log: Path) -> None:
     assert code == 0 and json.loads(out)["schema_version"] == 1, err
     code, out, err = invoke("check", str(huge_log))
     assert code in (0, 1) and "internal error" not in err, err
+
+
+def _invalid_in(table: Any) -> tuple[int, list[int]]:
+    """The values of a partition table that are in ``extra`` as ``invalid_<column>``, and the
+    first line of each record that holds one (read here as a user would, row by row)."""
+    count, firsts = 0, []
+    for extra, first in zip(
+        table.column("extra").to_pylist(), table.column("first_line").to_pylist(), strict=True
+    ):
+        keys = [k for k in json.loads(extra or "{}") if k.startswith("invalid_")]
+        count += len(keys)
+        firsts += [first] if keys else []
+    return count, firsts
+
+
+def test_a_value_no_column_holds_is_counted_where_every_command_reads_it(
+    huge_log: Path, tmp_path: Path
+) -> None:
+    """Each value moved to ``extra`` (the 25-digit ``split_vectors_ms``, and the
+    ``synth_end_ms`` the 25-digit TIMELINE offset gives) is counted in the accounting, with
+    the first line of its record: by ``analyze`` of the file and of stdin (live mode), in the
+    export's summary and metadata, and by ``analyze`` of that export; the console says so. A
+    log without one counts none."""
+    import pyarrow.parquet as pq
+
+    export = tmp_path / "p.parquet"
+    code, _, err = invoke("export", str(huge_log), "-o", str(export))
+    assert code == 0, err
+    expected = _invalid_in(pq.read_table(export))
+    assert expected == (2, [expected[1][0]])  # (both in one record)
+    assert "2 values their column cannot hold (in extra as invalid_<column>)" in err
+    meta = pq.read_metadata(export).metadata[b"cuzk_diag.accounting"]
+    assert (json.loads(meta)["invalid_values"], json.loads(meta)["invalid_values_examples"]) == (
+        expected[0],
+        expected[1],
+    )
+    for args, data in (
+        ((str(huge_log),), None),
+        (("-",), huge_log.read_bytes()),
+        ((str(export),), None),
+    ):
+        code, out, err = invoke("analyze", *args, "--format", "json", input=data)
+        assert code == 0, err
+        acc = json.loads(out)["accounting"]
+        assert (acc["invalid_values"], acc["invalid_values_examples"]) == expected, args
+    code, out, _ = invoke("analyze", str(huge_log))
+    assert "values their column cannot hold 2" in " ".join(out.split())
+    code, out, _ = invoke(
+        "analyze", str(ROOT / "fixtures" / "sim" / "era-main.log"), "--format", "json"
+    )
+    acc = json.loads(out)["accounting"]
+    assert (acc["invalid_values"], acc["invalid_values_examples"]) == (0, [])
+
+
+def test_only_the_values_moved_out_of_a_column_are_counted() -> None:
+    """``note_invalid`` counts an ``invalid_<column>`` key of a partition column, each record's
+    first line once; not another key that begins so, nor a record without ``extra``."""
+    from cuzk_diag.frame import note_invalid, records_to_table
+    from cuzk_diag.records import Accounting
+
+    big = 10**25
+    rows = [
+        {"record": 0, "first_line": 7, "gpu_ms": big, "queue_ms": big},  # two values
+        {"record": 1, "first_line": 9, "extra": json.dumps({"invalid_nothing": 1})},
+        {"record": 2, "first_line": 11},
+        {"record": 3, "first_line": 12, "synth_ms": "text"},  # a text in a number column
+    ]
+    table = records_to_table(rows)
+    assert _invalid_in(table) == (4, [7, 9, 12])  # (invalid_nothing too, read as a user would)
+    acc = Accounting()
+    note_invalid(table, acc)
+    assert (acc.invalid_values, acc.invalid_values_examples) == (3, [7, 12])
+    clean = Accounting()
+    note_invalid(records_to_table(rows[2:3]), clean)
+    assert (clean.invalid_values, clean.invalid_values_examples) == (0, [])
 
 
 # -- numbers Python cannot read as int or float -------------------------------------------------

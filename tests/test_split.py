@@ -9,6 +9,7 @@ import inspect
 import io
 import json
 import pickle
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -309,6 +310,40 @@ def test_a_sim_log_is_split_and_the_childrens_parts_taken_with_real_children(
     assert files[0].read().equals(files[1].read())
     groups = [[f.metadata.row_group(i).num_rows for i in range(f.num_row_groups)] for f in files]
     assert groups[0] == groups[1] and len(groups[0]) > 1
+
+
+def test_values_no_column_holds_are_counted_once_whichever_process_made_their_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child makes the tables of its part's records; their values that did not fit a
+    column are counted as this process takes the tables in: the same accounting as one
+    process, each value once (the warm-up's records are thrown away uncounted)."""
+    log = _sim_log(tmp_path, 1.5)
+    text = log.read_text()
+    at = [m.start() for m in re.finditer(r"gpu_total_ms=\d+", text)]
+    picked = at[:: max(1, len(at) // 12)]  # about a dozen, from the first part to the last
+    for pos in reversed(picked):
+        end = re.compile(r"\d+").match(text, pos + len("gpu_total_ms=")).end()  # type: ignore[union-attr]
+        text = text[:pos] + "gpu_total_ms=" + "9" * 25 + text[end:]
+    log.write_text(text)
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
+    adopted = split.outcomes["adopted"]
+    reports = []
+    for jobs in ("1", "2", "3"):
+        out = tmp_path / f"r{jobs}.json"
+        res = CliRunner().invoke(
+            cli, ["analyze", str(log), "--format", "json", "-o", str(out), "-q", "--jobs", jobs]
+        )
+        assert res.exit_code == 0, res.output
+        reports.append(out.read_text())
+    assert split.outcomes["adopted"] == adopted + 3
+    assert reports[0] == reports[1] == reports[2]
+    acc = json.loads(reports[0])["accounting"]
+    assert acc["invalid_values"] == len(picked) > 8
+    assert len(acc["invalid_values_examples"]) == len(picked)
+    # (each example is the first line of a record whose call holds one of the values)
+    lines = text.splitlines()
+    assert all(0 < n <= len(lines) for n in acc["invalid_values_examples"])
 
 
 def test_a_trace_made_with_children_is_the_trace_made_in_one_process(

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from cuzk_diag.heap import hand_back, zeroed
-from cuzk_diag.records import PARTITION_COLUMNS, PARTITION_SCHEMA, is_int64
+from cuzk_diag.records import PARTITION_COLUMNS, PARTITION_SCHEMA, Accounting, is_int64
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -290,14 +290,49 @@ def share_nulls(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=table.schema)
 
 
+#: How ``_fit`` names a value it moved to ``extra``, as the JSON text of ``extra`` holds it.
+_INVALID_KEY = '"invalid_'
+_COLUMNS = frozenset(PARTITION_SCHEMA.names)
+
+
+def note_invalid(table: pa.Table, acc: Accounting) -> None:
+    """Count in ``acc`` every value of ``table``'s records that did not fit its column (``_fit``
+    moved it to ``extra`` as ``invalid_<column>`` and left the column null), and the first
+    line of each record that holds one. One kernel looks for the key in the ``extra`` texts;
+    only those that hold it are read."""
+    extra = table.column("extra")
+    if extra.null_count == len(extra):
+        return
+    import pyarrow.compute as pc
+
+    hits = pc.match_substring(extra, _INVALID_KEY).fill_null(False)
+    if not pc.any(hits).as_py():
+        return
+    rows = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
+    firsts = table.column("first_line").take(rows).to_pylist()
+    for text, first in zip(extra.take(rows).to_pylist(), firsts, strict=True):
+        try:
+            keys = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(keys, dict):
+            n = sum(1 for k in keys if k.startswith("invalid_") and k[8:] in _COLUMNS)
+            if n:
+                acc.note_invalid(first, n)
+
+
 class RecordBatches:
     """Records in order, taken one by one (dicts) or already as tables (``records_to_table`` of
     them, made by another process: their empty columns shared, as ``PackedTable.unpack`` gives
     them), given back as tables of ``size`` rows: ``add`` and
-    ``add_table`` return the batches they completed, ``rest`` what is left."""
+    ``add_table`` return the batches they completed, ``rest`` what is left. Each record is
+    taken once, so its values that did not fit their columns are counted here
+    (``note_invalid``), in ``counts``: the accounting given, else one of its own, which the
+    owner adds to the run's at its end."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, counts: Accounting | None = None) -> None:
         self.size = size
+        self.counts = counts if counts is not None else Accounting()
         self._pending: list[dict[str, Any]] = []  # records taken one by one, after ``_tables``
         self._tables: list[pa.Table] = []
         self._held = 0  # rows in ``_tables``
@@ -313,6 +348,7 @@ class RecordBatches:
 
     def add_table(self, table: pa.Table) -> list[pa.Table]:
         self._tabled()
+        note_invalid(table, self.counts)
         self._tables.append(table)
         self._held += table.num_rows
         return self._batches(whole=True)
@@ -322,7 +358,9 @@ class RecordBatches:
 
     def _tabled(self) -> None:
         if self._pending:
-            self._tables.append(records_to_table(self._pending))
+            table = records_to_table(self._pending)
+            note_invalid(table, self.counts)
+            self._tables.append(table)
             self._held += len(self._pending)
             self._pending = []
 

@@ -43,7 +43,7 @@ from cuzk_diag.config import Config
 from cuzk_diag.errors import InputError
 from cuzk_diag.factrows import KeyedFactRows
 from cuzk_diag.follow import FollowFile
-from cuzk_diag.frame import records_to_table, table_to_frame
+from cuzk_diag.frame import note_invalid, records_to_table, table_to_frame
 from cuzk_diag.ingest.assemble import SegmentEnd
 from cuzk_diag.ingest.parallel import ChildCall, usable_cpus
 from cuzk_diag.ingest.stream import Ingest
@@ -420,9 +420,12 @@ class JsonLinesSink(Sink):
 
 
 class RecordStore:
-    """Completed records as Arrow tables (about 1 KB a record), the oldest dropped past ``cap``."""
+    """Completed records as Arrow tables (about 1 KB a record), the oldest dropped past ``cap``;
+    the values that did not fit their columns counted into ``counts`` as the tables are made
+    (``frame.note_invalid``: each record is taken once, dropped or not)."""
 
-    def __init__(self, cap: int, batch: int = 2048) -> None:
+    def __init__(self, cap: int, batch: int = 2048, counts: Accounting | None = None) -> None:
+        self.counts = counts if counts is not None else Accounting()
         self.cap = max(1, cap)
         self.batch = min(batch, self.cap)
         self._buf: list[dict[str, Any]] = []
@@ -439,6 +442,7 @@ class RecordStore:
         if not self._buf:
             return
         table = records_to_table(self._buf)
+        note_invalid(table, self.counts)
         self._buf = []
         self._chunks.append(table)
         self._in_chunks += table.num_rows
@@ -531,7 +535,7 @@ class LiveAnalyzer:
         self.source = -1
         self.stats: SourceStats | None = None
         self._closed_stats: list[SourceStats] = []
-        self.store = RecordStore(self.opts.max_records)
+        self.store = RecordStore(self.opts.max_records, counts=self.acc)
         self.window: deque[tuple[tuple[Any, ...], dict[str, Any]]] = deque()
         self._evicted_jobs: deque[str] = deque(maxlen=256)
         self.provisional: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()

@@ -309,7 +309,7 @@ def iter_record_batches(
     frame and its analysis or a table, runs with glibc's own (the runs the savings estimates
     replay, too, after the run's analysis).
     """
-    batches = RecordBatches(BATCH)
+    batches = RecordBatches(BATCH, acc)
     for item in stream(inputs, acc, info, progress=progress, jobs=jobs, tables=True):
         # (a dict, or a table of records another process made)
         yield from batches.add(item) if type(item) is dict else batches.add_table(item)

@@ -123,6 +123,11 @@ class Accounting:
     stray_cr_lines: int = 0  # lines with a CR inside: read from after their last CR
     unattributed: int = 0  # timing lines the assembler could not place (set by assembly)
     unattributed_examples: list[int] = field(default_factory=list)
+    # Values that did not fit their column (an integer beyond int64, say: moved to the
+    # record's ``extra`` as ``invalid_<column>``, the column left null; set as records become
+    # tables), and the first lines of their records.
+    invalid_values: int = 0
+    invalid_values_examples: list[int] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     truncated_inputs: dict[str, str] = field(default_factory=dict)  # source -> why it ended early
 
@@ -137,6 +142,13 @@ class Accounting:
         self.unattributed += 1
         if len(self.unattributed_examples) < self.MAX_EXAMPLES:
             self.unattributed_examples.append(line)
+
+    def note_invalid(self, line: int | None, values: int = 1) -> None:
+        """``values`` values of the record whose first line is ``line`` did not fit their
+        columns."""
+        self.invalid_values += values
+        if line is not None and len(self.invalid_values_examples) < self.MAX_EXAMPLES:
+            self.invalid_values_examples.append(line)
 
     def add(self, later: Accounting) -> None:
         """Take in the counts of input read after this accounting's (a chunk parsed apart):
@@ -171,6 +183,8 @@ class Accounting:
             "stray_cr_lines": self.stray_cr_lines,
             "unattributed": self.unattributed,
             "unattributed_examples": list(self.unattributed_examples),
+            "invalid_values": self.invalid_values,
+            "invalid_values_examples": list(self.invalid_values_examples),
             "truncated_inputs": dict(self.truncated_inputs),
         }
 

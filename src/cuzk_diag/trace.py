@@ -821,6 +821,7 @@ class _Analyzing(Sink):
         # (The events first: the writer then holds nothing while the frame is made and read.)
         self.writer.drain(end)
         self.tables.extend(self.batches.rest())
+        end.accounting.add(self.batches.counts)
         run = Run(frame_of_batches(self.tables, end.info), end.info, end.accounting, self.inputs)
         self.analysis = analyze_run(run, self.config, inputs=self.inputs)
         self.writer.take_findings(self.analysis.findings)

@@ -424,6 +424,7 @@ class PartitionSink(Sink):
 
         self._info = end.info
         self._write(self._batches.rest())
+        end.accounting.add(self._batches.counts)
         self.writer.add_metadata(run_metadata_of(end.info, end.accounting))
         self._finished = True
 

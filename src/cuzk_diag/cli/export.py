@@ -159,6 +159,7 @@ def accounting_summary(acc: Accounting, rows: int, what: str, output: str) -> st
         ("torn_unrepaired", "torn TIMELINE unrepaired"),
         ("unknown_timing_lines", "unknown timing lines"),
         ("unattributed", "unattributed"),
+        ("invalid_values", "values their column cannot hold (in extra as invalid_<column>)"),
         ("decode_errors", "with invalid UTF-8"),
         ("oversized_lines", "oversized"),
         ("stray_cr_lines", "with a stray CR"),

@@ -31,8 +31,11 @@ from cuzk_diag.pipes import write_all
 from cuzk_diag.records import Accounting
 from cuzk_diag.sources import CHUNK_SIZE
 
-#: What the assembly writes into the accounting; everything else is the parse's.
-ASSEMBLY_FIELDS = frozenset({"unattributed", "unattributed_examples"})
+#: What the assembly, and the records' tables after it, write into the accounting; everything
+#: else is the parse's.
+ASSEMBLY_FIELDS = frozenset(
+    {"unattributed", "unattributed_examples", "invalid_values", "invalid_values_examples"}
+)
 #: A message's head: the size of its pickle and the number of its out-of-band buffers; then
 #: per buffer, its size and whether it is read-only; at its end, its tail: the bytes of the
 #: pickle and the buffers together, which ``recv`` checks.

@@ -233,6 +233,7 @@ def accounting_rows(acc: Accounting) -> list[tuple[str, str]]:
     issues = {
         "malformed": acc.malformed,
         "unattributed": acc.unattributed,
+        "values their column cannot hold": acc.invalid_values,
         "unknown timing lines": acc.unknown_timing_lines,
         "unknown keys": sum(acc.unknown_keys.values()),
         "torn repaired": acc.torn_repaired,

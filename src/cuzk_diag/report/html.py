@@ -345,6 +345,13 @@ def analysis_page(a: Analysis) -> str:
         rows.append(("Malformed lines", ", ".join(map(str, acc.malformed_examples))))
     if acc.unattributed_examples:
         rows.append(("Unattributed lines", ", ".join(map(str, acc.unattributed_examples))))
+    if acc.invalid_values_examples:
+        rows.append(
+            (
+                "Records with a value their column cannot hold (first lines)",
+                ", ".join(map(str, acc.invalid_values_examples)),
+            )
+        )
     if acc.unknown_keys:
         rows.append(
             ("Unknown keys", ", ".join(f"{k} {v:,}" for k, v in sorted(acc.unknown_keys.items())))

@@ -92,6 +92,10 @@ class LogCoverage(Rule):
         "malformed_share": "malformed / lines_total",
         "unattributed": "timing lines not placed in any call",
         "unattributed_share": "unattributed / timing_lines",
+        "invalid_values": (
+            "values their column cannot hold (an integer beyond int64, say): the column left "
+            "null, the value kept in the record's extra as invalid_<column>"
+        ),
         "unknown_keys": "keys no code version prints, with counts",
         "unknown_timing_lines": "CUZK_TIMING lines of no known form",
         "torn_repaired": "TIMELINE lines torn by another writer and joined again",
@@ -120,6 +124,7 @@ class LogCoverage(Rule):
         problems = {
             "malformed": acc.malformed,
             "unattributed": acc.unattributed,
+            "values their column cannot hold": acc.invalid_values,
             "unknown keys": len(unknown),
             "unknown timing lines": acc.unknown_timing_lines,
             "torn lines repaired": acc.torn_repaired,
@@ -179,6 +184,7 @@ class LogCoverage(Rule):
                 "malformed_share": mal_share,
                 "unattributed": acc.unattributed,
                 "unattributed_share": un_share,
+                "invalid_values": acc.invalid_values,
                 "unknown_keys": unknown,
                 "unknown_timing_lines": acc.unknown_timing_lines,
                 "torn_repaired": acc.torn_repaired,
@@ -193,6 +199,7 @@ class LogCoverage(Rule):
             lines=[
                 *acc.malformed_examples,
                 *acc.unattributed_examples,
+                *acc.invalid_values_examples,
                 *lines_of(df, missing | incomplete),
             ],
             calls=calls_of(df, missing | incomplete),

@@ -311,7 +311,7 @@ ATTRIBUTION_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("attr_cpu", _S),  # CPU-side lines (split_vectors, prep_msm, b_g2_msm, async_dealloc)
     ("first_line", _I),
     ("last_line", _I),
-    ("extra", _S),  # JSON object of unknown keys seen on this call's lines
+    ("extra", _S),  # JSON object of this call's lines' unknown keys and invalid_<column> values
 ]
 
 PARTITION_COLUMNS = (

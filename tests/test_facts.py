@@ -247,6 +247,43 @@ def test_median_and_p95_of_sorted_values_are_numpys() -> None:
             assert np.signbit(g) == np.signbit(w), (trial, g, w)
 
 
+def test_values_sorted_by_their_counts_are_numpys_sort() -> None:
+    """``sorted_values`` gives the doubles ``np.sort`` gives, byte for byte: whole numbers in a
+    narrow range by their counts (repeated, negative, one value, at the size bound), and
+    through the sort everything else (fractions, a wide range, ``-0.0`` beside ``0.0``,
+    infinities, values beyond ``2**53``, few values)."""
+    from cuzk_diag.facts import _COUNTED_MIN, _COUNTED_SLACK, _COUNTED_SPAN, sorted_values
+
+    rng = np.random.default_rng(17)
+    cases = [
+        np.full(500, 7.0),
+        np.arange(-300.0, 300.0),
+        rng.integers(0, 1, 5000).astype(np.float64),
+        np.concatenate([np.zeros(100), [_COUNTED_SPAN * 101 + _COUNTED_SLACK]]),  # (the bound)
+        np.concatenate([np.zeros(100), [_COUNTED_SPAN * 101 + _COUNTED_SLACK + 1]]),  # (past it)
+        np.array([0.0, -0.0] * 100),
+        np.array([2.0**53 - 1, 2.0**53, 0.0] * 50),
+        np.array([np.inf, 1.0, -np.inf] * 50),
+        rng.integers(0, 9, _COUNTED_MIN - 1).astype(np.float64),
+    ]
+    for trial in range(600):
+        n = int(rng.integers(_COUNTED_MIN, 5000)) if trial % 20 else int(rng.integers(1, 200_000))
+        kind = trial % 5
+        if kind == 0:  # whole milliseconds, many repeated
+            cases.append(rng.integers(0, 2000, n).astype(np.float64))
+        elif kind == 1:  # negative ones too (a difference of two clocks)
+            cases.append(rng.integers(-(n // 2), n, n).astype(np.float64))
+        elif kind == 2:  # offsets: a range far wider than the count
+            cases.append(rng.integers(0, 10**9, n).astype(np.float64))
+        elif kind == 3:  # halves
+            cases.append(rng.integers(0, 100, n) / 2)
+        else:  # zeros of both signs among whole numbers
+            cases.append(rng.choice([0.0, -0.0, 1.0, 5.0, 12.0], n))
+    for i, v in enumerate(cases):
+        got, want = sorted_values(v), np.sort(v)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), i
+
+
 def test_column_medians_from_the_stage_table_are_the_columns_medians() -> None:
     from cuzk_diag.facts import ColumnMedians, median, num
 

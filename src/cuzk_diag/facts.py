@@ -109,9 +109,41 @@ def median(s: pd.Series) -> float | None:
         # (What ``Series.median`` computes: numpy's median of the values as float64.)
         v = s.to_numpy(dtype="float64", na_value=np.nan)
         v = v[~np.isnan(v)]
-        return median_of_sorted(np.sort(v)) if len(v) else None
+        return median_of_sorted(sorted_values(v)) if len(v) else None
     s = s.dropna()
     return float(s.median()) if len(s) else None
+
+
+#: Values of a column whose range is at most this many times their count (plus
+#: ``_COUNTED_SLACK``) are sorted by their counts (``sorted_values``).
+_COUNTED_SPAN = 4
+_COUNTED_SLACK = 4096
+#: Below this many values a sort costs less than the counting's passes.
+_COUNTED_MIN = 64
+_EXACT = 2.0**53  # integers a double holds exactly
+
+
+def sorted_values(v: np.ndarray) -> np.ndarray:
+    """``np.sort(v)`` of float64 values without NaN, the same doubles: where they are whole
+    numbers (as durations in ms are) within a range no wider than ``_COUNTED_SPAN`` times their
+    count, the sorted array is made from their counts (``np.bincount``, then ``np.repeat`` of
+    each value as often as it occurs) in a few passes over the values and their range, where
+    numpy's sort of doubles here took 1.9 ms a column of 87,210 calls (the 250 MB log's some
+    forty sorts for the stage table and the medians, half of ``analyze_run``), the counts
+    0.5 ms. A whole number has one double, so the values are the sort's; a ``-0.0`` (which the
+    sort may place before or after a ``0.0``) or a value beyond ``2**53`` keeps the sort."""
+    n = len(v)
+    if n < _COUNTED_MIN:
+        return np.sort(v)
+    lo, hi = float(v.min()), float(v.max())
+    if not (-_EXACT < lo and hi < _EXACT) or hi - lo > _COUNTED_SPAN * n + _COUNTED_SLACK:
+        return np.sort(v)
+    whole = v.astype(np.int64)
+    if not np.array_equal(whole, v) or (lo <= 0.0 <= hi and bool(np.signbit(v[v == 0]).any())):
+        return np.sort(v)
+    base = int(lo)
+    counts = np.bincount(whole - base)
+    return np.repeat(np.arange(base, base + len(counts), dtype=np.float64), counts)
 
 
 def median_of_sorted(s: np.ndarray) -> float:
@@ -222,7 +254,7 @@ def stage_table(partitions: pd.DataFrame) -> pd.DataFrame:
         v = v[~np.isnan(v)]
         if not len(v):
             continue
-        s = np.sort(v)  # (one sort for the median and the p95, where numpy made a partition each)
+        s = sorted_values(v)  # (one sort for the median and the p95: numpy partitioned for each)
         rows.append(
             {
                 "field": name,

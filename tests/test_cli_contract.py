@@ -540,8 +540,8 @@ def test_a_value_no_column_holds_is_counted_where_every_command_reads_it(
     """Each value moved to ``extra`` (the 25-digit ``split_vectors_ms``, and the
     ``synth_end_ms`` the 25-digit TIMELINE offset gives) is counted in the accounting, with
     the first line of its record: by ``analyze`` of the file and of stdin (live mode), in the
-    export's summary and metadata, and by ``analyze`` of that export; the console says so. A
-    log without one counts none."""
+    export's summary and metadata, and by ``analyze`` of that export; the console says so, and
+    ``check`` gates on it. A log without one counts none."""
     import pyarrow.parquet as pq
 
     export = tmp_path / "p.parquet"
@@ -566,6 +566,12 @@ def test_a_value_no_column_holds_is_counted_where_every_command_reads_it(
         assert (acc["invalid_values"], acc["invalid_values_examples"]) == expected, args
     code, out, _ = invoke("analyze", str(huge_log))
     assert "values their column cannot hold 2" in " ".join(out.split())
+    # A gate on them fails where the log holds one, and passes where it holds none.
+    gate = ("--gate", "accounting.invalid_values == 0")
+    code, out, _ = invoke("check", str(huge_log), *gate)
+    assert code == 1 and "accounting.invalid_values = 2" in out, out
+    code, out, _ = invoke("check", str(ROOT / "fixtures" / "sim" / "era-main.log"), *gate)
+    assert code == 0 and "accounting.invalid_values = 0" in out, out
     code, out, _ = invoke(
         "analyze", str(ROOT / "fixtures" / "sim" / "era-main.log"), "--format", "json"
     )

@@ -73,6 +73,7 @@ RUN_METRICS: tuple[str, ...] = (
     "findings.total",
     "accounting.malformed",
     "accounting.unattributed",
+    "accounting.invalid_values",
 )
 
 #: Metric names for facts.RunFacts fields (the names used in the docs' utilisation analyses).
@@ -356,6 +357,7 @@ def metrics_from_frame(
     if accounting is not None:
         values["accounting.malformed"] = _num(getattr(accounting, "malformed", None))
         values["accounting.unattributed"] = _num(getattr(accounting, "unattributed", None))
+        values["accounting.invalid_values"] = _num(getattr(accounting, "invalid_values", None))
 
     return RunMetrics(
         label=label,

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from cuzk_diag.heap import hand_back
-from cuzk_diag.records import OFFSET_COLUMNS, PARTITION_COLUMNS, RunInfo
+from cuzk_diag.records import EXACT_INT, OFFSET_COLUMNS, PARTITION_COLUMNS, RunInfo
 
 #: Idle-gap buckets of proposal-8 (ms): < 50, 50-500, > 500 (the last are cross-sector gaps).
 GAP_BUCKETS = (50.0, 500.0)
@@ -120,7 +120,6 @@ _COUNTED_SPAN = 4
 _COUNTED_SLACK = 4096
 #: Below this many values a sort costs less than the counting's passes.
 _COUNTED_MIN = 64
-_EXACT = 2.0**53  # integers a double holds exactly
 
 
 def sorted_values(v: np.ndarray) -> np.ndarray:
@@ -136,7 +135,7 @@ def sorted_values(v: np.ndarray) -> np.ndarray:
     if n < _COUNTED_MIN:
         return np.sort(v)
     lo, hi = float(v.min()), float(v.max())
-    if not (-_EXACT < lo and hi < _EXACT) or hi - lo > _COUNTED_SPAN * n + _COUNTED_SLACK:
+    if not (-EXACT_INT < lo and hi < EXACT_INT) or hi - lo > _COUNTED_SPAN * n + _COUNTED_SLACK:
         return np.sort(v)
     whole = v.astype(np.int64)
     if not np.array_equal(whole, v) or (lo <= 0.0 <= hi and bool(np.signbit(v[v == 0]).any())):

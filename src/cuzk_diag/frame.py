@@ -16,7 +16,13 @@ import numpy as np
 import pyarrow as pa
 
 from cuzk_diag.heap import hand_back, zeroed
-from cuzk_diag.records import PARTITION_COLUMNS, PARTITION_SCHEMA, Accounting, is_int64
+from cuzk_diag.records import (
+    EXACT_INT,
+    PARTITION_COLUMNS,
+    PARTITION_SCHEMA,
+    Accounting,
+    is_int64,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,9 +53,6 @@ def _coerce(rec: dict[str, Any]) -> dict[str, Any]:
     return rec
 
 
-_EXACT = 1 << 53  # integers a double holds exactly
-
-
 def _fit(rec: dict[str, Any]) -> dict[str, Any]:
     """``_coerce`` value by value: an integer column takes an int64 (or a float with such an
     integer value), a float column a number (an int only within a double's exact range), a
@@ -68,7 +71,8 @@ def _fit(rec: dict[str, Any]) -> dict[str, Any]:
     for k in _FLOAT_COLS:
         v = out.get(k)
         if v is not None and (
-            not isinstance(v, int | float) or (isinstance(v, int) and not -_EXACT <= v <= _EXACT)
+            not isinstance(v, int | float)
+            or (isinstance(v, int) and not -EXACT_INT <= v <= EXACT_INT)
         ):
             bad[k] = v
             out[k] = None

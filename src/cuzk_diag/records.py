@@ -202,6 +202,10 @@ def ascii_int(text: str, *, signed: bool = False) -> int | None:
         return None
 
 
+#: Integers a double holds exactly: those no larger in size than this (``2**53``).
+EXACT_INT = 1 << 53
+
+
 def is_int64(v: object) -> bool:
     """An ``int`` (not a bool) that an int64 column holds (a log value may have 25 digits)."""
     return isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < 1 << 63

@@ -1473,7 +1473,8 @@ def compute_facts(
 def _iso(ts: Any) -> str | None:
     if ts is None or pd.isna(ts):
         return None
-    return pd.Timestamp(ts).tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    text: str = pd.Timestamp(ts).tz_convert("UTC").strftime("%Y-%m-%dT%H:%M:%S.%f")
+    return text[:-3] + "Z"
 
 
 def _wall_clock(df: pd.DataFrame) -> tuple[str | None, str | None, int]:

@@ -379,8 +379,11 @@ def _wall_clock_columns(
     last line, so rotated files continue the clock of the file that holds the start, and a
     restarted engine starts a new one. Calls with no engine start before them stay null.
     """
-    clocks = [(c["source"], c["line"], _ts_ms(c["ts"])) for c in info.clocks if c.get("ts")]
-    clocks = [(s, ln, ms) for s, ln, ms in clocks if ms is not None]
+    clocks: list[tuple[int, int, float]] = []
+    for c in info.clocks:
+        ms = _ts_ms(c["ts"]) if c.get("ts") else None
+        if ms is not None:
+            clocks.append((c["source"], c["line"], ms))
     if not clocks:
         return None
     shift = 2.0**40  # (source, line) as one sortable number
@@ -406,7 +409,8 @@ def with_wall_clock(table: pa.Table, info: RunInfo) -> pa.Table:
         return table
 
     def column(name: str) -> np.ndarray:
-        return table.column(name).to_numpy(zero_copy_only=False).astype("float64")
+        values: np.ndarray = table.column(name).to_numpy(zero_copy_only=False).astype("float64")
+        return values
 
     stamps = _wall_clock_columns(info, column)
     for name, col in (stamps or {}).items():

@@ -216,7 +216,8 @@ class Source:
                 f"{self.display}: is a Parquet export, not a log; give it alone to analyze, "
                 "check, compare or export"
             )
-        return decoded(self.raw, self.kind)
+        stream: BinaryIO = decoded(self.raw, self.kind)
+        return stream
 
     def read_all(self) -> bytes:
         """Every byte of the input (for a Parquet export that came through a pipe)."""
@@ -421,7 +422,7 @@ class ZstdReader:
                     if self._in_frame:
                         raise EOFError("zstd data ends inside a frame")
                     return
-            piece = self._pending[self._pos : self._pos + self.PIECE]
+            piece: bytes | memoryview = self._pending[self._pos : self._pos + self.PIECE]
             self._pos += self.PIECE
             out = []
             try:

@@ -275,7 +275,10 @@ class TraceWriter(Sink):
         bmethod: str,
     ) -> None:
         self.calls += 1
-        g = lambda k: _num(rec.get(k)) or 0.0  # noqa: E731
+
+        def g(key: str) -> float:
+            return _num(rec.get(key)) or 0.0
+
         worker = rec.get("worker")
         worker = worker if isinstance(worker, int) else -1
         era = rec.get("era") or self.info.era

@@ -54,7 +54,7 @@ class Group(click.Group):
     under click's test runner, so that what tests see is what users see.
     """
 
-    def main(  # type: ignore[override]
+    def main(  # type: ignore[override,unused-ignore]
         self,
         args: Sequence[str] | None = None,
         prog_name: str | None = None,

@@ -41,7 +41,7 @@ def kernel_durations(cfg: SimConfig, scale: float) -> dict[str, float]:
     if scale == 1.0:
         return {}
     cpp = cfg.resolved().cpp_version
-    means = {**_BASE, **_CPP_OVERRIDES.get(cpp, {}), **cfg.durations}
+    means = {**_BASE, **(_CPP_OVERRIDES.get(cpp, {}) if cpp is not None else {}), **cfg.durations}
     return {k: means[k] * scale for k in KERNEL_KEYS}
 
 

@@ -149,7 +149,9 @@ class Scenario:
         return d
 
 
-def scenario_samples(m: Measured, sc: Scenario, seed: int = 0) -> tuple[list[dict], list[str]]:
+def scenario_samples(
+    m: Measured, sc: Scenario, seed: int = 0
+) -> tuple[list[dict[str, Any]], list[str]]:
     """The measured call samples edited for ``sc``, and notes on where values came from."""
     notes: list[str] = []
     samples = [dict(s) for s in m.samples]
@@ -302,7 +304,8 @@ class WhatIfResult:
                 "time, lock wait); predictions are unchecked"
             )
         elif e > MAX_ERROR:
-            worst = max((k for k, v in self.error.items() if v is not None), key=self.error.get)
+            known = {k: v for k, v in self.error.items() if v is not None}
+            worst = max(known, key=known.__getitem__)
             out.append(
                 f"model error {e:.1%} on {worst} exceeds {MAX_ERROR:.0%} when replaying the "
                 "measured configuration: the predictions are unreliable"

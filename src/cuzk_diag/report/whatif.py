@@ -102,7 +102,7 @@ def render_console(d: dict[str, Any], stream: TextIO, color: str = "auto") -> No
     from rich.table import Table
     from rich.text import Text
 
-    from cuzk_diag.report.compare_console import make_console
+    from cuzk_diag.report.console import make_console
 
     console = make_console(stream, color)
     console.print(Text.assemble(("cuzk-diag whatif ", "bold"), (", ".join(d["inputs"]), "cyan")))

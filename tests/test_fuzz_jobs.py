@@ -10,6 +10,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
+
+from cuzk_diag.cli import cli
+from cuzk_diag.ingest import parallel, split
+from test_split import _parts_of, _sim_log
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("fuzz_jobs", ROOT / "tools" / "fuzz_jobs.py")
@@ -132,3 +137,31 @@ def test_a_copy_whose_runs_disagree_is_kept_and_fails_the_run(
         "seed-5.jobs2.json",
         "seed-5.log",
     ]
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_damaged_copies_cut_into_parts_give_one_process_reports(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The script's damages at the tests' scale: a simulated log of 1.5 MB cut as one of
+    hundreds of MB is (parts, warm-ups and chunks made small), read by real children: the
+    same report with one process, two and three, and every line counted."""
+    text, done = fuzz.mutate(_sim_log(tmp_path, 1.5).read_bytes(), seed, (10, 20))
+    log = tmp_path / "damaged.log"
+    log.write_bytes(text)
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
+    started, outcomes = parallel.ChildCall.started, sum(split.outcomes.values())
+    reports = []
+    for jobs in ("1", "2", "3"):
+        out = tmp_path / f"r{jobs}.json"
+        args = ["analyze", str(log), "--format", "json", "-o", str(out), "-q", "--jobs", jobs]
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code in (0, 1), (done, res.output)
+        reports.append(out.read_bytes())
+    assert parallel.ChildCall.started > started  # (the parts were read by children)
+    assert reports[0] == reports[1] == reports[2], done
+    counted = json.loads(reports[0])["accounting"]["lines_total"]
+    assert counted == fuzz.physical_lines(text), done
+    # (Each run cut the file: its child's part taken, read here, or, with a call or block
+    # left open by the damage, the rest read here once the first part showed it.)
+    assert sum(split.outcomes.values()) >= outcomes + 2

@@ -427,15 +427,16 @@ def test_analyze_starts_its_ingest_before_it_imports_pandas() -> None:
 def test_a_part_not_taken_is_parsed_in_a_child_of_its_own_with_real_children(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A call that failed inside its GPU region leaves its region open to the end of the log,
-    which a later child cannot have: once it has been open for two warm-ups, the children are
-    stopped and the rest of the log is read here, its parse in a second process."""
-    log = tmp_path / "failed.log"
+    """A call whose GPU_END line is lost stays open to the end of the log, which a later
+    child cannot have: once it has been open for two warm-ups, the children are stopped and
+    the rest of the log is read here, its parse in a second process."""
+    log = tmp_path / "lost-end.log"
     cfg = SimConfig(
-        era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=8, failures=2,
-        target_bytes=1_500_000,
-    )  # fmt: skip
-    log.write_bytes(simulate(cfg).data)
+        era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=8, target_bytes=1_500_000
+    )
+    lines = simulate(cfg).data.split(b"\n")
+    lost = next(i for i, line in enumerate(lines) if b",GPU_END," in line)
+    log.write_bytes(b"\n".join(lines[:lost] + lines[lost + 1 :]))
     _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
     windows: list[tuple[int, int | None]] = []
     real = parallel.parse_window_in_child
@@ -1119,3 +1120,33 @@ def test_a_timeline_line_torn_at_a_files_end_is_counted_as_in_one_process(
     assert split.outcomes["adopted"] >= adopted + 2
     assert _files(names, 2) == one  # (cut across the files)
     assert one[1]["torn_unrepaired"] == 1
+
+
+def test_a_log_with_failed_calls_keeps_its_parts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call that fails inside its GPU region leaves its block without the lines that close
+    it, and the partitions of its job picked up after it are skipped: neither stays open to
+    the end of the log (the block once the clock is past it, ``gpu.STALE_MS``; the pickups at
+    their skip line), so a child's warm-up finds the state at its start and its part is
+    taken, with one process's records."""
+    log = tmp_path / "failed.log"
+    cfg = SimConfig(
+        era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=1,
+        target_bytes=3_000_000, failures=3,
+    )  # fmt: skip
+    log.write_bytes(simulate(cfg).data)
+    assert b"skipping GPU prove for failed partitioned job" in log.read_bytes()
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
+    before = dict(split.outcomes)
+    reports = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"r{jobs}.json"
+        res = CliRunner().invoke(
+            cli, ["analyze", str(log), "--format", "json", "-o", str(out), "-q", "--jobs", jobs]
+        )
+        assert res.exit_code == 0, res.output
+        reports.append(out.read_bytes())
+    assert reports[0] == reports[1]
+    assert split.outcomes["adopted"] == before.get("adopted", 0) + 1
+    assert split.outcomes["gave up"] == before.get("gave up", 0)

@@ -4,7 +4,7 @@ from cuzk_diag.event cimport Event
 cimport cython
 from cuzk_diag.ingest.assemble.blocks cimport Block, _apply_line, closes, names_gpu
 from cuzk_diag.ingest.assemble.calls cimport Call, _int0
-from cuzk_diag.ingest.assemble.emit cimport gpus_named, maybe_emit
+from cuzk_diag.ingest.assemble.emit cimport emit, gpus_named, maybe_emit
 from cuzk_diag.ingest.assemble.identity cimport bind_block
 from cuzk_diag.ingest.assemble.lockfit cimport gpu_free_at, lock_miss
 from cuzk_diag.ingest.assemble.state cimport State

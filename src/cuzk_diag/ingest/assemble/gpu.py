@@ -25,7 +25,7 @@ from cuzk_diag.ingest.assemble.calls import (
     Clock,
     _int0,
 )
-from cuzk_diag.ingest.assemble.emit import gpus_named, maybe_emit
+from cuzk_diag.ingest.assemble.emit import emit, gpus_named, maybe_emit
 from cuzk_diag.ingest.assemble.identity import bind_block
 from cuzk_diag.ingest.assemble.lockfit import gpu_free_at, lock_miss
 from cuzk_diag.ingest.assemble.state import State
@@ -55,6 +55,10 @@ _Stage = int
 #: (of those the log names), and this many more.
 OPEN_PER_GPU = 2
 OPEN_SPARE = 6
+#: A block whose lock came this long (ms of the engine's clock) before a new block's clock
+#: reading takes no more lines: a GPU region lasts seconds. (The block of a call that failed
+#: inside its region, or of C++ lines no call took, is otherwise open to the end of the log.)
+STALE_MS = 60_000.0
 
 
 def open_block(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> Block:
@@ -64,6 +68,15 @@ def open_block(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> Block
     bind_block(self, blk, ev, kind, lo, hi)
     # One mutex per GPU: an older block still open on this GPU ended without its last
     # lines (the call failed inside the GPU region).
+    if lo is not None and self.beam is None:
+        for other in list(self.blocks):
+            if other is not blk and other.lock_hi < 1e17 and lo - other.lock_hi > STALE_MS:
+                close_block(self, other)  # (as at the end of the log)
+                stale = other.call
+                if stale is not None and stale.job_id is None and not stale.emitted:
+                    # C++ lines alone: a call that starts later can never own them
+                    # (``_blockless_call``), so they are settled as the end settles them.
+                    emit(self, stale)
     gpu = blk.call.gpu if blk.call is not None else None
     if gpu is not None and blk.call is not None and blk.call.block is blk:
         for other in list(self.blocks):
@@ -159,6 +172,10 @@ def close_block(self: State, blk: Block) -> None:
             self._emit_orphan_block(old)
     if blk.call is not None:
         maybe_emit(self, blk.call)
+        if blk.call.emitted and blk in self.closed_blocks:
+            # Its call was emitted before the block closed (it failed inside the region):
+            # nothing more is decided by the block.
+            self.closed_blocks.remove(blk)
     if left is not None and left is not blk.call:
         maybe_emit(self, left)
 

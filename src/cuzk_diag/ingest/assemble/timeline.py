@@ -183,6 +183,12 @@ def tracing_line(self: State, ev: Event, kind: str) -> None:
                 call.closed_out = True
                 maybe_emit(self, call)
                 break
+        if kind == "skip_failed_job" and isinstance(job, str):
+            # Picked up, then skipped: no GPU_START is coming for it, no GPU region may take
+            # its identity (``_claim_pickup``), and its TIMELINE entry is done with.
+            key = (job, part if isinstance(part, int) else None)
+            self.pickups.pop(key, None)
+            self.tl.pop(key, None)
 
 
 class EngineEvents(State):

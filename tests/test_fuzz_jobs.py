@@ -10,11 +10,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from click.testing import CliRunner
 
-from cuzk_diag.cli import cli
 from cuzk_diag.ingest import parallel, split
-from test_split import _parts_of, _sim_log
+from test_split import _parts_of, _reports, _sim_log
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("fuzz_jobs", ROOT / "tools" / "fuzz_jobs.py")
@@ -151,13 +149,7 @@ def test_damaged_copies_cut_into_parts_give_one_process_reports(
     log.write_bytes(text)
     _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
     started, outcomes = parallel.ChildCall.started, sum(split.outcomes.values())
-    reports = []
-    for jobs in ("1", "2", "3"):
-        out = tmp_path / f"r{jobs}.json"
-        args = ["analyze", str(log), "--format", "json", "-o", str(out), "-q", "--jobs", jobs]
-        res = CliRunner().invoke(cli, args)
-        assert res.exit_code in (0, 1), (done, res.output)
-        reports.append(out.read_bytes())
+    reports = _reports(log, ("1", "2", "3"), tmp_path)
     assert parallel.ChildCall.started > started  # (the parts were read by children)
     assert reports[0] == reports[1] == reports[2], done
     counted = json.loads(reports[0])["accounting"]["lines_total"]

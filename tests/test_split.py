@@ -169,6 +169,18 @@ def _sim_log(tmp_path: Path, mb: float, seed: int = 3) -> Path:
     return log
 
 
+def _reports(log: Path, jobs: tuple[str, ...], tmp_path: Path) -> list[bytes]:
+    """``analyze --format json`` of ``log`` through the CLI with each ``--jobs`` of ``jobs``."""
+    out = []
+    for n in jobs:
+        path = tmp_path / f"r{n}.json"
+        args = ["analyze", str(log), "--format", "json", "-o", str(path), "-q", "--jobs", n]
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 0, res.output
+        out.append(path.read_bytes())
+    return out
+
+
 def test_every_fixture_log_cut_anywhere_gives_one_process_records(
     here: Callable[[bool], None],
 ) -> None:
@@ -285,14 +297,7 @@ def test_a_sim_log_is_split_and_the_childrens_parts_taken_with_real_children(
     _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
     started, adopted = parallel.ChildCall.started, split.outcomes["adopted"]
     runner = CliRunner()
-    reports = []
-    for jobs in ("1", "2", "3"):
-        out = tmp_path / f"r{jobs}.json"
-        res = runner.invoke(
-            cli, ["analyze", str(log), "--format", "json", "-o", str(out), "-q", "--jobs", jobs]
-        )
-        assert res.exit_code == 0, res.output
-        reports.append(out.read_text())
+    reports = _reports(log, ("1", "2", "3"), tmp_path)
     assert parallel.ChildCall.started == started + 3  # one child with -j2, two with -j3
     assert split.outcomes["adopted"] == adopted + 3
     assert reports[0] == reports[1] == reports[2]
@@ -447,14 +452,7 @@ def test_a_part_not_taken_is_parsed_in_a_child_of_its_own_with_real_children(
 
     monkeypatch.setattr(parallel, "parse_window_in_child", spy)
     gave_up = split.outcomes["gave up"]
-    reports = []
-    for jobs in ("1", "2"):
-        out = tmp_path / f"r{jobs}.json"
-        res = CliRunner().invoke(
-            cli, ["analyze", str(log), "--format", "json", "-o", str(out), "-q", "--jobs", jobs]
-        )
-        assert res.exit_code == 0, res.output
-        reports.append(out.read_text())
+    reports = _reports(log, ("1", "2"), tmp_path)
     assert reports[0] == reports[1]
     assert split.outcomes["gave up"] == gave_up + 1
     cut = split.cuts(str(log), log.stat().st_size, 2, 256 << 10)[0]
@@ -1139,14 +1137,7 @@ def test_a_log_with_failed_calls_keeps_its_parts(
     assert b"skipping GPU prove for failed partitioned job" in log.read_bytes()
     _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
     before = dict(split.outcomes)
-    reports = []
-    for jobs in ("1", "2"):
-        out = tmp_path / f"r{jobs}.json"
-        res = CliRunner().invoke(
-            cli, ["analyze", str(log), "--format", "json", "-o", str(out), "-q", "--jobs", jobs]
-        )
-        assert res.exit_code == 0, res.output
-        reports.append(out.read_bytes())
+    reports = _reports(log, ("1", "2"), tmp_path)
     assert reports[0] == reports[1]
     assert split.outcomes["adopted"] == before.get("adopted", 0) + 1
     assert split.outcomes["gave up"] == before.get("gave up", 0)

@@ -66,8 +66,8 @@ def open_block(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> Block
     blk = Block(self.block_seq)
     self.blocks.append(blk)
     bind_block(self, blk, ev, kind, lo, hi)
-    # One mutex per GPU: an older block still open on this GPU ended without its last
-    # lines (the call failed inside the GPU region).
+    # A block whose lock came ``STALE_MS`` before this one's clock reading takes no more
+    # lines (its call failed inside the region, or its GPU is not known to the rule below).
     if lo is not None and self.beam is None:
         for other in list(self.blocks):
             if other is not blk and other.lock_hi < 1e17 and lo - other.lock_hi > STALE_MS:
@@ -77,6 +77,8 @@ def open_block(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> Block
                     # C++ lines alone: a call that starts later can never own them
                     # (``_blockless_call``), so they are settled as the end settles them.
                     emit(self, stale)
+    # One mutex per GPU: an older block still open on this GPU ended without its last
+    # lines (the call failed inside the GPU region).
     gpu = blk.call.gpu if blk.call is not None else None
     if gpu is not None and blk.call is not None and blk.call.block is blk:
         for other in list(self.blocks):

@@ -429,19 +429,43 @@ def test_analyze_starts_its_ingest_before_it_imports_pandas() -> None:
         assert run.stdout.strip() == imported, selectors
 
 
-def test_a_part_not_taken_is_parsed_in_a_child_of_its_own_with_real_children(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A call whose GPU_END line is lost stays open to the end of the log, which a later
-    child cannot have: once it has been open for two warm-ups, the children are stopped and
-    the rest of the log is read here, its parse in a second process."""
-    log = tmp_path / "lost-end.log"
+def _lines_of_seed_8() -> list[bytes]:
     cfg = SimConfig(
         era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=8, target_bytes=1_500_000
     )
-    lines = simulate(cfg).data.split(b"\n")
+    return simulate(cfg).data.split(b"\n")
+
+
+def test_a_log_with_a_lost_gpu_end_keeps_its_parts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call whose GPU_END line is lost ends once its worker has started two calls since and
+    the clock is a minute past its start (``timeline.overtake``), as a child's warm-up, which
+    never saw it, has it: the child's part is taken, with one process's records."""
+    log = tmp_path / "lost-end.log"
+    lines = _lines_of_seed_8()
     lost = next(i for i, line in enumerate(lines) if b",GPU_END," in line)
     log.write_bytes(b"\n".join(lines[:lost] + lines[lost + 1 :]))
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
+    before = dict(split.outcomes)
+    reports = _reports(log, ("1", "2"), tmp_path)
+    assert reports[0] == reports[1]
+    assert split.outcomes["adopted"] == before.get("adopted", 0) + 1
+    assert split.outcomes["gave up"] == before.get("gave up", 0)
+
+
+def test_a_part_not_taken_is_parsed_in_a_child_of_its_own_with_real_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call whose deallocation line (T8) is torn waits for it to the end of the log (the
+    deallocation thread may print it several calls later), which a later child cannot have:
+    once it has been open for two warm-ups, the children are stopped and the rest of the log
+    is read here, its parse in a second process."""
+    log = tmp_path / "lost-t8.log"
+    lines = _lines_of_seed_8()
+    torn = next(i for i, line in enumerate(lines) if b"async_dealloc_ms=" in line)
+    lines[torn] = lines[torn][:16]
+    log.write_bytes(b"\n".join(lines))
     _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
     windows: list[tuple[int, int | None]] = []
     real = parallel.parse_window_in_child

@@ -72,6 +72,9 @@ _TIMING, _NTT_H, _TIMELINE, _TRACING, _BENCH = (  # (see records.Family)
 #: Lines placed after the prep lines before them (``_drain``; a set: a chain of string
 #: comparisons cost ~100 instructions each).
 _AFTER_PREP = frozenset({"epilogue", "async_dealloc", "split_vectors"})
+#: A clock reading this far (ms) behind the clock sets it back: within a segment the engine's
+#: clock never goes back by more than the order its lines are printed in, seconds at most.
+CLOCK_BACK_MS = 60_000.0
 
 
 def drain(self: State, hi: Clock) -> None:
@@ -217,9 +220,15 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                         if ms is not None:
                             t = ms - epoch
                 if t is not None:
+                    clock = self.clock or 0.0
+                    if t < clock - CLOCK_BACK_MS:
+                        # Far behind: lines out of place (a window of the log repeated or
+                        # moved) set the clock ahead, or the engine restarted without its start
+                        # line. The clock goes back; the lines waiting get no lower bound.
+                        self.clock = None
+                        clock = t
                     if self.pending:
                         drain(self, t)
-                    clock = self.clock or 0.0
                     self.clock = t if t > clock else clock  # (max(clock, t), without the call)
                 if fam is _TIMELINE:
                     timeline_line(self, ev, kind)

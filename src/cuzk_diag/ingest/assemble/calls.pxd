@@ -31,6 +31,7 @@ cdef class Call:
     cdef public object source
     cdef public object emitted
     cdef public dict klines
+    cdef public long overtaken
 
 @cython.locals(lo=long, hi=long, n=long)
 cpdef tuple _span(list lines)

@@ -177,6 +177,7 @@ class Call:
         "source",
         "emitted",
         "klines",
+        "overtaken",
     )
 
     def __init__(
@@ -211,3 +212,4 @@ class Call:
         self.source = source
         self.emitted = False
         self.klines: dict[str, int] = {}  # CPU-side kind -> its line number
+        self.overtaken = 0  # calls of its worker started after it (TIMELINE)

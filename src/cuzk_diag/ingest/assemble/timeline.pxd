@@ -6,7 +6,7 @@ from cuzk_diag.ingest.assemble.blocks cimport Block, presized
 from cuzk_diag.ingest.assemble.calls cimport Call, _ts_ms
 from cuzk_diag.ingest.assemble.state cimport State
 from cuzk_diag.ingest.assemble.runinfo cimport note_run_info, timeline_key
-from cuzk_diag.ingest.assemble.emit cimport maybe_emit, open_call
+from cuzk_diag.ingest.assemble.emit cimport emit, maybe_emit, open_call
 from cuzk_diag.ingest.assemble.identity cimport confirm_by_prove_start, confirm_by_t7
 
 cdef Py_ssize_t TL_SLOTS
@@ -23,6 +23,7 @@ cpdef tracing_line(State self, Event ev, str kind)
 cpdef start_call(State self, str job, object part, object worker, object start, Event ev)
 cpdef end_call(State self, str job, object part, Event ev)
 cpdef Call find_call(State self, str job, object part, object worker)
+cpdef overtake(State self, object worker)
 
 # The kind tables as C variables of their type (a lookup in them is a direct dict operation).
 cdef dict _TL_KINDS

@@ -14,7 +14,8 @@ from cuzk_diag.ingest.assemble.calls import (
     MaybeInt,
     _ts_ms,
 )
-from cuzk_diag.ingest.assemble.emit import maybe_emit, open_call
+from cuzk_diag.ingest.assemble.emit import emit, maybe_emit, open_call
+from cuzk_diag.ingest.assemble.gpu import STALE_MS
 from cuzk_diag.ingest.assemble.identity import confirm_by_prove_start, confirm_by_t7
 from cuzk_diag.ingest.assemble.runinfo import note_run_info, timeline_key
 from cuzk_diag.ingest.assemble.state import State
@@ -83,6 +84,8 @@ def timeline_line(self: State, ev: Event, kind: str) -> None:
 def start_call(
     self: State, job: str, part: MaybeInt, worker: MaybeInt, start: Clock, ev: Event
 ) -> None:
+    if worker is not None:
+        overtake(self, worker)
     self.seq += 1
     self.timeline_calls += 1
     call = Call(self.seq, job, part, worker, start, self.segment, ev.source)
@@ -90,6 +93,34 @@ def start_call(
     if worker is not None:
         call.gpu = self._gpu_of(worker)
     open_call(self, call)
+
+
+def overtake(self: State, worker: MaybeInt) -> None:
+    """``worker`` starts a call: its open calls are overtaken once more (``Call.overtaken``).
+
+    A worker proves one call at a time, so an open call of it without its GPU_END that two
+    later calls have overtaken will not see it (the line is lost, or its start was a window of
+    the log repeated), once the clock is ``STALE_MS`` from its start (past it, or before it
+    when the start was repeated from later): it is over, as at the end of the input (``emit``:
+    incomplete). Not sooner: lines printed out of their order (a shuffled window) may bring
+    its GPU_END yet, and its region, which given to the next call instead would move every
+    region after it by one. Not while a beam weighs blocks or its own block is open. (One that
+    ended waits for its late lines as before, ``maybe_emit``: the deallocation thread may
+    print them several calls later.)"""
+    c: Call
+    clock = self.clock
+    over: list[Call] | None = None
+    for c in self.calls:
+        if c.worker != worker:
+            continue
+        c.overtaken += 1
+        if c.overtaken < 2 or c.ended or c.start is None or clock is None:
+            continue
+        if abs(clock - c.start) > STALE_MS and (c.block is None or c.block.closed):
+            over = [c] if over is None else over + [c]
+    if over is not None and self.beam is None:
+        for c in over:
+            emit(self, c)
 
 
 def end_call(self: State, job: str, part: MaybeInt, ev: Event) -> None:

@@ -2,6 +2,8 @@
 
 `python tools/accuracy.py fixtures/sim/*.log` prints, per log, how many calls were found and the
 share of calls whose GPU-region, CPU-side and identity fields all equal the truth;
+`python tools/accuracy.py --damaged 1-40 LOG` reads damaged copies of LOG (``tools/fuzz_jobs.py``'s
+damages, 1-3 a copy, or ``--mutations A-B``) against LOG's truth: how much of it damage costs;
 `python tools/accuracy.py --sweep 8` does the same over simulated runs of every era, 1-3 workers
 per GPU and 1-2 GPUs, and of Phase 12 and pool-cache code on 2 GPUs x gw=2 with 4 of 8 proofs in
 flight (``EXTRA_CELLS``), 8 seeds each, and then prints the calibration table: for every attribution
@@ -300,17 +302,78 @@ def sweep(seeds: int) -> None:
             print(f"below target: {row}")
 
 
+def _row(name: str, r: dict[str, Any]) -> str:
+    n = r["truth"]
+    return (
+        f"{name:32s} truth {n:4d} records {r['records']:4d} missing {r['missing']:3d} "
+        f"gpu {r['gpu_ok'] / n:6.1%} cpu {r['cpu_ok'] / n:6.1%} ids {r['id_ok'] / n:6.1%}"
+    )
+
+
+def damaged(log: Path, seeds: tuple[int, int], mutations: tuple[int, int]) -> None:
+    """Each seed's damaged copy of ``log`` (``fuzz_jobs.mutate``) against ``log``'s truth: a
+    row per copy with its damages, then the fields labelled exact or inferred that are wrong
+    (damage may cost fields; a label must still not claim more than the log shows)."""
+    import os
+    import tempfile
+
+    from fuzz_jobs import mutate
+
+    truth = json.loads(log.with_suffix(".truth.json").read_text())
+    text = log.read_bytes()
+    base = compare_run(load_run([str(log)]), truth)
+    print(_row("no damage", base))
+    print("  wrong fields labelled exact or inferred:", dict(_overclaimed(base["calib"])))
+    overclaimed: Counter[str] = Counter()
+    for seed in range(seeds[0], seeds[1] + 1):
+        data, names = mutate(text, seed, mutations)
+        fd, path = tempfile.mkstemp(suffix=".log")
+        os.write(fd, data)
+        os.close(fd)
+        try:
+            r = compare_run(load_run([path]), truth)
+        finally:
+            os.unlink(path)
+        print(_row(f"seed {seed} {'+'.join(names)}"[:32], r), flush=True)
+        overclaimed.update(_overclaimed(r["calib"]))
+    print("  wrong fields labelled exact or inferred, all copies:", dict(overclaimed))
+
+
+def _overclaimed(calib: Counter[Any]) -> Counter[str]:
+    """Of a ``compare_run`` calibration, the wrong fields labelled exact or inferred, by group
+    and label."""
+    out: Counter[str] = Counter()
+    for (group, label, right), n in calib.items():
+        if label in ("exact", "inferred") and not right:
+            out[f"{group} {label}"] += n
+    return out
+
+
+def _flag(args: list[str], name: str, default: str) -> str:
+    if name in args:
+        i = args.index(name)
+        value = args[i + 1]
+        del args[i : i + 2]
+        return value
+    return default
+
+
 def main(paths: list[str]) -> int:
     if paths[:1] == ["--sweep"]:
         sweep(int(paths[1]) if len(paths) > 1 else 8)
         return 0
+    if "--damaged" in paths:
+        from fuzz_jobs import span
+
+        args = list(paths)
+        seeds = span(_flag(args, "--damaged", "1-20"))
+        mutations = span(_flag(args, "--mutations", "1-3"))
+        for p in args:
+            damaged(Path(p), seeds, mutations)
+        return 0
     for p in paths:
         r = compare(Path(p))
-        n = r["truth"]
-        print(
-            f"{Path(p).name:32s} truth {n:4d} records {r['records']:4d} missing {r['missing']:3d} "
-            f"gpu {r['gpu_ok'] / n:6.1%} cpu {r['cpu_ok'] / n:6.1%} ids {r['id_ok'] / n:6.1%}"
-        )
+        print(_row(Path(p).name, r))
         for d in r["diffs"][:4]:
             print("    ", d)
     return 0

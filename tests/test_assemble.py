@@ -941,3 +941,20 @@ def test_a_call_whose_gpu_end_is_lost_is_out_before_the_end_of_the_log() -> None
     assert len(mine) == 1 and mine[0]["status"] == "incomplete"
     assert not any(r["job_id"] == job and r["partition"] == part for r in end)
     assert len(out) > 10 * len(end)
+
+
+def test_accuracy_reads_damaged_copies_against_the_truth(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # ``tools/accuracy.py --damaged``: the log itself, then a row per seed's damaged copy (the
+    # fuzzer's damages, as many as ``--mutations`` says), then the fields a label overclaims.
+    import accuracy
+
+    log = str(SIM / "era-main.log")
+    assert accuracy.main(["--damaged", "3-4", "--mutations", "2-2", log]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("no damage") and "gpu 100.0%" in out[0]
+    rows = [line for line in out if line.startswith("seed ")]
+    assert [r.split()[1] for r in rows] == ["3", "4"]
+    assert all(r.split()[2].count("+") == 1 for r in rows)  # (two damages each)
+    assert out[-1].startswith("  wrong fields labelled exact or inferred, all copies:")

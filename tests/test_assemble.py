@@ -916,31 +916,43 @@ def test_a_window_repeated_from_later_in_the_log_leaves_the_calls_after_it_as_th
     assert _records_differing(plain, damaged) <= 5
 
 
-def test_a_call_whose_gpu_end_is_lost_is_out_before_the_end_of_the_log() -> None:
-    # Its worker starts two calls after it, and the clock passes a minute after its start:
-    # its record comes out then (incomplete, as at the end of the log), not at the end.
-    # Until then, a call open keeps ``--jobs`` from taking a later part (``tests/test_split``).
+def _fed(data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The records an assembler fed ``data`` line by line gives as it goes, and at the end."""
     from cuzk_diag.ingest.assemble import Assembler
     from cuzk_diag.ingest.parse import LineParser
 
-    cfg = SimConfig(
-        era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=8, target_bytes=800_000
-    )
-    lines = simulate(cfg).data.split(b"\n")
-    lost = next(i for i, line in enumerate(lines) if b",GPU_END," in line)
-    job = lines[lost].split(b",")[3].decode()
-    part = int(lines[lost].split(b"partition=")[1].split(b",")[0])
-    data = b"\n".join(lines[:lost] + lines[lost + 1 :]) + b"\n"
     acc = Accounting()
     asm, parser = Assembler(acc), LineParser(0, acc, full=False)
     out = []
     for ev in [*parser.feed_parts(data).events(), *parser.close()]:
         out += asm.feed(ev)
-    end = asm.finish()
-    mine = [r for r in out if r["job_id"] == job and r["partition"] == part]
-    assert len(mine) == 1 and mine[0]["status"] == "incomplete"
-    assert not any(r["job_id"] == job and r["partition"] == part for r in end)
-    assert len(out) > 10 * len(end)
+    return out, asm.finish()
+
+
+@pytest.mark.parametrize("lost", ["GPU_END", "T8"])
+def test_a_call_whose_last_line_is_lost_is_out_before_the_end_of_the_log(lost: str) -> None:
+    # Its worker starts two calls after it, and the clock passes a minute after its start
+    # (GPU_END lost) or its GPU_END (its deallocation line, T8, torn): its record comes out
+    # then (incomplete without its GPU_END, as at the end of the log), not at the end. Until
+    # then, a call open keeps ``--jobs`` from taking a later part (``tests/test_split``).
+    cfg = SimConfig(
+        era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=8, target_bytes=800_000
+    )
+    lines = simulate(cfg).data.split(b"\n")
+    _, end_whole = _fed(b"\n".join(lines) + b"\n")
+    if lost == "GPU_END":
+        at = next(i for i, line in enumerate(lines) if b",GPU_END," in line)
+        job = lines[at].split(b",")[3].decode()
+        part = int(lines[at].split(b"partition=")[1].split(b",")[0])
+        del lines[at]
+    else:
+        at = next(i for i, line in enumerate(lines) if b"async_dealloc_ms=" in line)
+        lines[at] = lines[at][:16]
+    out, end = _fed(b"\n".join(lines) + b"\n")
+    assert len(end) == len(end_whole) and len(out) > 10 * len(end)
+    if lost == "GPU_END":
+        mine = [r for r in out if r["job_id"] == job and r["partition"] == part]
+        assert len(mine) == 1 and mine[0]["status"] == "incomplete"
 
 
 def test_accuracy_reads_damaged_copies_against_the_truth(

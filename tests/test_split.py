@@ -436,16 +436,22 @@ def _lines_of_seed_8() -> list[bytes]:
     return simulate(cfg).data.split(b"\n")
 
 
-def test_a_log_with_a_lost_gpu_end_keeps_its_parts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("lost", ["GPU_END", "T8"])
+def test_a_log_with_a_call_s_last_line_lost_keeps_its_parts(
+    lost: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A call whose GPU_END line is lost ends once its worker has started two calls since and
-    the clock is a minute past its start (``timeline.overtake``), as a child's warm-up, which
-    never saw it, has it: the child's part is taken, with one process's records."""
-    log = tmp_path / "lost-end.log"
+    """A call whose GPU_END line is lost, or its deallocation line (T8) torn, ends once its
+    worker has started two calls since and the clock is a minute past its start, or its
+    GPU_END (``timeline.overtake``), as a child's warm-up, which never saw it, has it: the
+    child's part is taken, with one process's records."""
+    log = tmp_path / "lost.log"
     lines = _lines_of_seed_8()
-    lost = next(i for i, line in enumerate(lines) if b",GPU_END," in line)
-    log.write_bytes(b"\n".join(lines[:lost] + lines[lost + 1 :]))
+    if lost == "GPU_END":
+        del lines[next(i for i, line in enumerate(lines) if b",GPU_END," in line)]
+    else:
+        torn = next(i for i, line in enumerate(lines) if b"async_dealloc_ms=" in line)
+        lines[torn] = lines[torn][:16]
+    log.write_bytes(b"\n".join(lines))
     _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
     before = dict(split.outcomes)
     reports = _reports(log, ("1", "2"), tmp_path)
@@ -457,14 +463,19 @@ def test_a_log_with_a_lost_gpu_end_keeps_its_parts(
 def test_a_part_not_taken_is_parsed_in_a_child_of_its_own_with_real_children(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A call whose deallocation line (T8) is torn waits for it to the end of the log (the
-    deallocation thread may print it several calls later), which a later child cannot have:
-    once it has been open for two warm-ups, the children are stopped and the rest of the log
-    is read here, its parse in a second process."""
-    log = tmp_path / "lost-t8.log"
+    """A call whose worker never starts another and whose GPU_END never printed (the worker
+    hung in it) stays open to the end of the log, which a later child cannot have: once it has
+    been open for two warm-ups, the children are stopped and the rest of the log is read
+    here, its parse in a second process."""
+    log = tmp_path / "hung.log"
     lines = _lines_of_seed_8()
-    torn = next(i for i, line in enumerate(lines) if b"async_dealloc_ms=" in line)
-    lines[torn] = lines[torn][:16]
+    end = next(i for i, line in enumerate(lines) if b",GPU_END," in line)
+    job, part = lines[end].split(b",")[3], re.search(rb"partition=\d+", lines[end])
+    assert part is not None
+    start = max(i for i in range(end) if b",GPU_START," in lines[i] and job in lines[i]
+                and part.group() in lines[i])  # fmt: skip
+    lines[start] = re.sub(rb"worker=\d+", b"worker=7", lines[start])  # (no other call of it)
+    del lines[end]
     log.write_bytes(b"\n".join(lines))
     _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
     windows: list[tuple[int, int | None]] = []

@@ -98,15 +98,16 @@ def start_call(
 def overtake(self: State, worker: MaybeInt) -> None:
     """``worker`` starts a call: its open calls are overtaken once more (``Call.overtaken``).
 
-    A worker proves one call at a time, so an open call of it without its GPU_END that two
-    later calls have overtaken will not see it (the line is lost, or its start was a window of
-    the log repeated), once the clock is ``STALE_MS`` from its start (past it, or before it
-    when the start was repeated from later): it is over, as at the end of the input (``emit``:
-    incomplete). Not sooner: lines printed out of their order (a shuffled window) may bring
-    its GPU_END yet, and its region, which given to the next call instead would move every
-    region after it by one. Not while a beam weighs blocks or its own block is open. (One that
-    ended waits for its late lines as before, ``maybe_emit``: the deallocation thread may
-    print them several calls later.)"""
+    A worker proves one call at a time, so an open call of it that two later calls have
+    overtaken has printed its lines, but for those lost. Without its GPU_END (the line is
+    lost, or its start was a window of the log repeated), it is over once the clock is
+    ``STALE_MS`` from its start (past it, or before it when the start was repeated from
+    later): as at the end of the input (``emit``: incomplete). Not sooner: lines printed out
+    of their order (a shuffled window) may bring its GPU_END yet, and its region, which given
+    to the next call instead would move every region after it by one. Ended, it waits for its
+    late lines (``maybe_emit``: the deallocation thread may print its T8 calls later) until
+    the clock is ``STALE_MS`` past its GPU_END. Not while a beam weighs blocks or its own
+    block is open."""
     c: Call
     clock = self.clock
     over: list[Call] | None = None
@@ -114,10 +115,18 @@ def overtake(self: State, worker: MaybeInt) -> None:
         if c.worker != worker:
             continue
         c.overtaken += 1
-        if c.overtaken < 2 or c.ended or c.start is None or clock is None:
+        if c.overtaken < 2 or clock is None:
             continue
-        if abs(clock - c.start) > STALE_MS and (c.block is None or c.block.closed):
-            over = [c] if over is None else over + [c]
+        if c.ended:
+            # Waiting for its late lines (``maybe_emit``) a minute after its GPU_END: lost.
+            end = c.tl.get("end_ms") if c.tl is not None else None
+            if not isinstance(end, int) or clock - end <= STALE_MS:
+                continue
+            if c.block is not None and c.block.closed:
+                over = [c] if over is None else over + [c]
+        elif c.start is not None and abs(clock - c.start) > STALE_MS:
+            if c.block is None or c.block.closed:
+                over = [c] if over is None else over + [c]
     if over is not None and self.beam is None:
         for c in over:
             emit(self, c)

@@ -118,6 +118,9 @@ def compare_run(run: Any, truth: list[dict[str, Any]]) -> dict[str, Any]:
         "diffs": [],
         # (group, label, right) -> number of fields
         "calib": Counter(),
+        # the records of no true call (a line repeated in the log, say), and their fields
+        "unmatched": 0,
+        "unmatched_calib": Counter(),
     }
     calib = res["calib"]
     matched: set[int] = set()
@@ -149,6 +152,7 @@ def compare_run(run: Any, truth: list[dict[str, Any]]) -> dict[str, Any]:
         if id(r) in matched:
             continue
         # A record of no true call: every value it holds is wrong.
+        res["unmatched"] += 1
         for group, fields in GROUPS:
             if group == "id" and not have_ids:
                 continue
@@ -156,6 +160,7 @@ def compare_run(run: Any, truth: list[dict[str, Any]]) -> dict[str, Any]:
             n = sum(1 for f in fields if _norm(r.get(f)) is not None)
             if n:
                 calib[(group, label, False)] += n
+                res["unmatched_calib"][(group, label, False)] += n
     return res
 
 
@@ -313,7 +318,9 @@ def _row(name: str, r: dict[str, Any]) -> str:
 def damaged(log: Path, seeds: tuple[int, int], mutations: tuple[int, int]) -> None:
     """Each seed's damaged copy of ``log`` (``fuzz_jobs.mutate``) against ``log``'s truth: a
     row per copy with its damages, then the fields labelled exact or inferred that are wrong
-    (damage may cost fields; a label must still not claim more than the log shows)."""
+    (damage may cost fields; a label must still not claim more than the log shows), in the
+    records of true calls and in records of none (a repeated window's calls are in the log
+    twice: their second records are of no true call)."""
     import os
     import tempfile
 
@@ -325,6 +332,7 @@ def damaged(log: Path, seeds: tuple[int, int], mutations: tuple[int, int]) -> No
     print(_row("no damage", base))
     print("  wrong fields labelled exact or inferred:", dict(_overclaimed(base["calib"])))
     overclaimed: Counter[str] = Counter()
+    unmatched, unmatched_fields = 0, Counter[str]()
     for seed in range(seeds[0], seeds[1] + 1):
         data, names = mutate(text, seed, mutations)
         fd, path = tempfile.mkstemp(suffix=".log")
@@ -335,8 +343,15 @@ def damaged(log: Path, seeds: tuple[int, int], mutations: tuple[int, int]) -> No
         finally:
             os.unlink(path)
         print(_row(f"seed {seed} {'+'.join(names)}"[:32], r), flush=True)
-        overclaimed.update(_overclaimed(r["calib"]))
-    print("  wrong fields labelled exact or inferred, all copies:", dict(overclaimed))
+        overclaimed.update(_overclaimed(r["calib"] - r["unmatched_calib"]))
+        unmatched += r["unmatched"]
+        unmatched_fields.update(_overclaimed(r["unmatched_calib"]))
+    print(
+        "  wrong fields labelled exact or inferred, all copies: in records of true calls",
+        dict(overclaimed),
+        f"; in {unmatched} records of no true call (lines repeated, say)",
+        dict(unmatched_fields),
+    )
 
 
 def _overclaimed(calib: Counter[Any]) -> Counter[str]:

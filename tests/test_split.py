@@ -436,6 +436,16 @@ def _lines_of_seed_8() -> list[bytes]:
     return simulate(cfg).data.split(b"\n")
 
 
+def _assert_its_part_is_taken(log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``log`` cut in two small parts: the child's part is taken, with one process's report."""
+    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
+    before = dict(split.outcomes)
+    reports = _reports(log, ("1", "2"), tmp_path)
+    assert reports[0] == reports[1]
+    assert split.outcomes["adopted"] == before.get("adopted", 0) + 1
+    assert split.outcomes["gave up"] == before.get("gave up", 0)
+
+
 @pytest.mark.parametrize("lost", ["GPU_END", "T8"])
 def test_a_log_with_a_call_s_last_line_lost_keeps_its_parts(
     lost: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -452,12 +462,7 @@ def test_a_log_with_a_call_s_last_line_lost_keeps_its_parts(
         torn = next(i for i, line in enumerate(lines) if b"async_dealloc_ms=" in line)
         lines[torn] = lines[torn][:16]
     log.write_bytes(b"\n".join(lines))
-    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
-    before = dict(split.outcomes)
-    reports = _reports(log, ("1", "2"), tmp_path)
-    assert reports[0] == reports[1]
-    assert split.outcomes["adopted"] == before.get("adopted", 0) + 1
-    assert split.outcomes["gave up"] == before.get("gave up", 0)
+    _assert_its_part_is_taken(log, tmp_path, monkeypatch)
 
 
 def test_a_part_not_taken_is_parsed_in_a_child_of_its_own_with_real_children(
@@ -1170,9 +1175,4 @@ def test_a_log_with_failed_calls_keeps_its_parts(
     )  # fmt: skip
     log.write_bytes(simulate(cfg).data)
     assert b"skipping GPU prove for failed partitioned job" in log.read_bytes()
-    _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
-    before = dict(split.outcomes)
-    reports = _reports(log, ("1", "2"), tmp_path)
-    assert reports[0] == reports[1]
-    assert split.outcomes["adopted"] == before.get("adopted", 0) + 1
-    assert split.outcomes["gave up"] == before.get("gave up", 0)
+    _assert_its_part_is_taken(log, tmp_path, monkeypatch)

@@ -879,14 +879,30 @@ RESTARTED = [
 ]
 
 
+def _later(line: bytes, hours: int) -> bytes:
+    """A tracing line's timestamp ``hours`` later (other lines as they are)."""
+    import datetime
+
+    if not line[:4].isdigit() or line[26:27] != b"Z":
+        return line
+    when = datetime.datetime.fromisoformat(line[:26].decode()) + datetime.timedelta(hours=hours)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%f").encode() + line[26:]
+
+
+@pytest.mark.parametrize("hours", [0, 2])
 @pytest.mark.parametrize("name", RESTARTED)
-def test_a_restart_whose_start_line_is_lost_sets_the_clock_back(name: str) -> None:
+def test_a_restart_whose_start_line_is_lost_sets_the_clock_back(name: str, hours: int) -> None:
     # Two daemon runs in one file, the second without its engine start line (a log filtered
-    # by a pattern, or a line lost): its TIMELINE offsets and timestamps fall back by the first
-    # run's length. The clock goes back with them, and the second run's calls are read as the
-    # first run's (a clock kept at the first run's end made most of them wrong).
+    # by a pattern, or a line lost): its TIMELINE offsets fall back by the first run's length,
+    # and its timestamps with them (``hours`` 0) or go on (2 hours later, as a real restart's
+    # do: mapped by the first run's start line, they are far ahead of the offsets). The clock
+    # goes back with the offsets and, where the timestamps disagree with them, reads those no
+    # more: the second run's calls are read as the first run's (a clock kept at the first
+    # run's end, or moved back and forth between the two, made most of them wrong).
     text = (SIM / f"{name}.log").read_bytes()
-    second = b"\n".join(ln for ln in text.split(b"\n") if b"starting cuzk engine" not in ln)
+    second = b"\n".join(
+        _later(ln, hours) for ln in text.split(b"\n") if b"starting cuzk engine" not in ln
+    )
     assert second != text
     cols = ["job_id", "partition", "gpu_total_ms", "prep_msm_ms", "b_g2_msm_ms", "start_ms"]
     cols += ["status", "attr_gpu", "attr_cpu"]
@@ -970,3 +986,60 @@ def test_accuracy_reads_damaged_copies_against_the_truth(
     assert [r.split()[1] for r in rows] == ["3", "4"]
     assert all(r.split()[2].count("+") == 1 for r in rows)  # (two damages each)
     assert out[-1].startswith("  wrong fields labelled exact or inferred, all copies:")
+
+
+@pytest.mark.parametrize(
+    ("at", "to", "n"), [(8805, 4135, 592), (3706, 5562, 103), (30343, 24465, 637)]
+)
+def test_blocks_of_lines_swapped_leave_no_wrong_field_labelled_exact(
+    at: int, to: int, n: int
+) -> None:
+    # Two blocks of lines an hour or more apart swapped (a collector that merged two buffers
+    # out of order): the regions that close around them are held for a same-thread
+    # confirmation (T19, then prove_start) only when their lock is within a minute of the
+    # clock. A region of the other stretch, left unconfirmed, took each later confirmation
+    # and passed every region after it on to the next call, labelled exact: 257, 317 and 123
+    # wrong fields, 1,232-1,253 of 1,270 calls with every GPU-region field right.
+    cfg = SimConfig(
+        era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=1, target_bytes=3_300_000
+    )
+    sim = simulate(cfg)
+    lines = sim.data.split(b"\n")
+    lines[at : at + n], lines[to : to + n] = lines[to : to + n], lines[at : at + n]
+    res = compare_run(_run_of(b"\n".join(lines)), sim.truth)
+    wrong = res["calib"] - res["unmatched_calib"]
+    assert sum(v for (_, label, right), v in wrong.items() if label == "exact" and not right) <= 25
+    assert res["gpu_ok"] >= 0.99 * res["truth"]
+
+
+def test_one_timeline_line_out_of_place_leaves_the_timestamps_read() -> None:
+    # A TIMELINE line of an hour before, alone among the lines of now (a line a collector
+    # resent late), with timestamps after it: it sets the clock back, the next TIMELINE line
+    # sets it on again, and the timestamps, which agree with that one, are still read (an
+    # engine restarted without its start line shows the offsets back and the timestamps on,
+    # both more than once). The records are those of the log without it, but for a few.
+    from cuzk_diag.ingest.assemble import Assembler
+    from cuzk_diag.ingest.parse import LineParser
+
+    cfg = SimConfig(
+        era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=1, target_bytes=3_300_000
+    )
+    lines = simulate(cfg).data.split(b"\n")[:30000]
+    old = next(ln for ln in lines[2000:] if ln.startswith(b"TIMELINE,"))
+    at = next(
+        i
+        for i in range(25000, 30000)
+        if not lines[i].startswith(b"TIMELINE,")
+        and all(ln[:4].isdigit() for ln in lines[i : i + 2])
+    )
+    damaged = [*lines[:at], old, *lines[at:]]
+    epochs = []
+    for data in (lines, damaged):
+        acc = Accounting()
+        asm, parser = Assembler(acc), LineParser(0, acc, full=False)
+        for ev in [*parser.feed_parts(b"\n".join(data)).events(), *parser.close()]:
+            asm.feed(ev)
+        epochs.append(asm.epoch_ms)
+    assert epochs[0] is not None and epochs[1] == epochs[0]
+    plain = _records_by_call(b"\n".join(lines))
+    assert _records_differing(plain, _records_by_call(b"\n".join(damaged))) <= 3

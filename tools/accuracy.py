@@ -342,8 +342,9 @@ def damaged(log: Path, seeds: tuple[int, int], mutations: tuple[int, int]) -> No
             r = compare_run(load_run([path]), truth)
         finally:
             os.unlink(path)
-        print(_row(f"seed {seed} {'+'.join(names)}"[:32], r), flush=True)
-        overclaimed.update(_overclaimed(r["calib"] - r["unmatched_calib"]))
+        over = _overclaimed(r["calib"] - r["unmatched_calib"])
+        print(_row(f"seed {seed} {'+'.join(names)}"[:32], r), dict(over) or "", flush=True)
+        overclaimed.update(over)
         unmatched += r["unmatched"]
         unmatched_fields.update(_overclaimed(r["unmatched_calib"]))
     print(

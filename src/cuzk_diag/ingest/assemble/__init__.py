@@ -114,6 +114,28 @@ def drain(self: State, hi: Clock) -> None:
         solve_prep_lines(self, joint, anchors, lo, hi)
 
 
+def _after_clock_back(self: State, t: float) -> float | None:
+    """A timestamp's reading ``t`` after a TIMELINE reading set the clock back
+    (``State.clock_back``): the clock, or None when it does not agree with it.
+
+    A timestamp that agrees (within ``CLOCK_BACK_MS``) says the TIMELINE went back with the
+    wall clock: lines out of place had set it ahead. Timestamps far ahead of it, twice with a
+    TIMELINE reading between that stayed back, say the TIMELINE went back and the wall clock
+    did not: the engine restarted without its start line, and the timestamps are read no more
+    until the next start line (the wall clock of its offsets is not known). (One timestamp
+    far ahead, or a TIMELINE reading that follows it ahead, is a line out of place.)"""
+    clock = self.clock
+    if clock is None or t <= clock + CLOCK_BACK_MS:
+        self.clock_back = 0
+        return t
+    if self.clock_back == 3:
+        self.clock_back = 0
+        self.epoch_ms = None
+    elif self.clock_back == 1:
+        self.clock_back = 2
+    return None
+
+
 @dataclass(frozen=True)
 class SegmentEnd:
     """In a record list: the records of a clock segment are out (the engine restarted)."""
@@ -151,6 +173,9 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         # GPU_PICKUPs not (yet) followed by their GPU_START: (job, partition) -> worker
         self.pickups: dict[tuple[str, int | None], int] = {}
         self.clock: float | None = None  # latest TIMELINE-clock reading (ms)
+        # The clock went back at a TIMELINE reading: 1; then a timestamp far ahead of it: 2;
+        # then a TIMELINE reading that stayed back: 3 (``_after_clock_back``); else 0.
+        self.clock_back = 0
         self.epoch_ms: float | None = None  # wall clock of offset 0 (engine start line)
         self.pending: list[Event] = []  # C++ events waiting for the next clock reading
         self.out: list[dict[str, Any]] = []
@@ -200,7 +225,8 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                     drain(self, None)
             elif fam is _TIMELINE or fam is _TRACING:
                 # A timestamped line: first a clock reading (at ``t`` on the TIMELINE clock),
-                # which places the C++ lines waiting for it and moves the clock on (never back).
+                # which places the C++ lines waiting for it and moves the clock on (back only
+                # from far ahead, ``CLOCK_BACK_MS``).
                 # (Their fields read one by one, ``Event.get``: the events of the lines read as
                 # columns are made without a dict.)
                 t: float | None = None
@@ -219,6 +245,8 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                         ms = _ts_ms(ts) if isinstance(ts, str) else None
                         if ms is not None:
                             t = ms - epoch
+                            if self.clock_back:
+                                t = _after_clock_back(self, t)
                 if t is not None:
                     clock = self.clock or 0.0
                     if t < clock - CLOCK_BACK_MS:
@@ -227,6 +255,17 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                         # line. The clock goes back; the lines waiting get no lower bound.
                         self.clock = None
                         clock = t
+                        self.clock_back = 1 if fam is _TIMELINE else 0
+                        # Whatever is open may hold lines of both stretches (as after a
+                        # damaged line): its placements are guesses.
+                        self._doubt("ntt_h")
+                        for c in self.calls:
+                            c.cpu_weak = True
+                    elif self.clock_back and fam is _TIMELINE:
+                        if t > clock + CLOCK_BACK_MS:
+                            self.clock_back = 0  # (it went on: the reading back was astray)
+                        elif self.clock_back == 2:
+                            self.clock_back = 3  # (it stayed back, and a timestamp did not)
                     if self.pending:
                         drain(self, t)
                     self.clock = t if t > clock else clock  # (max(clock, t), without the call)
@@ -327,6 +366,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
         self.tl.clear()
         self.pickups.clear()
         self.clock = None
+        self.clock_back = 0
         self.timeline_calls = 0
         self.segment += 1
 

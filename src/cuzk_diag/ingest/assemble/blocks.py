@@ -128,6 +128,11 @@ _NEED_NTT_MASK = sum(_BIT[k] for k in _NEED_NTT)
 _NEED_MAIN_MASK = sum(_BIT[k] for k in _NEED_MAIN)
 
 _ANON_MISS = 1000.0  # cost of leaving a block with a call formed from C++ lines alone
+#: A block whose lock came this long (ms of the engine's clock) before a new block's clock
+#: reading takes no more lines: a GPU region lasts seconds (``gpu.open_block``; the block of a
+#: call that failed inside its region, or of C++ lines no call took, is otherwise open to the
+#: end of the log). The same span from the clock makes a call or a block stale elsewhere.
+STALE_MS = 60_000.0
 TOL_MS = 6  # clock truncation (gettimeofday +-1 ms, each value truncated) plus print latency
 _TOL_MS_F = float(TOL_MS)  # (as a float: compiled, a C double; Python adds an int as this)
 

@@ -12,6 +12,7 @@ from cuzk_diag.event import Event
 from cuzk_diag.ingest.assemble.blocks import (
     _BIT,
     _STAGE,
+    STALE_MS,
     STARTS_BLOCK,
     TOL_MS,
     Block,
@@ -55,10 +56,6 @@ _Stage = int
 #: (of those the log names), and this many more.
 OPEN_PER_GPU = 2
 OPEN_SPARE = 6
-#: A block whose lock came this long (ms of the engine's clock) before a new block's clock
-#: reading takes no more lines: a GPU region lasts seconds. (The block of a call that failed
-#: inside its region, or of C++ lines no call took, is otherwise open to the end of the log.)
-STALE_MS = 60_000.0
 
 
 def open_block(self: State, ev: Event, kind: str, lo: Clock, hi: Clock) -> Block:

@@ -38,6 +38,7 @@ _PLAIN = (
     "segment",
     "pickups",
     "clock",
+    "clock_back",
     "epoch_ms",
     "pending",
     "gpus_seen",

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from cuzk_diag.event import Event
 from cuzk_diag.ingest.assemble.blocks import (
     _ANON_MISS,
+    STALE_MS,
     TOL_MS,
     Block,
 )
@@ -90,8 +91,13 @@ def confirm_by_prove_start(self: State, ev: Event) -> None:
         self._drain(None)
     best: Block | None = None
     best_gap = None
+    clock = self.clock
     for blk in self.closed_blocks:
         if blk.confirmed:
+            continue
+        if clock is not None and abs(clock - blk.lock_hi) > STALE_MS and blk.lock_hi < 1e17:
+            # Its lock a minute from the clock (lines out of place): not the region whose
+            # last line T19 printed just now.
             continue
         t = blk.fields.get("total_start_fn_ms")
         if not isinstance(t, int) or t > p_ms + 1:

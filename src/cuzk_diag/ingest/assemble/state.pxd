@@ -22,6 +22,7 @@ cdef class State:
     cdef public object timeline_calls
     cdef public dict pickups
     cdef public object clock
+    cdef public long clock_back
     cdef public object epoch_ms
     cdef public list pending
     cdef public list out

@@ -31,6 +31,7 @@ class State:
     timeline_calls: int
     pickups: dict[tuple[str, int | None], int]
     clock: float | None
+    clock_back: int
     epoch_ms: float | None
     pending: list[Event]
     out: list[dict[str, Any]]

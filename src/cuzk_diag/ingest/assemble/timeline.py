@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from cuzk_diag.event import Event
-from cuzk_diag.ingest.assemble.blocks import presized
+from cuzk_diag.ingest.assemble.blocks import STALE_MS, presized
 from cuzk_diag.ingest.assemble.calls import (
     KIND_BIT,
     Call,
@@ -15,7 +15,6 @@ from cuzk_diag.ingest.assemble.calls import (
     _ts_ms,
 )
 from cuzk_diag.ingest.assemble.emit import emit, maybe_emit, open_call
-from cuzk_diag.ingest.assemble.gpu import STALE_MS
 from cuzk_diag.ingest.assemble.identity import confirm_by_prove_start, confirm_by_t7
 from cuzk_diag.ingest.assemble.runinfo import note_run_info, timeline_key
 from cuzk_diag.ingest.assemble.state import State

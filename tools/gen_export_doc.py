@@ -38,6 +38,10 @@ line (`starting cuzk engine`, TIMELINE offset 0) plus the TIMELINE offsets. Rota
 the clock of the file that holds the engine start; a restarted engine starts a new one. They are
 null when the log has no engine-start line (stderr-only captures, a log that begins after the
 start); journald/syslog prefixes are not used, as they carry local time without year or zone.
+A restart whose start line is not in the log (a log filtered by a pattern) is read as such for
+the records (the clock goes back with the offsets), but its calls' times still count from the
+start line before it, so they are early by as long as the earlier run lasted and the engine
+was down.
 Parquet holds them as `timestamp[ms, tz=UTC]`; CSV and JSON Lines as ISO 8601 text
 (`2026-03-13T15:05:51.498Z`).
 

@@ -249,7 +249,7 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                                 t = _after_clock_back(self, t)
                 if t is not None:
                     clock = self.clock or 0.0
-                    if t < clock - CLOCK_BACK_MS:
+                    if t < clock and t < clock - CLOCK_BACK_MS:  # (the first test: no float made)
                         # Far behind: lines out of place (a window of the log repeated or
                         # moved) set the clock ahead, or the engine restarted without its start
                         # line. The clock goes back; the lines waiting get no lower bound.

@@ -256,11 +256,8 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
                         self.clock = None
                         clock = t
                         self.clock_back = 1 if fam is _TIMELINE else 0
-                        # Whatever is open may hold lines of both stretches (as after a
-                        # damaged line): its placements are guesses.
-                        self._doubt("ntt_h")
-                        for c in self.calls:
-                            c.cpu_weak = True
+                        # Whatever is open may hold lines of both stretches.
+                        self._doubt_open()
                     elif self.clock_back and fam is _TIMELINE:
                         if t > clock + CLOCK_BACK_MS:
                             self.clock_back = 0  # (it went on: the reading back was astray)
@@ -281,11 +278,8 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
             elif fam is _BENCH:
                 note_run_info(self.info, ev)
             elif ev.malformed and ev.kind == "damaged":
-                # A line damaged beyond reading (NUL bytes): whatever it was, the placements it
-                # could have changed are ambiguous.
-                self._doubt("ntt_h")
-                for c in self.calls:
-                    c.cpu_weak = True
+                # A line damaged beyond reading (NUL bytes): whatever it was.
+                self._doubt_open()
         out.extend(self._take_out())
         return out
 
@@ -299,6 +293,15 @@ class Assembler(EngineEvents, GpuRegion, Identity, CpuSide, Emission):
             for c in self.calls:
                 if not c.kinds & bit:
                     c.cpu_weak = True
+
+    def _doubt_open(self: State) -> None:
+        """The placements of whatever is open could be wrong (a line damaged beyond reading,
+        or the clock back from lines out of place): its blocks and CPU-side lines are
+        ambiguous."""
+        c: Call
+        self._doubt("ntt_h")
+        for c in self.calls:
+            c.cpu_weak = True
 
     def _take_out(self: State) -> list[dict[str, Any]]:
         if self.out:

@@ -47,6 +47,7 @@ class State:
     # The methods each part calls on the others (defined by the parts).
     feed: Callable[..., list[dict[str, Any]]]
     _doubt: Callable[..., None]
+    _doubt_open: Callable[[], None]
     _take_out: Callable[..., list[dict[str, Any]]]
     flush: Callable[..., list[dict[str, Any]]]
     preview: Callable[..., list[dict[str, Any]]]

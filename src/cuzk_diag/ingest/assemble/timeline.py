@@ -119,13 +119,15 @@ def overtake(self: State, worker: MaybeInt) -> None:
         if c.ended:
             # Waiting for its late lines (``maybe_emit``) a minute after its GPU_END: lost.
             end = c.tl.get("end_ms") if c.tl is not None else None
-            if not isinstance(end, int) or clock - end <= STALE_MS:
-                continue
-            if c.block is not None and c.block.closed:
-                over = [c] if over is None else over + [c]
-        elif c.start is not None and abs(clock - c.start) > STALE_MS:
-            if c.block is None or c.block.closed:
-                over = [c] if over is None else over + [c]
+            done = isinstance(end, int) and clock - end > STALE_MS
+            done = done and c.block is not None and c.block.closed
+        else:
+            done = c.start is not None and abs(clock - c.start) > STALE_MS
+            done = done and (c.block is None or c.block.closed)
+        if done:
+            if over is None:
+                over = []
+            over.append(c)
     if over is not None and self.beam is None:
         for c in over:
             emit(self, c)

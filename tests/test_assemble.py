@@ -933,16 +933,10 @@ def test_a_window_repeated_from_later_in_the_log_leaves_the_calls_after_it_as_th
 
 
 def _fed(data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The records an assembler fed ``data`` line by line gives as it goes, and at the end."""
-    from cuzk_diag.ingest.assemble import Assembler
-    from cuzk_diag.ingest.parse import LineParser
-
-    acc = Accounting()
-    asm, parser = Assembler(acc), LineParser(0, acc, full=False)
-    out = []
-    for ev in [*parser.feed_parts(data).events(), *parser.close()]:
-        out += asm.feed(ev)
-    return out, asm.finish()
+    """The records an assembler gives as it reads ``data`` (``_read_through``), and at the
+    end."""
+    asm, out = _read_through(data)
+    return [r for r in out if isinstance(r, dict)], asm.finish()
 
 
 @pytest.mark.parametrize("lost", ["GPU_END", "T8"])
@@ -1018,9 +1012,6 @@ def test_one_timeline_line_out_of_place_leaves_the_timestamps_read() -> None:
     # sets it on again, and the timestamps, which agree with that one, are still read (an
     # engine restarted without its start line shows the offsets back and the timestamps on,
     # both more than once). The records are those of the log without it, but for a few.
-    from cuzk_diag.ingest.assemble import Assembler
-    from cuzk_diag.ingest.parse import LineParser
-
     cfg = SimConfig(
         era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=1, target_bytes=3_300_000
     )
@@ -1033,13 +1024,7 @@ def test_one_timeline_line_out_of_place_leaves_the_timestamps_read() -> None:
         and all(ln[:4].isdigit() for ln in lines[i : i + 2])
     )
     damaged = [*lines[:at], old, *lines[at:]]
-    epochs = []
-    for data in (lines, damaged):
-        acc = Accounting()
-        asm, parser = Assembler(acc), LineParser(0, acc, full=False)
-        for ev in [*parser.feed_parts(b"\n".join(data)).events(), *parser.close()]:
-            asm.feed(ev)
-        epochs.append(asm.epoch_ms)
+    epochs = [_read_through(b"\n".join(data))[0].epoch_ms for data in (lines, damaged)]
     assert epochs[0] is not None and epochs[1] == epochs[0]
     plain = _records_by_call(b"\n".join(lines))
     assert _records_differing(plain, _records_by_call(b"\n".join(damaged))) <= 3

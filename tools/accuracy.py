@@ -99,6 +99,20 @@ def compare(log: Path) -> dict[str, Any]:
     return compare_run(load_run([str(log)]), truth)
 
 
+def compare_text(data: bytes, truth: list[dict[str, Any]]) -> dict[str, Any]:
+    """``compare_run`` of a log's text (read from a temporary file, as a log is)."""
+    import os
+    import tempfile
+
+    fd, path = tempfile.mkstemp(suffix=".log")
+    os.write(fd, data)
+    os.close(fd)
+    try:
+        return compare_run(load_run([path]), truth)
+    finally:
+        os.unlink(path)
+
+
 def compare_run(run: Any, truth: list[dict[str, Any]]) -> dict[str, Any]:
     recs = [{k: _norm(v) for k, v in row.items()} for row in run.partitions.to_dict("records")]
     have_ids = any(r.get("job_id") is not None for r in recs)
@@ -249,9 +263,6 @@ def run_sweep(
 ) -> tuple[list[dict[str, Any]], dict[tuple[str, int], Counter]]:
     """Simulate every (era, gw, GPU count) for ``seeds``, then each ``extra`` cell: per-cell
     totals and calibration."""
-    import os
-    import tempfile
-
     from cuzk_diag.model.daemon import SimConfig, simulate
 
     runs = [
@@ -273,13 +284,7 @@ def run_sweep(
         for cfg in configs:
             sim = simulate(cfg)
             assert sim.data is not None
-            fd, path = tempfile.mkstemp(suffix=".log")
-            os.write(fd, sim.data)
-            os.close(fd)
-            try:
-                res = compare_run(load_run([path]), sim.truth)
-            finally:
-                os.unlink(path)
+            res = compare_text(sim.data, sim.truth)
             for k in ("truth", "records", "gpu_ok", "cpu_ok", "id_ok", "missing"):
                 tot[k] += res[k]
             cal.update(res["calib"])
@@ -321,9 +326,6 @@ def damaged(log: Path, seeds: tuple[int, int], mutations: tuple[int, int]) -> No
     (damage may cost fields; a label must still not claim more than the log shows), in the
     records of true calls and in records of none (a repeated window's calls are in the log
     twice: their second records are of no true call)."""
-    import os
-    import tempfile
-
     from fuzz_jobs import mutate
 
     truth = json.loads(log.with_suffix(".truth.json").read_text())
@@ -335,13 +337,7 @@ def damaged(log: Path, seeds: tuple[int, int], mutations: tuple[int, int]) -> No
     unmatched, unmatched_fields = 0, Counter[str]()
     for seed in range(seeds[0], seeds[1] + 1):
         data, names = mutate(text, seed, mutations)
-        fd, path = tempfile.mkstemp(suffix=".log")
-        os.write(fd, data)
-        os.close(fd)
-        try:
-            r = compare_run(load_run([path]), truth)
-        finally:
-            os.unlink(path)
+        r = compare_text(data, truth)
         over = _overclaimed(r["calib"] - r["unmatched_calib"])
         print(_row(f"seed {seed} {'+'.join(names)}"[:32], r), dict(over) or "", flush=True)
         overclaimed.update(over)
@@ -365,29 +361,27 @@ def _overclaimed(calib: Counter[Any]) -> Counter[str]:
     return out
 
 
-def _flag(args: list[str], name: str, default: str) -> str:
-    if name in args:
-        i = args.index(name)
-        value = args[i + 1]
-        del args[i : i + 2]
-        return value
-    return default
+def main(argv: list[str]) -> int:
+    import argparse
 
+    from fuzz_jobs import span
 
-def main(paths: list[str]) -> int:
-    if paths[:1] == ["--sweep"]:
-        sweep(int(paths[1]) if len(paths) > 1 else 8)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("logs", nargs="*", help="simulated logs, each beside its .truth.json")
+    ap.add_argument("--sweep", type=int, nargs="?", const=8, metavar="SEEDS",
+                    help="simulate every era and shape, SEEDS seeds each (default 8)")  # fmt: skip
+    ap.add_argument("--damaged", type=span, metavar="A-B",
+                    help="damaged copies of each log, seeds A-B, against its truth")  # fmt: skip
+    ap.add_argument("--mutations", type=span, default=(1, 3), metavar="A-B",
+                    help="damages a copy with --damaged (default 1-3)")  # fmt: skip
+    a = ap.parse_args(argv)
+    if a.sweep is not None:
+        sweep(a.sweep)
         return 0
-    if "--damaged" in paths:
-        from fuzz_jobs import span
-
-        args = list(paths)
-        seeds = span(_flag(args, "--damaged", "1-20"))
-        mutations = span(_flag(args, "--mutations", "1-3"))
-        for p in args:
-            damaged(Path(p), seeds, mutations)
-        return 0
-    for p in paths:
+    for p in a.logs:
+        if a.damaged is not None:
+            damaged(Path(p), a.damaged, a.mutations)
+            continue
         r = compare(Path(p))
         print(_row(Path(p).name, r))
         for d in r["diffs"][:4]:

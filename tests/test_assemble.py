@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import sys
@@ -853,6 +854,18 @@ def test_a_shuffled_log_keeps_few_calls_open() -> None:
     assert acc.lines_total == len(lines)
 
 
+@functools.cache
+def _busy_log() -> Any:
+    """A simulated main-era log of 3.3 MB (2 GPUs, two workers each, four of 20 proofs in
+    flight) with its truth (``SimResult``), made once: the base the damage tests below
+    damage."""
+    return simulate(
+        SimConfig(
+            era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=1, target_bytes=3_300_000
+        )
+    )
+
+
 def _records_by_call(data: bytes) -> Any:
     """The partition records of ``data``, one per (job, partition), without the columns that
     move with the lines around them (their line numbers and block numbers)."""
@@ -920,10 +933,7 @@ def test_a_window_repeated_from_later_in_the_log_leaves_the_calls_after_it_as_th
     # two calls since and the clock is past them: the records of the calls around the window
     # stay as the log without it gives them but for a few near it (a clock kept ahead made a
     # tenth of all the calls after it wrong).
-    cfg = SimConfig(
-        era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=1, target_bytes=3_300_000
-    )
-    lines = simulate(cfg).data.split(b"\n")[:30000]
+    lines = _busy_log().data.split(b"\n")[:30000]
     window = lines[25000:25099]
     assert any(b",GPU_START," in ln for ln in window)
     plain = _records_by_call(b"\n".join(lines))
@@ -994,10 +1004,7 @@ def test_blocks_of_lines_swapped_leave_no_wrong_field_labelled_exact(
     # clock. A region of the other stretch, left unconfirmed, took each later confirmation
     # and passed every region after it on to the next call, labelled exact: 257, 317 and 123
     # wrong fields, 1,232-1,253 of 1,270 calls with every GPU-region field right.
-    cfg = SimConfig(
-        era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=1, target_bytes=3_300_000
-    )
-    sim = simulate(cfg)
+    sim = _busy_log()
     lines = sim.data.split(b"\n")
     lines[at : at + n], lines[to : to + n] = lines[to : to + n], lines[at : at + n]
     res = compare_run(_run_of(b"\n".join(lines)), sim.truth)
@@ -1012,10 +1019,7 @@ def test_one_timeline_line_out_of_place_leaves_the_timestamps_read() -> None:
     # sets it on again, and the timestamps, which agree with that one, are still read (an
     # engine restarted without its start line shows the offsets back and the timestamps on,
     # both more than once). The records are those of the log without it, but for a few.
-    cfg = SimConfig(
-        era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=1, target_bytes=3_300_000
-    )
-    lines = simulate(cfg).data.split(b"\n")[:30000]
+    lines = _busy_log().data.split(b"\n")[:30000]
     old = next(ln for ln in lines[2000:] if ln.startswith(b"TIMELINE,"))
     at = next(
         i

@@ -429,13 +429,6 @@ def test_analyze_starts_its_ingest_before_it_imports_pandas() -> None:
         assert run.stdout.strip() == imported, selectors
 
 
-def _lines_of_seed_8() -> list[bytes]:
-    cfg = SimConfig(
-        era="main", n_gpus=2, gw=2, proofs=20, concurrency=4, seed=8, target_bytes=1_500_000
-    )
-    return simulate(cfg).data.split(b"\n")
-
-
 def _assert_its_part_is_taken(log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``log`` cut in two small parts: the child's part is taken, with one process's report."""
     _parts_of(monkeypatch, 1 << 20, 256 << 10, 64 << 10)
@@ -455,7 +448,7 @@ def test_a_log_with_a_call_s_last_line_lost_keeps_its_parts(
     GPU_END (``timeline.overtake``), as a child's warm-up, which never saw it, has it: the
     child's part is taken, with one process's records."""
     log = tmp_path / "lost.log"
-    lines = _lines_of_seed_8()
+    lines = _sim_log(tmp_path, 1.5, seed=8).read_bytes().split(b"\n")
     if lost == "GPU_END":
         del lines[next(i for i, line in enumerate(lines) if b",GPU_END," in line)]
     else:
@@ -473,7 +466,7 @@ def test_a_part_not_taken_is_parsed_in_a_child_of_its_own_with_real_children(
     been open for two warm-ups, the children are stopped and the rest of the log is read
     here, its parse in a second process."""
     log = tmp_path / "hung.log"
-    lines = _lines_of_seed_8()
+    lines = _sim_log(tmp_path, 1.5, seed=8).read_bytes().split(b"\n")
     end = next(i for i, line in enumerate(lines) if b",GPU_END," in line)
     job, part = lines[end].split(b",")[3], re.search(rb"partition=\d+", lines[end])
     assert part is not None
